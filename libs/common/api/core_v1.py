@@ -1,0 +1,487 @@
+"""core/v1 ("v1"): Namespace, Node, Pod, Binding, Event, ResourceQuota and their parts.
+
+Only the fields drasim reads or writes are typed; a few others that real manifests carry
+(volumes, probes, security contexts) are kept as raw JSON so they survive a round trip.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+import msgspec
+
+from drasim.common.api.meta_v1 import KubeObject, KubeStruct, ObjectMeta
+from drasim.common.quantity import Quantity
+
+__all__ = [
+    "Affinity",
+    "Binding",
+    "Container",
+    "ContainerExtendedResourceRequest",
+    "ContainerPort",
+    "ContainerResourceClaim",
+    "ContainerState",
+    "ContainerStateRunning",
+    "ContainerStateTerminated",
+    "ContainerStateWaiting",
+    "ContainerStatus",
+    "EnvVar",
+    "EphemeralContainer",
+    "Event",
+    "EventSource",
+    "HostIP",
+    "Namespace",
+    "NamespaceSpec",
+    "NamespaceStatus",
+    "Node",
+    "NodeAddress",
+    "NodeAffinity",
+    "NodeCondition",
+    "NodeSelector",
+    "NodeSelectorRequirement",
+    "NodeSelectorTerm",
+    "NodeSpec",
+    "NodeStatus",
+    "NodeSystemInfo",
+    "ObjectReference",
+    "Pod",
+    "PodCondition",
+    "PodExtendedResourceClaimStatus",
+    "PodIP",
+    "PodResourceClaim",
+    "PodResourceClaimStatus",
+    "PodSpec",
+    "PodStatus",
+    "PodTemplateSpec",
+    "PreferredSchedulingTerm",
+    "ResourceHealth",
+    "ResourceQuota",
+    "ResourceQuotaSpec",
+    "ResourceQuotaStatus",
+    "ResourceList",
+    "ResourceRequirements",
+    "ResourceStatus",
+    "Taint",
+    "Toleration",
+]
+
+ResourceList = dict[str, Quantity]
+"""Resource name → quantity (`v1.ResourceList`), e.g. `{"cpu": 500m, "example.com/gpu": 1}`."""
+
+
+class ObjectReference(KubeStruct):
+    kind: str = ""
+    namespace: str = ""
+    name: str = ""
+    uid: str = ""
+    api_version: str = ""
+    resource_version: str = ""
+    field_path: str = ""
+
+
+# --- Namespace ---------------------------------------------------------------------------
+
+
+class NamespaceSpec(KubeStruct):
+    finalizers: list[str] = []
+
+
+class NamespaceStatus(KubeStruct):
+    phase: str = ""  # Active, Terminating
+    conditions: list[dict[str, Any]] = []
+
+
+class Namespace(KubeObject):
+    API_VERSION: ClassVar[str] = "v1"
+    KIND: ClassVar[str] = "Namespace"
+
+    spec: NamespaceSpec = msgspec.field(default_factory=NamespaceSpec)
+    status: NamespaceStatus = msgspec.field(default_factory=NamespaceStatus)
+
+
+# --- Node selection (shared by Node, Pod and resource.k8s.io) ------------------------------
+
+
+class NodeSelectorRequirement(KubeStruct):
+    key: str = ""
+    operator: str = ""  # In, NotIn, Exists, DoesNotExist, Gt, Lt
+    values: list[str] = []
+
+
+class NodeSelectorTerm(KubeStruct):
+    """Requirements ANDed; `matchFields` may only use `metadata.name`."""
+
+    match_expressions: list[NodeSelectorRequirement] = []
+    match_fields: list[NodeSelectorRequirement] = []
+
+
+class NodeSelector(KubeStruct):
+    """Terms ORed."""
+
+    node_selector_terms: list[NodeSelectorTerm] = []
+
+
+class PreferredSchedulingTerm(KubeStruct):
+    weight: int = 0
+    preference: NodeSelectorTerm = msgspec.field(default_factory=NodeSelectorTerm)
+
+
+class NodeAffinity(KubeStruct):
+    required_during_scheduling_ignored_during_execution: NodeSelector | None = None
+    preferred_during_scheduling_ignored_during_execution: list[PreferredSchedulingTerm] = []
+
+
+class Affinity(KubeStruct):
+    node_affinity: NodeAffinity | None = None
+    pod_affinity: dict[str, Any] | None = None
+    pod_anti_affinity: dict[str, Any] | None = None
+
+
+class Taint(KubeStruct):
+    key: str = ""
+    value: str = ""
+    effect: str = ""  # NoSchedule, PreferNoSchedule, NoExecute
+    time_added: str | None = None
+
+
+class Toleration(KubeStruct):
+    key: str = ""
+    operator: str = ""  # Exists, Equal (the default)
+    value: str = ""
+    effect: str = ""
+    toleration_seconds: int | None = None
+
+
+# --- Node --------------------------------------------------------------------------------
+
+
+class NodeSpec(KubeStruct):
+    pod_cidr: str = msgspec.field(default="", name="podCIDR")
+    pod_cidrs: list[str] = msgspec.field(default_factory=list, name="podCIDRs")
+    provider_id: str = msgspec.field(default="", name="providerID")
+    unschedulable: bool = False
+    taints: list[Taint] = []
+
+
+class NodeCondition(KubeStruct):
+    type: str = ""  # Ready, MemoryPressure, DiskPressure, PIDPressure, NetworkUnavailable
+    status: str = ""  # True, False, Unknown
+    last_heartbeat_time: str | None = None
+    last_transition_time: str | None = None
+    reason: str = ""
+    message: str = ""
+
+
+class NodeAddress(KubeStruct):
+    type: str = ""  # Hostname, InternalIP, ExternalIP, ...
+    address: str = ""
+
+
+class NodeSystemInfo(KubeStruct):
+    machine_id: str = msgspec.field(default="", name="machineID")
+    system_uuid: str = msgspec.field(default="", name="systemUUID")
+    boot_id: str = msgspec.field(default="", name="bootID")
+    kernel_version: str = ""
+    os_image: str = ""
+    container_runtime_version: str = ""
+    kubelet_version: str = ""
+    kube_proxy_version: str = ""
+    operating_system: str = ""
+    architecture: str = ""
+
+
+class NodeStatus(KubeStruct):
+    capacity: ResourceList = {}
+    allocatable: ResourceList = {}
+    phase: str = ""
+    conditions: list[NodeCondition] = []
+    addresses: list[NodeAddress] = []
+    node_info: NodeSystemInfo = msgspec.field(default_factory=NodeSystemInfo)
+
+
+class Node(KubeObject):
+    API_VERSION: ClassVar[str] = "v1"
+    KIND: ClassVar[str] = "Node"
+
+    spec: NodeSpec = msgspec.field(default_factory=NodeSpec)
+    status: NodeStatus = msgspec.field(default_factory=NodeStatus)
+
+
+# --- Pod spec ----------------------------------------------------------------------------
+
+
+class ContainerResourceClaim(KubeStruct):
+    """core/v1 `ResourceClaim`: a container's use of a pod-level claim (`resources.claims`).
+
+    Named apart from resource.k8s.io's ResourceClaim, which is a different kind.
+    """
+
+    name: str = ""
+    request: str = ""
+
+
+class ResourceRequirements(KubeStruct):
+    limits: ResourceList = {}
+    requests: ResourceList = {}
+    claims: list[ContainerResourceClaim] = []
+
+
+class ContainerPort(KubeStruct):
+    name: str = ""
+    host_port: int = 0
+    container_port: int = 0
+    protocol: str = ""
+    host_ip: str = msgspec.field(default="", name="hostIP")
+
+
+class EnvVar(KubeStruct):
+    name: str = ""
+    value: str = ""
+    value_from: dict[str, Any] | None = None
+
+
+class Container(KubeStruct):
+    name: str = ""
+    image: str = ""
+    command: list[str] = []
+    args: list[str] = []
+    working_dir: str = ""
+    ports: list[ContainerPort] = []
+    env_from: list[dict[str, Any]] = []
+    env: list[EnvVar] = []
+    resources: ResourceRequirements = msgspec.field(default_factory=ResourceRequirements)
+    # Only for init containers: "Always" makes it a sidecar (restartable init container).
+    restart_policy: str | None = None
+    volume_mounts: list[dict[str, Any]] = []
+    liveness_probe: dict[str, Any] | None = None
+    readiness_probe: dict[str, Any] | None = None
+    startup_probe: dict[str, Any] | None = None
+    termination_message_path: str = ""
+    termination_message_policy: str = ""
+    image_pull_policy: str = ""
+    security_context: dict[str, Any] | None = None
+
+
+class EphemeralContainer(Container):
+    """A debugging container added to a running pod; never gets devices (spec §1.4.1)."""
+
+    target_container_name: str = ""
+
+
+class PodResourceClaim(KubeStruct):
+    """A pod-level claim: an existing ResourceClaim or one made from a template."""
+
+    name: str = ""
+    resource_claim_name: str | None = None
+    resource_claim_template_name: str | None = None
+
+
+class PodSpec(KubeStruct):
+    volumes: list[dict[str, Any]] = []
+    init_containers: list[Container] = []
+    containers: list[Container] = []
+    ephemeral_containers: list[EphemeralContainer] = []
+    restart_policy: str = ""  # Always, OnFailure, Never
+    termination_grace_period_seconds: int | None = None
+    active_deadline_seconds: int | None = None
+    dns_policy: str = ""
+    node_selector: dict[str, str] = {}
+    service_account_name: str = ""
+    node_name: str = ""
+    host_network: bool = False
+    security_context: dict[str, Any] | None = None
+    affinity: Affinity | None = None
+    scheduler_name: str = ""
+    tolerations: list[Toleration] = []
+    priority_class_name: str = ""
+    priority: int | None = None
+    overhead: ResourceList = {}
+    resource_claims: list[PodResourceClaim] = []
+
+    def all_containers(self) -> list[Container]:
+        """Init containers then regular ones: the combined list indexed by spec §3.5.1."""
+        return [*self.init_containers, *self.containers]
+
+
+class PodTemplateSpec(KubeStruct):
+    metadata: ObjectMeta = msgspec.field(default_factory=ObjectMeta)
+    spec: PodSpec = msgspec.field(default_factory=PodSpec)
+
+
+# --- Pod status --------------------------------------------------------------------------
+
+
+class PodCondition(KubeStruct):
+    type: str = ""  # PodScheduled, Initialized, ContainersReady, Ready, ...
+    status: str = ""
+    observed_generation: int = 0
+    last_probe_time: str | None = None
+    last_transition_time: str | None = None
+    reason: str = ""
+    message: str = ""
+
+
+class ContainerStateWaiting(KubeStruct):
+    reason: str = ""
+    message: str = ""
+
+
+class ContainerStateRunning(KubeStruct):
+    started_at: str | None = None
+
+
+class ContainerStateTerminated(KubeStruct):
+    exit_code: int = 0
+    signal: int = 0
+    reason: str = ""
+    message: str = ""
+    started_at: str | None = None
+    finished_at: str | None = None
+    container_id: str = msgspec.field(default="", name="containerID")
+
+
+class ContainerState(KubeStruct):
+    """At most one of the three is set."""
+
+    waiting: ContainerStateWaiting | None = None
+    running: ContainerStateRunning | None = None
+    terminated: ContainerStateTerminated | None = None
+
+
+class ResourceHealth(KubeStruct):
+    resource_id: str = msgspec.field(default="", name="resourceID")
+    health: str = ""  # Healthy, Unhealthy, Unknown
+
+
+class ResourceStatus(KubeStruct):
+    """Health of one resource's devices; DRA-backed names are `claim:<claim>/<request>`."""
+
+    name: str = ""
+    resources: list[ResourceHealth] = []
+
+
+class ContainerStatus(KubeStruct):
+    name: str = ""
+    state: ContainerState = msgspec.field(default_factory=ContainerState)
+    last_state: ContainerState = msgspec.field(default_factory=ContainerState)
+    ready: bool = False
+    restart_count: int = 0
+    image: str = ""
+    image_id: str = msgspec.field(default="", name="imageID")
+    container_id: str = msgspec.field(default="", name="containerID")
+    started: bool | None = None
+    allocated_resources: ResourceList = {}
+    allocated_resources_status: list[ResourceStatus] = []
+
+
+class PodResourceClaimStatus(KubeStruct):
+    name: str = ""
+    resource_claim_name: str | None = None
+
+
+class ContainerExtendedResourceRequest(KubeStruct):
+    """Which device request of the special claim serves a container's extended resource."""
+
+    container_name: str = ""
+    resource_name: str = ""
+    request_name: str = ""
+
+
+class PodExtendedResourceClaimStatus(KubeStruct):
+    """`status.extendedResourceClaimStatus`, written by the scheduler (spec §1.2)."""
+
+    request_mappings: list[ContainerExtendedResourceRequest] = []
+    resource_claim_name: str = ""
+
+
+class HostIP(KubeStruct):
+    ip: str = ""
+
+
+class PodIP(KubeStruct):
+    ip: str = ""
+
+
+class PodStatus(KubeStruct):
+    phase: str = ""  # Pending, Running, Succeeded, Failed, Unknown
+    conditions: list[PodCondition] = []
+    message: str = ""
+    reason: str = ""
+    nominated_node_name: str = ""
+    host_ip: str = msgspec.field(default="", name="hostIP")
+    host_ips: list[HostIP] = msgspec.field(default_factory=list, name="hostIPs")
+    pod_ip: str = msgspec.field(default="", name="podIP")
+    pod_ips: list[PodIP] = msgspec.field(default_factory=list, name="podIPs")
+    start_time: str | None = None
+    init_container_statuses: list[ContainerStatus] = []
+    container_statuses: list[ContainerStatus] = []
+    ephemeral_container_statuses: list[ContainerStatus] = []
+    qos_class: str = ""
+    resource_claim_statuses: list[PodResourceClaimStatus] = []
+    extended_resource_claim_status: PodExtendedResourceClaimStatus | None = None
+
+
+class Pod(KubeObject):
+    API_VERSION: ClassVar[str] = "v1"
+    KIND: ClassVar[str] = "Pod"
+
+    spec: PodSpec = msgspec.field(default_factory=PodSpec)
+    status: PodStatus = msgspec.field(default_factory=PodStatus)
+
+
+class Binding(KubeObject):
+    """The body of `pods/binding`: binds the pod named in metadata to `target` (a Node)."""
+
+    API_VERSION: ClassVar[str] = "v1"
+    KIND: ClassVar[str] = "Binding"
+
+    target: ObjectReference = msgspec.field(default_factory=ObjectReference)
+
+
+# --- Event -------------------------------------------------------------------------------
+
+
+class EventSource(KubeStruct):
+    component: str = ""
+    host: str = ""
+
+
+class Event(KubeObject):
+    API_VERSION: ClassVar[str] = "v1"
+    KIND: ClassVar[str] = "Event"
+
+    involved_object: ObjectReference = msgspec.field(default_factory=ObjectReference)
+    reason: str = ""
+    message: str = ""
+    source: EventSource = msgspec.field(default_factory=EventSource)
+    first_timestamp: str | None = None
+    last_timestamp: str | None = None
+    count: int = 0
+    type: str = ""  # Normal, Warning
+    event_time: str | None = None
+    action: str = ""
+    related: ObjectReference | None = None
+    reporting_component: str = ""
+    reporting_instance: str = ""
+
+
+# --- ResourceQuota -----------------------------------------------------------------------
+
+
+class ResourceQuotaSpec(KubeStruct):
+    hard: ResourceList = {}
+    scopes: list[str] = []
+    scope_selector: dict[str, Any] | None = None
+
+
+class ResourceQuotaStatus(KubeStruct):
+    hard: ResourceList = {}
+    used: ResourceList = {}
+
+
+class ResourceQuota(KubeObject):
+    API_VERSION: ClassVar[str] = "v1"
+    KIND: ClassVar[str] = "ResourceQuota"
+
+    spec: ResourceQuotaSpec = msgspec.field(default_factory=ResourceQuotaSpec)
+    status: ResourceQuotaStatus = msgspec.field(default_factory=ResourceQuotaStatus)

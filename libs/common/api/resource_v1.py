@@ -1,0 +1,326 @@
+"""resource.k8s.io/v1: DeviceClass, ResourceSlice, ResourceClaim, ResourceClaimTemplate."""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+import msgspec
+
+from drasim.common.api.core_v1 import NodeSelector
+from drasim.common.api.meta_v1 import Condition, KubeObject, KubeStruct, ObjectMeta
+from drasim.common.quantity import Quantity
+
+__all__ = [
+    "ALLOCATION_MODE_ALL",
+    "ALLOCATION_MODE_EXACT_COUNT",
+    "AllocatedDeviceStatus",
+    "AllocationResult",
+    "CELDeviceSelector",
+    "CapacityRequirements",
+    "Counter",
+    "CounterSet",
+    "Device",
+    "DeviceAllocationConfiguration",
+    "DeviceAllocationResult",
+    "DeviceAttribute",
+    "DeviceCapacity",
+    "DeviceClaim",
+    "DeviceClaimConfiguration",
+    "DeviceClass",
+    "DeviceClassConfiguration",
+    "DeviceClassSpec",
+    "DeviceConstraint",
+    "DeviceCounterConsumption",
+    "DeviceRequest",
+    "DeviceRequestAllocationResult",
+    "DeviceSelector",
+    "DeviceSubRequest",
+    "DeviceTaint",
+    "DeviceToleration",
+    "ExactDeviceRequest",
+    "OpaqueDeviceConfiguration",
+    "ResourceClaim",
+    "ResourceClaimConsumerReference",
+    "ResourceClaimSpec",
+    "ResourceClaimStatus",
+    "ResourceClaimTemplate",
+    "ResourceClaimTemplateSpec",
+    "ResourcePool",
+    "ResourceSlice",
+    "ResourceSliceSpec",
+]
+
+GROUP_VERSION = "resource.k8s.io/v1"
+ALLOCATION_MODE_EXACT_COUNT = "ExactCount"
+ALLOCATION_MODE_ALL = "All"
+
+
+# --- Shared parts ------------------------------------------------------------------------
+
+
+class CELDeviceSelector(KubeStruct):
+    expression: str = ""
+
+
+class DeviceSelector(KubeStruct):
+    cel: CELDeviceSelector | None = None
+
+
+class OpaqueDeviceConfiguration(KubeStruct):
+    """Driver-specific parameters, passed through unchanged (a `runtime.RawExtension`)."""
+
+    driver: str = ""
+    parameters: Any = None
+
+
+class DeviceToleration(KubeStruct):
+    key: str = ""
+    operator: str = ""  # Exists, Equal (the default)
+    value: str = ""
+    effect: str = ""  # NoSchedule, NoExecute
+    toleration_seconds: int | None = None
+
+
+# --- DeviceClass -------------------------------------------------------------------------
+
+
+class DeviceClassConfiguration(KubeStruct):
+    opaque: OpaqueDeviceConfiguration | None = None
+
+
+class DeviceClassSpec(KubeStruct):
+    selectors: list[DeviceSelector] = []
+    config: list[DeviceClassConfiguration] = []
+    # KEP-5004: pods may request devices of this class under this extended resource name.
+    extended_resource_name: str | None = None
+
+
+class DeviceClass(KubeObject):
+    API_VERSION: ClassVar[str] = GROUP_VERSION
+    KIND: ClassVar[str] = "DeviceClass"
+
+    spec: DeviceClassSpec = msgspec.field(default_factory=DeviceClassSpec)
+
+
+# --- ResourceSlice -----------------------------------------------------------------------
+
+
+class ResourcePool(KubeStruct):
+    name: str = ""
+    generation: int = 0
+    resource_slice_count: int = 0
+
+
+class DeviceAttribute(KubeStruct):
+    """Exactly one of the four values is set."""
+
+    int_value: int | None = msgspec.field(default=None, name="int")
+    bool_value: bool | None = msgspec.field(default=None, name="bool")
+    string_value: str | None = msgspec.field(default=None, name="string")
+    version_value: str | None = msgspec.field(default=None, name="version")  # semver
+
+    @property
+    def value(self) -> int | bool | str | None:
+        """Whichever value is set (a version is returned as its string)."""
+        for v in (self.int_value, self.bool_value, self.string_value, self.version_value):
+            if v is not None:
+                return v
+        return None
+
+
+class DeviceCapacity(KubeStruct):
+    value: Quantity = msgspec.field(default_factory=Quantity)
+    request_policy: dict[str, Any] | None = None
+
+
+class Counter(KubeStruct):
+    value: Quantity = msgspec.field(default_factory=Quantity)
+
+
+class CounterSet(KubeStruct):
+    name: str = ""
+    counters: dict[str, Counter] = {}
+
+
+class DeviceCounterConsumption(KubeStruct):
+    counter_set: str = ""
+    counters: dict[str, Counter] = {}
+
+
+class DeviceTaint(KubeStruct):
+    key: str = ""
+    value: str = ""
+    effect: str = ""  # NoSchedule, NoExecute
+    time_added: str | None = None
+
+
+class Device(KubeStruct):
+    """One device; node placement fields are only set with `perDeviceNodeSelection`."""
+
+    name: str = ""
+    attributes: dict[str, DeviceAttribute] = {}
+    capacity: dict[str, DeviceCapacity] = {}
+    consumes_counters: list[DeviceCounterConsumption] = []
+    node_name: str | None = None
+    node_selector: NodeSelector | None = None
+    all_nodes: bool | None = None
+    taints: list[DeviceTaint] = []
+    binds_to_node: bool | None = None
+    binding_conditions: list[str] = []
+    binding_failure_conditions: list[str] = []
+    allow_multiple_allocations: bool | None = None
+
+
+class ResourceSliceSpec(KubeStruct):
+    """Exactly one of nodeName, nodeSelector, allNodes, perDeviceNodeSelection is set."""
+
+    driver: str = ""
+    pool: ResourcePool = msgspec.field(default_factory=ResourcePool)
+    node_name: str | None = None
+    node_selector: NodeSelector | None = None
+    all_nodes: bool | None = None
+    devices: list[Device] = []
+    per_device_node_selection: bool | None = None
+    shared_counters: list[CounterSet] = []
+
+
+class ResourceSlice(KubeObject):
+    API_VERSION: ClassVar[str] = GROUP_VERSION
+    KIND: ClassVar[str] = "ResourceSlice"
+
+    spec: ResourceSliceSpec = msgspec.field(default_factory=ResourceSliceSpec)
+
+
+# --- ResourceClaim -----------------------------------------------------------------------
+
+
+class CapacityRequirements(KubeStruct):
+    requests: dict[str, Quantity] = {}
+
+
+class ExactDeviceRequest(KubeStruct):
+    device_class_name: str = ""
+    selectors: list[DeviceSelector] = []
+    allocation_mode: str = ""  # ExactCount (the default) or All
+    count: int = 0  # with ExactCount, 0 (absent) is defaulted to 1
+    admin_access: bool | None = None
+    tolerations: list[DeviceToleration] = []
+    capacity: CapacityRequirements | None = None
+
+
+class DeviceSubRequest(KubeStruct):
+    """One alternative of `firstAvailable`; the first that can be allocated is used."""
+
+    name: str = ""
+    device_class_name: str = ""
+    selectors: list[DeviceSelector] = []
+    allocation_mode: str = ""
+    count: int = 0
+    tolerations: list[DeviceToleration] = []
+    capacity: CapacityRequirements | None = None
+
+
+class DeviceRequest(KubeStruct):
+    """Exactly one of `exactly` and `firstAvailable` is set."""
+
+    name: str = ""
+    exactly: ExactDeviceRequest | None = None
+    first_available: list[DeviceSubRequest] = []
+
+
+class DeviceConstraint(KubeStruct):
+    requests: list[str] = []
+    match_attribute: str | None = None
+    distinct_attribute: str | None = None
+
+
+class DeviceClaimConfiguration(KubeStruct):
+    requests: list[str] = []
+    opaque: OpaqueDeviceConfiguration | None = None
+
+
+class DeviceClaim(KubeStruct):
+    requests: list[DeviceRequest] = []
+    constraints: list[DeviceConstraint] = []
+    config: list[DeviceClaimConfiguration] = []
+
+
+class ResourceClaimSpec(KubeStruct):
+    devices: DeviceClaim = msgspec.field(default_factory=DeviceClaim)
+
+
+class DeviceRequestAllocationResult(KubeStruct):
+    request: str = ""  # "<request>" or "<request>/<subrequest>"
+    driver: str = ""
+    pool: str = ""
+    device: str = ""
+    admin_access: bool | None = None
+    tolerations: list[DeviceToleration] = []
+    binding_conditions: list[str] = []
+    binding_failure_conditions: list[str] = []
+    share_id: str | None = msgspec.field(default=None, name="shareID")
+    consumed_capacity: dict[str, Quantity] = {}
+
+
+class DeviceAllocationConfiguration(KubeStruct):
+    source: str = ""  # FromClass, FromClaim
+    requests: list[str] = []
+    opaque: OpaqueDeviceConfiguration | None = None
+
+
+class DeviceAllocationResult(KubeStruct):
+    results: list[DeviceRequestAllocationResult] = []
+    config: list[DeviceAllocationConfiguration] = []
+
+
+class AllocationResult(KubeStruct):
+    devices: DeviceAllocationResult = msgspec.field(default_factory=DeviceAllocationResult)
+    node_selector: NodeSelector | None = None  # nodes that can reach the devices
+    allocation_timestamp: str | None = None
+
+
+class ResourceClaimConsumerReference(KubeStruct):
+    """A consumer in `status.reservedFor`, usually a Pod (`apiGroup` "" and `resource` pods)."""
+
+    api_group: str = ""
+    resource: str = ""
+    name: str = ""
+    uid: str = ""
+
+
+class AllocatedDeviceStatus(KubeStruct):
+    driver: str = ""
+    pool: str = ""
+    device: str = ""
+    share_id: str | None = msgspec.field(default=None, name="shareID")
+    conditions: list[Condition] = []
+    data: Any = None
+    network_data: dict[str, Any] | None = None
+
+
+class ResourceClaimStatus(KubeStruct):
+    allocation: AllocationResult | None = None
+    reserved_for: list[ResourceClaimConsumerReference] = []
+    devices: list[AllocatedDeviceStatus] = []
+
+
+class ResourceClaim(KubeObject):
+    API_VERSION: ClassVar[str] = GROUP_VERSION
+    KIND: ClassVar[str] = "ResourceClaim"
+
+    spec: ResourceClaimSpec = msgspec.field(default_factory=ResourceClaimSpec)
+    status: ResourceClaimStatus = msgspec.field(default_factory=ResourceClaimStatus)
+
+
+class ResourceClaimTemplateSpec(KubeStruct):
+    """The claim to create: its metadata (labels, annotations) and spec."""
+
+    metadata: ObjectMeta = msgspec.field(default_factory=ObjectMeta)
+    spec: ResourceClaimSpec = msgspec.field(default_factory=ResourceClaimSpec)
+
+
+class ResourceClaimTemplate(KubeObject):
+    API_VERSION: ClassVar[str] = GROUP_VERSION
+    KIND: ClassVar[str] = "ResourceClaimTemplate"
+
+    spec: ResourceClaimTemplateSpec = msgspec.field(default_factory=ResourceClaimTemplateSpec)

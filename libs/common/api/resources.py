@@ -1,0 +1,109 @@
+"""Resource names and a pod's effective requests: the arithmetic the scheduler, kubelet and
+quota share, so they agree on what a pod asks for.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from drasim.common.api import core_v1, validation
+from drasim.common.quantity import Quantity
+
+__all__ = [
+    "IMPLICIT_EXTENDED_RESOURCE_PREFIX",
+    "RESOURCE_DEFAULT_NAMESPACE_PREFIX",
+    "RESOURCE_REQUESTS_PREFIX",
+    "container_requests",
+    "is_dra_capable_name",
+    "is_extended_resource_name",
+    "is_native_resource",
+    "is_restartable_init_container",
+    "pod_requests",
+]
+
+# Every DeviceClass `C` can be requested as `deviceclass.resource.kubernetes.io/C` (spec §2.1).
+IMPLICIT_EXTENDED_RESOURCE_PREFIX = "deviceclass.resource.kubernetes.io/"
+# Names containing this are Kubernetes' own ("native"), never extended resources.
+RESOURCE_DEFAULT_NAMESPACE_PREFIX = "kubernetes.io/"
+# Quota tracks requests of resource R as `requests.R`.
+RESOURCE_REQUESTS_PREFIX = "requests."
+
+
+def is_native_resource(name: str) -> bool:
+    """Unprefixed (`cpu`) or in the `kubernetes.io/` namespace (`IsNativeResource`)."""
+    return "/" not in name or RESOURCE_DEFAULT_NAMESPACE_PREFIX in name
+
+
+def is_extended_resource_name(name: str) -> bool:
+    """An extended resource name (spec §1.1.2, upstream `IsExtendedResourceName`).
+
+    It has a `/`, is not in the `kubernetes.io/` namespace, does not start with
+    `requests.`, and its quota name `requests.<name>` is a qualified name (so the part after
+    the `/` is at most 63 characters).
+    """
+    if is_native_resource(name) or name.startswith(RESOURCE_REQUESTS_PREFIX):
+        return False
+    return not validation.is_qualified_name(RESOURCE_REQUESTS_PREFIX + name)
+
+
+def is_dra_capable_name(name: str) -> bool:
+    """A name DRA may serve: an extended resource name or an implicit class name (spec §2.4).
+
+    Whether it is DRA-*backed* also needs a DeviceClass that maps it, which only the
+    DeviceClass cache knows.
+    """
+    return is_extended_resource_name(name) or name.startswith(IMPLICIT_EXTENDED_RESOURCE_PREFIX)
+
+
+def is_restartable_init_container(container: core_v1.Container) -> bool:
+    """An init container with `restartPolicy: Always`: a sidecar, running beside the pod."""
+    return container.restart_policy == "Always"
+
+
+def container_requests(container: core_v1.Container) -> dict[str, Quantity]:
+    """A container's requests after API defaulting: a resource with only a limit requests it.
+
+    This is `SetDefaults_Pod`, which applies to every resource name (extended ones
+    included), so pods stored without defaulting are read as the API server would store them.
+    """
+    return {**container.resources.limits, **container.resources.requests}
+
+
+def pod_requests(pod: core_v1.Pod) -> dict[str, Quantity]:
+    """The pod's effective requests (spec §3.1.1, upstream `PodRequests`).
+
+    Regular and sidecar containers run together, so they add up. A non-sidecar init container
+    runs alone beside the sidecars started before it; the pod needs the largest of those
+    moments. Overhead is added on top. Ephemeral containers request nothing.
+    """
+    requests: dict[str, Quantity] = {}
+    for container in pod.spec.containers:
+        _add(requests, container_requests(container))
+
+    sidecars: dict[str, Quantity] = {}  # sidecars started so far
+    init_peak: dict[str, Quantity] = {}
+    for container in pod.spec.init_containers:
+        own = container_requests(container)
+        if is_restartable_init_container(container):
+            _add(requests, own)
+            _add(sidecars, own)
+            in_use = dict(sidecars)
+        else:
+            in_use = dict(own)
+            _add(in_use, sidecars)
+        _max(init_peak, in_use)
+
+    _max(requests, init_peak)
+    _add(requests, pod.spec.overhead)
+    return requests
+
+
+def _add(total: dict[str, Quantity], more: Mapping[str, Quantity]) -> None:
+    for name, quantity in more.items():
+        total[name] = total[name] + quantity if name in total else quantity
+
+
+def _max(peak: dict[str, Quantity], other: Mapping[str, Quantity]) -> None:
+    for name, quantity in other.items():
+        if name not in peak or quantity > peak[name]:
+            peak[name] = quantity

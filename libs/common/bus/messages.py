@@ -1,0 +1,128 @@
+"""Wire types of the apistore's NATS API and of the event stream.
+
+Requests are one tagged union decoded once; objects travel as raw JSON (`msgspec.Raw`) so the
+apistore decodes each into its kind's type and the client into the type it expects.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+import msgspec
+
+
+class _Request(msgspec.Struct, kw_only=True, omit_defaults=True, tag_field="verb"):
+    resource: str
+    namespace: str = ""
+
+
+class Create(_Request, tag="create"):
+    object: msgspec.Raw
+    dry_run: bool = False
+
+
+class Get(_Request, tag="get"):
+    name: str
+
+
+class List(_Request, tag="list"):
+    label_selector: str = ""
+    field_selector: str = ""
+    limit: int = 0
+    continue_token: str = ""
+
+
+class Update(_Request, tag="update"):
+    name: str
+    object: msgspec.Raw
+    subresource: str = ""  # "" or "status"
+    dry_run: bool = False
+
+
+PatchType = Literal["merge", "json", "strategic", "apply"]
+
+
+class Patch(_Request, tag="patch"):
+    name: str
+    patch: msgspec.Raw
+    patch_type: PatchType = "merge"
+    subresource: str = ""
+    dry_run: bool = False
+    field_manager: str = ""
+    force: bool = False
+
+
+class Delete(_Request, tag="delete"):
+    name: str
+    grace_period_seconds: int | None = None
+    propagation_policy: str = ""  # Background (default), Foreground, Orphan
+    precondition_uid: str = ""
+    precondition_resource_version: str = ""
+    dry_run: bool = False
+
+
+class Bind(_Request, tag="bind"):
+    """pods/binding: assign a pod to a node (what the scheduler's Bind does)."""
+
+    name: str
+    node_name: str
+    uid: str = ""
+
+
+class EventLog(_Request, tag="eventlog"):
+    """Read the event log itself (for `drasim events` and replay), oldest first."""
+
+    resource: str = ""
+    name: str = ""
+    after: int = 0
+    until: int = 0
+    actor: str = ""
+    trace_id: str = ""
+    limit: int = 1000
+
+
+Request = Create | Get | List | Update | Patch | Delete | Bind | EventLog
+
+request_decoder = msgspec.json.Decoder(Request)
+encoder = msgspec.json.Encoder()
+
+
+class ListResult(msgspec.Struct, kw_only=True):
+    """A list answer: items as raw JSON, and the resourceVersion the list is consistent at."""
+
+    resource_version: int
+    items: list[msgspec.Raw]
+    continue_token: str = ""
+    remaining: int = 0
+
+
+class LoggedEvent(msgspec.Struct, kw_only=True):
+    """One row of the event log as `drasim events` shows it."""
+
+    seq: int
+    type: str
+    resource: str
+    namespace: str
+    name: str
+    uid: str
+    actor: str
+    traceparent: str
+    time: str
+    object: msgspec.Raw
+
+
+class EventLogResult(msgspec.Struct, kw_only=True):
+    events: list[LoggedEvent]
+    last_seq: int
+
+
+class WatchEvent(msgspec.Struct, kw_only=True):
+    """One event on the stream: Kubernetes' watch event JSON (`type`, `object`)."""
+
+    type: str  # ADDED | MODIFIED | DELETED
+    object: msgspec.Raw
+
+
+watch_event_decoder = msgspec.json.Decoder(WatchEvent)
+list_result_decoder = msgspec.json.Decoder(ListResult)
+event_log_decoder = msgspec.json.Decoder(EventLogResult)

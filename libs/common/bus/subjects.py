@@ -1,0 +1,57 @@
+"""Every NATS subject and JetStream name drasim uses, as functions of the cluster prefix.
+
+Event subjects carry the node a namespaced object belongs to, so a kubelet process that hosts
+N nodes subscribes to exactly those N nodes' events and not to the whole cluster's:
+
+    <prefix>.ev.<resource>.<node>.<namespace>.<name>
+
+Tokens are escaped (NATS splits subjects on '.'), and an empty token is written `_`.
+"""
+
+from __future__ import annotations
+
+import re
+
+_UNSAFE = re.compile(r"[.*> \t\r\n%]")
+
+
+def token(value: str) -> str:
+    """One subject token: '.', wildcards and whitespace escaped as %XX; '' becomes '_'."""
+    if not value:
+        return "_"
+    return _UNSAFE.sub(lambda m: f"%{ord(m.group()):02X}", value)
+
+
+def api(prefix: str) -> str:
+    """Request/reply subject of the apistore (served by a queue group)."""
+    return f"{prefix}.api"
+
+
+def api_queue_group() -> str:
+    return "apistore"
+
+
+def event(
+    prefix: str, resource: str, *, node: str = "", namespace: str = "", name: str = ""
+) -> str:
+    """Subject an event of one object is published on."""
+    return f"{prefix}.ev.{resource}.{token(node)}.{token(namespace)}.{token(name)}"
+
+
+def events_of(prefix: str, resource: str | None = None, *, node: str | None = None) -> str:
+    """Filter subject for a watcher: all events, one resource's, or one resource on one node."""
+    if resource is None:
+        return f"{prefix}.ev.>"
+    if node is None:
+        return f"{prefix}.ev.{resource}.>"
+    return f"{prefix}.ev.{resource}.{token(node)}.>"
+
+
+def stream(prefix: str) -> str:
+    """Name of the JetStream stream holding the published event log."""
+    return re.sub(r"[^A-Za-z0-9_-]", "_", prefix).upper() + "_EVENTS"
+
+
+def control(prefix: str, service: str, verb: str) -> str:
+    """Control-plane side channel of a service (e.g. a kubelet's `fault` command)."""
+    return f"{prefix}.ctl.{service}.{verb}"

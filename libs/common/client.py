@@ -1,0 +1,245 @@
+"""Typed async client of the apistore over NATS: every service talks to the cluster through it.
+
+bus = await Bus.connect(url, prefix="drasim", name="scheduler")
+api = ApiClient(bus, actor="scheduler")
+pod = await api.get(core_v1.Pod, "my-pod", namespace="default")
+await api.bind(pod, "worker-1")
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import AsyncIterator
+from typing import Any, TypeVar
+
+import msgspec
+import nats.errors
+import nats.js.errors
+from nats.js import api as js_api
+
+from drasim.common import codec, errors
+from drasim.common.api import registry
+from drasim.common.api.meta_v1 import KubeObject
+from drasim.common.bus import headers, messages, subjects
+from drasim.common.bus.client import Bus
+
+T = TypeVar("T", bound=KubeObject)
+
+_status_decoder = msgspec.json.Decoder(errors.Status)
+
+
+class WatchEvent(msgspec.Struct, frozen=True):
+    """One change of one object: `type` is ADDED, MODIFIED or DELETED."""
+
+    type: str
+    object: Any
+    resource_version: int
+
+
+class ApiClient:
+    """Request/reply client of the apistore; `actor` is recorded with every write."""
+
+    def __init__(self, bus: Bus, *, actor: str, timeout: float = 10.0) -> None:
+        self.bus = bus
+        self.actor = actor
+        self.timeout = timeout
+
+    async def request(self, req: messages.Request, *, traceparent: str = "") -> bytes:
+        """Send one API request; answers with the body or raises the `ApiError` it carried."""
+        hdrs = {headers.ACTOR: self.actor}
+        if traceparent:
+            hdrs[headers.TRACEPARENT] = traceparent
+        try:
+            msg = await self.bus.nc.request(
+                subjects.api(self.bus.prefix),
+                messages.encoder.encode(req),
+                timeout=self.timeout,
+                headers=hdrs,
+            )
+        except nats.errors.NoRespondersError as exc:
+            raise errors.ServiceUnavailable("no apistore is serving") from exc
+        except nats.errors.TimeoutError as exc:
+            raise errors.Timeout(f"apistore did not answer within {self.timeout}s") from exc
+        if msg.headers and headers.STATUS_CODE in msg.headers:
+            raise errors.ApiError.from_status(_status_decoder.decode(msg.data))
+        return msg.data
+
+    # -- typed verbs -----------------------------------------------------------------
+    async def create(self, obj: T, *, namespace: str = "", dry_run: bool = False) -> T:
+        info = registry.by_type(type(obj))
+        data = await self.request(
+            messages.Create(
+                resource=info.plural,
+                namespace=namespace or obj.metadata.namespace or "",
+                object=msgspec.Raw(codec.encode(obj)),
+                dry_run=dry_run,
+            )
+        )
+        return codec.decode(data, info.type)
+
+    async def get(self, type_: type[T], name: str, *, namespace: str = "") -> T:
+        info = registry.by_type(type_)
+        data = await self.request(
+            messages.Get(resource=info.plural, namespace=namespace, name=name)
+        )
+        return codec.decode(data, type_)
+
+    async def list(
+        self,
+        type_: type[T],
+        *,
+        namespace: str = "",
+        label_selector: str = "",
+        field_selector: str = "",
+    ) -> tuple[list[T], int]:
+        """All matching objects and the resourceVersion the list is consistent at."""
+        info = registry.by_type(type_)
+        data = await self.request(
+            messages.List(
+                resource=info.plural,
+                namespace=namespace,
+                label_selector=label_selector,
+                field_selector=field_selector,
+            )
+        )
+        result = messages.list_result_decoder.decode(data)
+        return [codec.decode(item, type_) for item in result.items], result.resource_version
+
+    async def update(self, obj: T, *, subresource: str = "") -> T:
+        """Replace the object; a stale `metadata.resourceVersion` raises `Conflict`."""
+        info = registry.by_type(type(obj))
+        data = await self.request(
+            messages.Update(
+                resource=info.plural,
+                namespace=obj.metadata.namespace or "",
+                name=obj.metadata.name,
+                object=msgspec.Raw(codec.encode(obj)),
+                subresource=subresource,
+            )
+        )
+        return codec.decode(data, info.type)
+
+    async def update_status(self, obj: T) -> T:
+        return await self.update(obj, subresource="status")
+
+    async def patch(
+        self,
+        type_: type[T],
+        name: str,
+        patch: Any,
+        *,
+        namespace: str = "",
+        subresource: str = "",
+        patch_type: messages.PatchType = "merge",
+        traceparent: str = "",
+    ) -> T:
+        info = registry.by_type(type_)
+        data = await self.request(
+            messages.Patch(
+                resource=info.plural,
+                namespace=namespace,
+                name=name,
+                patch=msgspec.Raw(msgspec.json.encode(patch)),
+                patch_type=patch_type,
+                subresource=subresource,
+            ),
+            traceparent=traceparent,
+        )
+        return codec.decode(data, type_)
+
+    async def delete(
+        self,
+        type_: type[T],
+        name: str,
+        *,
+        namespace: str = "",
+        grace_period_seconds: int | None = None,
+        propagation_policy: str = "",
+        uid: str = "",
+        resource_version: str = "",
+    ) -> T:
+        """Delete; answers the object as it is now (terminating, or as it was when removed)."""
+        info = registry.by_type(type_)
+        data = await self.request(
+            messages.Delete(
+                resource=info.plural,
+                namespace=namespace,
+                name=name,
+                grace_period_seconds=grace_period_seconds,
+                propagation_policy=propagation_policy,
+                precondition_uid=uid,
+                precondition_resource_version=resource_version,
+            )
+        )
+        return codec.decode(data, type_)
+
+    async def bind(self, pod: KubeObject, node_name: str, *, traceparent: str = "") -> Any:
+        """pods/binding: assign the pod to a node (fails with Conflict if already bound)."""
+        info = registry.by_plural("pods")
+        data = await self.request(
+            messages.Bind(
+                resource="pods",
+                namespace=pod.metadata.namespace or "default",
+                name=pod.metadata.name,
+                node_name=node_name,
+                uid=pod.metadata.uid or "",
+            ),
+            traceparent=traceparent,
+        )
+        return codec.decode(data, info.type)
+
+    # -- watch -----------------------------------------------------------------------
+    async def watch(
+        self,
+        type_: type[T],
+        *,
+        resource_version: int,
+        node: str | None = None,
+    ) -> AsyncIterator[WatchEvent]:
+        """Every event after `resource_version`, in order, once each.
+
+        Raises `Expired` when the stream no longer holds the events right after
+        `resource_version` (the caller relists). The stream is aligned with the log
+        (stream sequence == resourceVersion, see the apistore's outbox), so resuming is
+        starting a consumer at `resource_version + 1`.
+        """
+        info = registry.by_type(type_)
+        async for seq, event in watch_raw(
+            self.bus, info.plural, resource_version=resource_version, node=node
+        ):
+            yield WatchEvent(event.type, codec.decode(event.object, type_), seq)
+
+
+async def stream_bounds(bus: Bus) -> tuple[int, int]:
+    """(first, last) sequence the event stream holds now."""
+    try:
+        info = await bus.js.stream_info(subjects.stream(bus.prefix))
+    except nats.js.errors.NotFoundError as exc:
+        raise errors.ServiceUnavailable("the event stream does not exist yet") from exc
+    return info.state.first_seq, info.state.last_seq
+
+
+async def watch_raw(
+    bus: Bus, resource: str | None, *, resource_version: int, node: str | None = None
+) -> AsyncIterator[tuple[int, messages.WatchEvent]]:
+    """Raw events (seq, WatchEvent with the object as JSON) of one resource, or of all."""
+    start = resource_version + 1
+    first, last = await stream_bounds(bus)
+    # The stream holds first..last; an empty, aligned stream has first == last + 1.
+    if start < first and not (first == last + 1 == start):
+        raise errors.Expired(f"too old resource version: {resource_version} ({first - 1})")
+    sub = await bus.js.subscribe(
+        subjects.events_of(bus.prefix, resource, node=node),
+        stream=subjects.stream(bus.prefix),
+        ordered_consumer=True,
+        config=js_api.ConsumerConfig(
+            deliver_policy=js_api.DeliverPolicy.BY_START_SEQUENCE, opt_start_seq=start
+        ),
+        idle_heartbeat=2.0,
+    )
+    try:
+        async for msg in sub.messages:
+            yield msg.metadata.sequence.stream, messages.watch_event_decoder.decode(msg.data)
+    finally:
+        with contextlib.suppress(nats.errors.Error):
+            await sub.unsubscribe()

@@ -1,0 +1,81 @@
+"""The apistore service: Postgres store, core, outbox and the NATS API, started together."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+from dataclasses import dataclass
+
+from nats.aio.msg import Msg
+
+from drasim.apistore import faults
+from drasim.apistore.core import ApiCore
+from drasim.apistore.nats_api import NatsApi
+from drasim.apistore.outbox import DEFAULT_MAX_MSGS, Outbox
+from drasim.apistore.store import Store
+from drasim.common import errors
+from drasim.common.bus import subjects
+from drasim.common.bus.client import Bus
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class ApiServer:
+    """A running apistore; `stop()` shuts it down in reverse order."""
+
+    store: Store
+    bus: Bus
+    core: ApiCore
+    outbox: Outbox
+    api: NatsApi
+    outbox_task: asyncio.Task[None]
+    _control_sub: object = None
+
+    @classmethod
+    async def start(
+        cls,
+        *,
+        nats_url: str,
+        database_url: str,
+        prefix: str,
+        fault_plan: faults.FaultPlan | None = None,
+        max_stream_msgs: int = DEFAULT_MAX_MSGS,
+    ) -> ApiServer:
+        store = await Store.connect(database_url)
+        await store.migrate()
+        bus = await Bus.connect(nats_url, prefix=prefix, name="apistore")
+        if fault_plan is None and os.environ.get("DRASIM_FAULT_PLAN"):
+            fault_plan = faults.parse(os.environ["DRASIM_FAULT_PLAN"])
+        outbox = Outbox(store, bus, max_msgs=max_stream_msgs)
+        core = ApiCore(store, fault_plan=fault_plan, on_commit=outbox.wake)
+        outbox_task = asyncio.create_task(outbox.run(), name="apistore-outbox")
+        await core.start()
+        api = NatsApi(core, bus)
+        await api.start()
+        server = cls(store, bus, core, outbox, api, outbox_task)
+        server._control_sub = await bus.nc.subscribe(
+            subjects.control(prefix, "apistore", "faults"), cb=server._on_fault_plan
+        )
+        return server
+
+    async def _on_fault_plan(self, msg: Msg) -> None:
+        """Replace the fault plan at run time (every replica listens, no queue group)."""
+        try:
+            plan = faults.parse(msg.data.decode() or '{"rules": []}')
+        except errors.ApiError as exc:
+            await msg.respond(str(exc).encode())
+            return
+        self.core.fault_plan = plan if plan.rules else None
+        await msg.respond(b"ok")
+
+    async def stop(self) -> None:
+        await self.api.stop()
+        await self.core.stop()
+        self.outbox_task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await self.outbox_task
+        await self.bus.close()
+        await self.store.close()

@@ -1,0 +1,334 @@
+"""All of the apistore's SQL: the event log, the projection and the outbox position.
+
+Only this module imports asyncpg. Methods are named after their SQL; filters are keyword-only.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import AsyncIterator, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import asyncpg
+
+from drasim import migrations
+from drasim.common import errors
+
+# Writers serialise on this advisory lock for the whole transaction. Postgres releases
+# transaction locks only after the commit is visible to other sessions, so the writer that
+# next takes the lock reads a max(seq) that includes every committed event and numbers its
+# own events after it: insert order equals commit order, and a reader tailing the log by seq
+# (the outbox, a list at resourceVersion R) never misses a lower seq that commits later.
+# This is what makes resourceVersion a gap-free, commit-ordered sequence even with several
+# apistore replicas.
+WRITE_LOCK_KEY = 0x64726173  # "dras"
+MIGRATION_LOCK_KEY = 0x6D696772  # "migr"
+
+LOCK_WRITES = "SELECT pg_advisory_xact_lock($1)"
+SELECT_MAX_SEQ = "SELECT coalesce(max(seq), 0) FROM events"
+SELECT_OBJECTS_BY_KEYS = """
+SELECT o.resource, o.namespace, o.name, o.object
+FROM objects o
+JOIN unnest($1::text[], $2::text[], $3::text[]) AS k(resource, namespace, name)
+  ON o.resource = k.resource AND o.namespace = k.namespace AND o.name = k.name
+"""
+SELECT_DEPENDENTS = """
+SELECT resource, namespace, name, object FROM objects WHERE owner_uids && $1::text[]
+"""
+INSERT_EVENTS = """
+INSERT INTO events (seq, type, resource, namespace, name, uid, node_name, object, actor,
+                    traceparent)
+SELECT * FROM unnest($1::bigint[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[],
+                     $7::text[], $8::bytea[], $9::text[], $10::text[])
+"""
+UPSERT_OBJECTS = """
+INSERT INTO objects (resource, namespace, name, uid, resource_version, node_name, owner_uids,
+                     object)
+SELECT r, ns, n, u, rv, node, coalesce(string_to_array(nullif(owners, ''), ','), '{}'), obj
+FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::bigint[], $6::text[],
+            $7::text[], $8::bytea[]) AS t(r, ns, n, u, rv, node, owners, obj)
+ON CONFLICT (resource, namespace, name) DO UPDATE SET
+    uid = excluded.uid, resource_version = excluded.resource_version,
+    node_name = excluded.node_name, owner_uids = excluded.owner_uids, object = excluded.object
+"""
+DELETE_OBJECTS = """
+DELETE FROM objects o
+USING unnest($1::text[], $2::text[], $3::text[]) AS k(resource, namespace, name)
+WHERE o.resource = k.resource AND o.namespace = k.namespace AND o.name = k.name
+"""
+SELECT_OBJECT = "SELECT object FROM objects WHERE resource = $1 AND namespace = $2 AND name = $3"
+SELECT_EVENTS_AFTER = """
+SELECT seq, type, resource, namespace, name, uid, node_name, object, actor, traceparent,
+       created_at
+FROM events WHERE seq > $1 ORDER BY seq LIMIT $2
+"""
+SELECT_OUTBOX_SEQ = "SELECT seq FROM outbox WHERE id = 1"
+# Guarded so that a slower replica never moves the position backwards.
+UPDATE_OUTBOX_SEQ = "UPDATE outbox SET seq = $1 WHERE id = 1 AND seq < $1"
+SELECT_SCHEMA_VERSIONS = "SELECT version FROM schema_migrations"
+CREATE_SCHEMA_MIGRATIONS = """
+CREATE TABLE IF NOT EXISTS schema_migrations (
+    version    int         PRIMARY KEY,
+    name       text        NOT NULL,
+    applied_at timestamptz NOT NULL DEFAULT now()
+)
+"""
+INSERT_SCHEMA_VERSION = "INSERT INTO schema_migrations (version, name) VALUES ($1, $2)"
+
+Key = tuple[str, str, str]  # (resource, namespace, name)
+
+
+@dataclass(slots=True)
+class EventRow:
+    """One event as stored (and as the outbox publishes it)."""
+
+    seq: int
+    type: str
+    resource: str
+    namespace: str
+    name: str
+    uid: str
+    node_name: str
+    object: bytes
+    actor: str = ""
+    traceparent: str = ""
+    created_at: Any = None
+
+
+@dataclass(slots=True)
+class ObjectRow:
+    """The projection row of one live object."""
+
+    resource: str
+    namespace: str
+    name: str
+    uid: str
+    resource_version: int
+    node_name: str
+    owner_uids: Sequence[str]
+    object: bytes
+
+
+def _translate(exc: BaseException) -> errors.ApiError:
+    """Driver errors become API errors in one place (503 when the database is away)."""
+    if isinstance(exc, asyncpg.PostgresError):
+        return errors.InternalError(f"database error: {exc}")
+    return errors.ServiceUnavailable(f"database unavailable: {exc}")
+
+
+class WriteTransaction:
+    """The statements a group-commit batch runs, inside one transaction holding the lock."""
+
+    def __init__(self, conn: asyncpg.Connection) -> None:
+        self._conn = conn
+
+    async def lock_writes(self) -> None:
+        await self._conn.execute(LOCK_WRITES, WRITE_LOCK_KEY)
+
+    async def max_seq(self) -> int:
+        return await self._conn.fetchval(SELECT_MAX_SEQ)
+
+    async def select_objects(self, keys: Sequence[Key]) -> dict[Key, bytes]:
+        if not keys:
+            return {}
+        rows = await self._conn.fetch(
+            SELECT_OBJECTS_BY_KEYS,
+            [k[0] for k in keys],
+            [k[1] for k in keys],
+            [k[2] for k in keys],
+        )
+        return {(r[0], r[1], r[2]): r[3] for r in rows}
+
+    async def select_dependents(self, uids: Sequence[str]) -> dict[Key, bytes]:
+        rows = await self._conn.fetch(SELECT_DEPENDENTS, list(uids))
+        return {(r[0], r[1], r[2]): r[3] for r in rows}
+
+    async def insert_events(self, events: Sequence[EventRow]) -> None:
+        if not events:
+            return
+        await self._conn.execute(
+            INSERT_EVENTS,
+            [e.seq for e in events],
+            [e.type for e in events],
+            [e.resource for e in events],
+            [e.namespace for e in events],
+            [e.name for e in events],
+            [e.uid for e in events],
+            [e.node_name for e in events],
+            [e.object for e in events],
+            [e.actor for e in events],
+            [e.traceparent for e in events],
+        )
+
+    async def upsert_objects(self, rows: Sequence[ObjectRow]) -> None:
+        if not rows:
+            return
+        await self._conn.execute(
+            UPSERT_OBJECTS,
+            [r.resource for r in rows],
+            [r.namespace for r in rows],
+            [r.name for r in rows],
+            [r.uid for r in rows],
+            [r.resource_version for r in rows],
+            [r.node_name for r in rows],
+            [",".join(r.owner_uids) for r in rows],
+            [r.object for r in rows],
+        )
+
+    async def delete_objects(self, keys: Sequence[Key]) -> None:
+        if not keys:
+            return
+        await self._conn.execute(
+            DELETE_OBJECTS, [k[0] for k in keys], [k[1] for k in keys], [k[2] for k in keys]
+        )
+
+
+class Store:
+    """A pool of connections to the apistore's Postgres database."""
+
+    def __init__(self, pool: asyncpg.Pool) -> None:
+        self._pool = pool
+
+    @classmethod
+    async def connect(cls, database_url: str, *, min_size: int = 2, max_size: int = 10) -> Store:
+        try:
+            pool = await asyncpg.create_pool(database_url, min_size=min_size, max_size=max_size)
+        except (OSError, asyncpg.PostgresError) as exc:
+            raise _translate(exc) from exc
+        return cls(pool)
+
+    async def close(self) -> None:
+        await self._pool.close()
+
+    async def migrate(self) -> list[int]:
+        """Apply the migrations not yet applied, each in its own transaction; safe to re-run
+        and safe for several apistores starting at once (they serialise on a lock)."""
+        applied: list[int] = []
+        async with self._pool.acquire() as conn, conn.transaction():
+            await conn.execute("SELECT pg_advisory_xact_lock($1)", MIGRATION_LOCK_KEY)
+            await conn.execute(CREATE_SCHEMA_MIGRATIONS)
+            done = {r[0] for r in await conn.fetch(SELECT_SCHEMA_VERSIONS)}
+            for version, name, sql in migrations.files():
+                if version in done:
+                    continue
+                async with conn.transaction():
+                    await conn.execute(sql)
+                    await conn.execute(INSERT_SCHEMA_VERSION, version, name)
+                applied.append(version)
+        return applied
+
+    @contextlib.asynccontextmanager
+    async def write_transaction(self) -> AsyncIterator[WriteTransaction]:
+        try:
+            async with self._pool.acquire() as conn, conn.transaction():
+                txn = WriteTransaction(conn)
+                await txn.lock_writes()
+                yield txn
+        except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError) as exc:
+            raise _translate(exc) from exc
+
+    async def select_object(self, resource: str, namespace: str, name: str) -> bytes | None:
+        try:
+            return await self._pool.fetchval(SELECT_OBJECT, resource, namespace, name)
+        except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError) as exc:
+            raise _translate(exc) from exc
+
+    async def select_objects(
+        self,
+        resource: str,
+        *,
+        namespace: str | None = None,
+        node_name: str | None = None,
+        name: str | None = None,
+        after: tuple[str, str] | None = None,
+        limit: int = 0,
+    ) -> tuple[int, list[bytes]]:
+        """Objects of one resource and the resourceVersion they are consistent at.
+
+        One REPEATABLE READ snapshot serves both queries, so the list holds exactly the
+        events up to that resourceVersion: a watch from it misses and repeats nothing.
+        """
+        clauses = ["resource = $1"]
+        args: list[Any] = [resource]
+        if namespace:
+            args.append(namespace)
+            clauses.append(f"namespace = ${len(args)}")
+        if node_name is not None:
+            args.append(node_name)
+            clauses.append(f"node_name = ${len(args)}")
+        if name is not None:
+            args.append(name)
+            clauses.append(f"name = ${len(args)}")
+        if after is not None:
+            args.extend(after)
+            clauses.append(f"(namespace, name) > (${len(args) - 1}, ${len(args)})")
+        sql = f"SELECT object FROM objects WHERE {' AND '.join(clauses)} ORDER BY namespace, name"
+        if limit:
+            sql += f" LIMIT {int(limit)}"
+        try:
+            async with (
+                self._pool.acquire() as conn,
+                conn.transaction(isolation="repeatable_read", readonly=True),
+            ):
+                seq = await conn.fetchval(SELECT_MAX_SEQ)
+                rows = await conn.fetch(sql, *args)
+        except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError) as exc:
+            raise _translate(exc) from exc
+        return seq, [r[0] for r in rows]
+
+    async def max_seq(self) -> int:
+        return await self._pool.fetchval(SELECT_MAX_SEQ)
+
+    async def select_events_after(self, seq: int, *, limit: int = 1000) -> list[EventRow]:
+        rows = await self._pool.fetch(SELECT_EVENTS_AFTER, seq, limit)
+        return [EventRow(*r) for r in rows]
+
+    async def select_events(
+        self,
+        *,
+        gt: int = 0,
+        lte: int | None = None,
+        resource: str | None = None,
+        namespace: str | None = None,
+        name: str | None = None,
+        actor: str | None = None,
+        trace_id: str | None = None,
+        until_time: Any = None,
+        limit: int = 1000,
+    ) -> list[EventRow]:
+        """The event log itself, filtered (for `drasim events` and replay)."""
+        clauses = ["seq > $1"]
+        args: list[Any] = [gt]
+        for column, value in (
+            ("resource", resource),
+            ("namespace", namespace),
+            ("name", name),
+            ("actor", actor),
+        ):
+            if value is not None:
+                args.append(value)
+                clauses.append(f"{column} = ${len(args)}")
+        if lte is not None:
+            args.append(lte)
+            clauses.append(f"seq <= ${len(args)}")
+        if trace_id is not None:
+            args.append(f"%-{trace_id}-%")
+            clauses.append(f"traceparent LIKE ${len(args)}")
+        if until_time is not None:
+            args.append(until_time)
+            clauses.append(f"created_at <= ${len(args)}")
+        args.append(limit)
+        sql = (
+            "SELECT seq, type, resource, namespace, name, uid, node_name, object, actor, "
+            f"traceparent, created_at FROM events WHERE {' AND '.join(clauses)} "
+            f"ORDER BY seq LIMIT ${len(args)}"
+        )
+        rows = await self._pool.fetch(sql, *args)
+        return [EventRow(*r) for r in rows]
+
+    async def select_outbox_seq(self) -> int:
+        return await self._pool.fetchval(SELECT_OUTBOX_SEQ)
+
+    async def update_outbox_seq(self, seq: int) -> None:
+        await self._pool.execute(UPDATE_OUTBOX_SEQ, seq)

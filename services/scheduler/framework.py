@@ -1,0 +1,982 @@
+"""The scheduling framework: status codes, per-attempt state, NodeInfo, one Protocol per
+extension point, and `Framework`, which runs the plugins of each point with upstream's rules.
+
+Upstream: `staging/src/k8s.io/kube-scheduler/framework/{interface.go,types.go}`,
+`pkg/scheduler/framework/runtime/framework.go` and `pkg/scheduler/framework/types.go`
+(`Diagnosis`, `FitError`). Everything here is pure and synchronous except PostFilter, PreBind
+and Bind, the points that talk to the API server.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+import itertools
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any, ClassVar, Protocol, runtime_checkable
+
+import msgspec
+
+from drasim.common.api import core_v1, resources
+from drasim.common.quantity import Quantity, parse_quantity
+
+__all__ = [
+    "DEFAULT_MEMORY_REQUEST",
+    "DEFAULT_MILLI_CPU_REQUEST",
+    "MAX_NODE_SCORE",
+    "MIN_NODE_SCORE",
+    "ActionType",
+    "BindPlugin",
+    "ClusterEvent",
+    "ClusterEventWithHint",
+    "Code",
+    "CycleState",
+    "Diagnosis",
+    "EnqueueExtensions",
+    "EventResource",
+    "ExtensionPoint",
+    "FilterPlugin",
+    "FitError",
+    "Framework",
+    "FrameworkError",
+    "NodeInfo",
+    "NodePluginScores",
+    "NodeScore",
+    "Plugin",
+    "PluginDurationObserver",
+    "PluginScore",
+    "PostFilterPlugin",
+    "PreBindPlugin",
+    "PreFilterPlugin",
+    "PreFilterResult",
+    "PreScorePlugin",
+    "QueueingHint",
+    "QueueingHintFn",
+    "ReservePlugin",
+    "ScoreExtensions",
+    "ScorePlugin",
+    "StateData",
+    "Status",
+    "is_rejected",
+    "is_skip",
+    "is_success",
+    "pod_non_zero_requests",
+]
+
+MAX_NODE_SCORE = 100
+MIN_NODE_SCORE = 0
+
+# Scoring counts a container without a cpu/memory request as asking for this much, so that
+# many request-less pods do not all land on one node (`schedutil.DefaultMilliCPURequest`).
+DEFAULT_MILLI_CPU_REQUEST = 100
+DEFAULT_MEMORY_REQUEST = 200 * 1024 * 1024
+
+
+# --- Status ------------------------------------------------------------------------------
+
+
+class Code(enum.IntEnum):
+    """A plugin's verdict. Each code decides what the framework and the queue do next."""
+
+    SUCCESS = 0
+    """The plugin ran and the pod may go on. `None` means the same."""
+    ERROR = 1
+    """An internal failure (bad input, API error). The attempt is aborted, no PostFilter runs,
+    and the pod is requeued to backoff without recording the plugin as a rejector, so any
+    cluster event or the backoff timer retries it."""
+    UNSCHEDULABLE = 2
+    """The pod does not fit; PostFilter (e.g. preemption) may help. The pod waits in the
+    unschedulable pool until an event registered by the rejecting plugin (and its hint)
+    requeues it, then goes through backoff as a penalty for the wasted cycle."""
+    UNSCHEDULABLE_AND_UNRESOLVABLE = 3
+    """The pod does not fit and PostFilter cannot change that on this node (preemption skips
+    it). Queueing as UNSCHEDULABLE: wait for a registered event, then backoff."""
+    WAIT = 4
+    """A Permit plugin holds the pod before binding."""
+    SKIP = 5
+    """The plugin has nothing to do: from PreFilter its Filter is skipped for this pod, from
+    PreScore its Score, from Bind the next binder is asked."""
+    PENDING = 6
+    """The cycle went well but the plugin waits for something external before binding. The
+    pod is requeued straight to activeQ when its event arrives, without backoff."""
+
+    def __str__(self) -> str:
+        """Upstream's spelling, used in logs and metric labels: `UnschedulableAndUnresolvable`."""
+        return "".join(part.title() for part in self.name.split("_"))
+
+
+@dataclasses.dataclass(slots=True)
+class Status:
+    """A plugin's result: code, reasons, an optional error and the plugin that set it.
+
+    `None` stands for success everywhere, as upstream's nil `*Status`; use `is_success`.
+    The error field is `err` (upstream's name) because `Status.error(...)` builds one.
+    """
+
+    code: Code
+    reasons: list[str] = dataclasses.field(default_factory=list)
+    err: BaseException | None = None
+    plugin: str = ""
+
+    @classmethod
+    def unschedulable(cls, *reasons: str) -> Status:
+        return cls(Code.UNSCHEDULABLE, list(reasons))
+
+    @classmethod
+    def unresolvable(cls, *reasons: str) -> Status:
+        return cls(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, list(reasons))
+
+    @classmethod
+    def error(cls, err: BaseException | str) -> Status:
+        """Wrap an internal failure (upstream `AsStatus`)."""
+        return cls(Code.ERROR, err=err if isinstance(err, BaseException) else Exception(err))
+
+    @classmethod
+    def skip(cls) -> Status:
+        return cls(Code.SKIP)
+
+    def all_reasons(self) -> list[str]:
+        """The reasons with the error's text first (upstream `Reasons()`)."""
+        return [str(self.err), *self.reasons] if self.err is not None else list(self.reasons)
+
+    def message(self) -> str:
+        return ", ".join(self.all_reasons())
+
+    def with_plugin(self, plugin: str) -> Status:
+        self.plugin = plugin
+        return self
+
+
+def is_success(status: Status | None) -> bool:
+    return status is None or status.code == Code.SUCCESS
+
+
+def is_skip(status: Status | None) -> bool:
+    return status is not None and status.code == Code.SKIP
+
+
+def is_rejected(status: Status | None) -> bool:
+    """Unschedulable, unresolvable or pending: the plugin turned the pod away."""
+    return status is not None and status.code in (
+        Code.UNSCHEDULABLE,
+        Code.UNSCHEDULABLE_AND_UNRESOLVABLE,
+        Code.PENDING,
+    )
+
+
+def _code_name(status: Status | None) -> str:
+    return str(status.code if status is not None else Code.SUCCESS)
+
+
+class FrameworkError(Exception):
+    """A plugin returned Error: the scheduling attempt is aborted (upstream returns `err`)."""
+
+    def __init__(self, status: Status) -> None:
+        super().__init__(status.message())
+        self.status = status
+
+
+# --- CycleState --------------------------------------------------------------------------
+
+
+@runtime_checkable
+class StateData(Protocol):
+    """A plugin's private per-attempt data; immutable data may return itself from `clone`."""
+
+    def clone(self) -> StateData: ...
+
+
+class CycleState:
+    """Scratch space for one scheduling attempt, keyed by plugin name.
+
+    A plugin writes its state once in PreFilter (or PreScore) and reads it in Filter,
+    Reserve and PreBind. The framework records here which plugins skipped, so their Filter
+    or Score is not called in this attempt.
+    """
+
+    def __init__(self) -> None:
+        self._storage: dict[str, StateData] = {}
+        self.skip_filter_plugins: set[str] = set()
+        self.skip_score_plugins: set[str] = set()
+
+    def read(self, key: str) -> StateData:
+        """Raises KeyError when nothing was written, e.g. because PreFilter did not run."""
+        try:
+            return self._storage[key]
+        except KeyError:
+            raise KeyError(f"{key!r} not found in cycle state") from None
+
+    def write(self, key: str, value: StateData) -> None:
+        self._storage[key] = value
+
+    def delete(self, key: str) -> None:
+        self._storage.pop(key, None)
+
+    def clone(self) -> CycleState:
+        """A copy whose data is cloned, for what-if runs that must not touch this attempt."""
+        copy = CycleState()
+        copy._storage = {key: value.clone() for key, value in self._storage.items()}
+        copy.skip_filter_plugins = set(self.skip_filter_plugins)
+        copy.skip_score_plugins = set(self.skip_score_plugins)
+        return copy
+
+
+# --- NodeInfo ----------------------------------------------------------------------------
+
+_generations = itertools.count(1)
+_NON_ZERO_DEFAULTS = {
+    "cpu": parse_quantity(f"{DEFAULT_MILLI_CPU_REQUEST}m"),
+    "memory": parse_quantity(DEFAULT_MEMORY_REQUEST),
+}
+
+
+def pod_non_zero_requests(pod: core_v1.Pod) -> dict[str, Quantity]:
+    """The pod's requests with each container's missing cpu/memory set to the scoring
+    defaults (upstream `PodRequests` with `NonMissingContainerRequests`)."""
+
+    def with_defaults(container: core_v1.Container) -> core_v1.Container:
+        requests = {**_NON_ZERO_DEFAULTS, **resources.container_requests(container)}
+        defaulted = msgspec.structs.replace(container.resources, requests=requests)
+        return msgspec.structs.replace(container, resources=defaulted)
+
+    spec = msgspec.structs.replace(
+        pod.spec,
+        containers=[with_defaults(c) for c in pod.spec.containers],
+        init_containers=[with_defaults(c) for c in pod.spec.init_containers],
+    )
+    return resources.pod_requests(msgspec.structs.replace(pod, spec=spec))
+
+
+def _pod_key(pod: core_v1.Pod) -> str:
+    return pod.metadata.uid or f"{pod.metadata.namespace}/{pod.metadata.name}"
+
+
+def _add(total: dict[str, Quantity], more: Mapping[str, Quantity], sign: int = 1) -> None:
+    for name, quantity in more.items():
+        value = total.get(name, Quantity()) + (quantity if sign > 0 else -quantity)
+        if value.is_zero():
+            total.pop(name, None)
+        else:
+            total[name] = value
+
+
+class NodeInfo:
+    """A node with the pods assigned (or assumed) to it and what they request.
+
+    `requested` sums `pod_requests` of those pods; `non_zero_requested` does the same with
+    the scoring defaults for missing cpu/memory. `generation` changes on every change, so a
+    snapshot can tell whether it is stale.
+    """
+
+    def __init__(self, node: core_v1.Node, pods: Iterable[core_v1.Pod] = ()) -> None:
+        self.node = node
+        self.pods: list[core_v1.Pod] = []
+        self.requested: dict[str, Quantity] = {}
+        self.non_zero_requested: dict[str, Quantity] = {}
+        self.generation = next(_generations)
+        for pod in pods:
+            self.add_pod(pod)
+
+    @property
+    def name(self) -> str:
+        return self.node.metadata.name
+
+    @property
+    def allocatable(self) -> dict[str, Quantity]:
+        return self.node.status.allocatable
+
+    @property
+    def allowed_pod_number(self) -> int:
+        pods = self.allocatable.get("pods")
+        return pods.int_value() if pods is not None else 0
+
+    def set_node(self, node: core_v1.Node) -> None:
+        self.node = node
+        self.generation = next(_generations)
+
+    def add_pod(self, pod: core_v1.Pod) -> None:
+        self.pods.append(pod)
+        _add(self.requested, resources.pod_requests(pod))
+        _add(self.non_zero_requested, pod_non_zero_requests(pod))
+        self.generation = next(_generations)
+
+    def remove_pod(self, pod: core_v1.Pod) -> None:
+        """Raises KeyError when the pod is not on this node (matched by UID, else name)."""
+        key = _pod_key(pod)
+        for i, existing in enumerate(self.pods):
+            if _pod_key(existing) == key:
+                del self.pods[i]
+                # Subtract what the stored copy added: the caller's copy may differ.
+                _add(self.requested, resources.pod_requests(existing), sign=-1)
+                _add(self.non_zero_requested, pod_non_zero_requests(existing), sign=-1)
+                self.generation = next(_generations)
+                return
+        raise KeyError(f"pod {key} not found on node {self.name}")
+
+    def snapshot(self) -> NodeInfo:
+        """A copy that later changes to this one do not affect (same generation)."""
+        copy = NodeInfo.__new__(NodeInfo)
+        copy.node = self.node
+        copy.pods = list(self.pods)
+        copy.requested = dict(self.requested)
+        copy.non_zero_requested = dict(self.non_zero_requested)
+        copy.generation = self.generation
+        return copy
+
+
+# --- Extension points --------------------------------------------------------------------
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class PreFilterResult:
+    """The nodes worth filtering; `None` means all of them."""
+
+    node_names: frozenset[str] | None = None
+
+    def all_nodes(self) -> bool:
+        return self.node_names is None
+
+    def merge(self, other: PreFilterResult | None) -> PreFilterResult | None:
+        """Intersect two results; `None` (all nodes) is the identity."""
+        if other is None or other.all_nodes():
+            return None if self.all_nodes() else self
+        if self.all_nodes():
+            return other
+        assert self.node_names is not None and other.node_names is not None
+        return PreFilterResult(self.node_names & other.node_names)
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class NodeScore:
+    name: str
+    score: int
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class PluginScore:
+    name: str
+    score: int
+
+
+@dataclasses.dataclass(slots=True)
+class NodePluginScores:
+    """One node's weighted score from each Score plugin, and their sum."""
+
+    name: str
+    scores: list[PluginScore] = dataclasses.field(default_factory=list)
+    total_score: int = 0
+
+
+@runtime_checkable
+class Plugin(Protocol):
+    name: ClassVar[str]
+
+
+@runtime_checkable
+class PreFilterPlugin(Protocol):
+    """Runs once per attempt before Filter.
+
+    May return Success (optionally a PreFilterResult narrowing the nodes), Skip (its Filter
+    is then not run for this pod), Unschedulable (the other PreFilters still run, then
+    PostFilter), UnschedulableAndUnresolvable (stops at once) or Error (aborts the attempt).
+    """
+
+    name: ClassVar[str]
+
+    def pre_filter(
+        self, state: CycleState, pod: core_v1.Pod, nodes: Sequence[NodeInfo]
+    ) -> tuple[PreFilterResult | None, Status | None]: ...
+
+
+@runtime_checkable
+class FilterPlugin(Protocol):
+    """Decides whether the pod fits one node; pure and synchronous.
+
+    Returns Success, Unschedulable or UnschedulableAndUnresolvable (the node is out, the
+    first rejecting plugin names the reason) or Error (the attempt is aborted).
+    """
+
+    name: ClassVar[str]
+
+    def filter(self, state: CycleState, pod: core_v1.Pod, node_info: NodeInfo) -> Status | None: ...
+
+
+@runtime_checkable
+class PostFilterPlugin(Protocol):
+    """Runs when no node fits, to make the pod schedulable in a later attempt.
+
+    Returns Success (stop; the pod may fit next time), Unschedulable (ask the next plugin),
+    UnschedulableAndUnresolvable (stop) or Error. Its reasons end the FailedScheduling text.
+    """
+
+    name: ClassVar[str]
+
+    async def post_filter(
+        self, state: CycleState, pod: core_v1.Pod, filtered_node_status_map: Diagnosis
+    ) -> Status | None: ...
+
+
+@runtime_checkable
+class PreScorePlugin(Protocol):
+    """Runs once with the feasible nodes before Score; Skip skips its Score, other
+    non-success codes abort the attempt."""
+
+    name: ClassVar[str]
+
+    def pre_score(
+        self, state: CycleState, pod: core_v1.Pod, nodes: Sequence[NodeInfo]
+    ) -> Status | None: ...
+
+
+@runtime_checkable
+class ScorePlugin(Protocol):
+    """Ranks one feasible node, 0–100 after normalization; pure and synchronous."""
+
+    name: ClassVar[str]
+
+    def score(self, state: CycleState, pod: core_v1.Pod, node_info: NodeInfo) -> int: ...
+
+
+@runtime_checkable
+class ScoreExtensions(Protocol):
+    """Optional on a ScorePlugin: rescales all its node scores into 0–100."""
+
+    def normalize_scores(
+        self, state: CycleState, pod: core_v1.Pod, scores: list[NodeScore]
+    ) -> list[NodeScore]: ...
+
+
+@runtime_checkable
+class ReservePlugin(Protocol):
+    """Claims the chosen node's resources in memory before binding.
+
+    Any non-success from `reserve` rejects the pod, and then `unreserve` of every reserve
+    plugin runs in reverse order; `unreserve` must therefore be idempotent and cope with
+    a `reserve` that never ran. It also runs when a later phase (PreBind, Bind) fails.
+    """
+
+    name: ClassVar[str]
+
+    def reserve(self, state: CycleState, pod: core_v1.Pod, node_name: str) -> Status | None: ...
+
+    def unreserve(self, state: CycleState, pod: core_v1.Pod, node_name: str) -> None: ...
+
+
+@runtime_checkable
+class PreBindPlugin(Protocol):
+    """Does the API work binding depends on (e.g. creating a ResourceClaim).
+
+    Any non-success rejects the pod; the binding cycle then unreserves it.
+    """
+
+    name: ClassVar[str]
+
+    async def pre_bind(
+        self, state: CycleState, pod: core_v1.Pod, node_name: str
+    ) -> Status | None: ...
+
+
+@runtime_checkable
+class BindPlugin(Protocol):
+    """Binds the pod. Skip passes the pod to the next bind plugin; the first other result
+    is final, and a failure unreserves the pod."""
+
+    name: ClassVar[str]
+
+    async def bind(self, state: CycleState, pod: core_v1.Pod, node_name: str) -> Status | None: ...
+
+
+# --- Cluster events and queueing hints ---------------------------------------------------
+
+
+class ActionType(enum.IntFlag):
+    """What changed on an object; flags combine, and the specific update flags let the
+    queue run a hint only for the change that matters."""
+
+    ADD = enum.auto()
+    DELETE = enum.auto()
+    UPDATE_NODE_ALLOCATABLE = enum.auto()
+    UPDATE_NODE_LABEL = enum.auto()
+    UPDATE_NODE_TAINT = enum.auto()  # taints or spec.unschedulable
+    UPDATE_NODE_CONDITION = enum.auto()
+    UPDATE_NODE_ANNOTATION = enum.auto()
+    UPDATE_NODE_DECLARED_FEATURE = enum.auto()
+    UPDATE_POD_LABEL = enum.auto()
+    UPDATE_POD_SCALE_DOWN = enum.auto()
+    UPDATE_POD_TOLERATION = enum.auto()
+    UPDATE_POD_SCHEDULING_GATES_ELIMINATED = enum.auto()
+    # resourceClaimStatuses or extendedResourceClaimStatus changed (spec §3.11.1).
+    UPDATE_POD_GENERATED_RESOURCE_CLAIM = enum.auto()
+    UPDATE = (
+        UPDATE_NODE_ALLOCATABLE
+        | UPDATE_NODE_LABEL
+        | UPDATE_NODE_TAINT
+        | UPDATE_NODE_CONDITION
+        | UPDATE_NODE_ANNOTATION
+        | UPDATE_NODE_DECLARED_FEATURE
+        | UPDATE_POD_LABEL
+        | UPDATE_POD_SCALE_DOWN
+        | UPDATE_POD_TOLERATION
+        | UPDATE_POD_SCHEDULING_GATES_ELIMINATED
+        | UPDATE_POD_GENERATED_RESOURCE_CLAIM
+    )
+    ALL = ADD | DELETE | UPDATE
+
+
+class EventResource(enum.StrEnum):
+    """The kinds whose events may requeue pods, named as upstream."""
+
+    POD = "Pod"
+    NODE = "Node"
+    RESOURCE_CLAIM = "resource.k8s.io/ResourceClaim"
+    RESOURCE_SLICE = "resource.k8s.io/ResourceSlice"
+    DEVICE_CLASS = "resource.k8s.io/DeviceClass"
+    WILDCARD = "*"
+
+
+class QueueingHint(enum.IntEnum):
+    QUEUE_SKIP = 0
+    """The event cannot make the pod schedulable; it stays in the unschedulable pool."""
+    QUEUE = 1
+    """The event may make the pod schedulable; move it to backoff or activeQ."""
+
+
+QueueingHintFn = Callable[[core_v1.Pod, Any, Any], QueueingHint]
+"""`(pod, old, new)`: `old` is None for Add, `new` is None for Delete. A hint that raises
+counts as QUEUE, so a buggy hint never strands a pod."""
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class ClusterEvent:
+    resource: EventResource
+    action_type: ActionType
+
+    def label(self) -> str:
+        """For logs and metrics, e.g. `NodeAdd` (upstream `Label()`)."""
+        return f"{self.resource}{_action_label(self.action_type)}"
+
+
+def _action_label(action: ActionType) -> str:
+    """`UpdateNodeTaint` for one flag, `All`/`Update` for those unions, else empty (as Go)."""
+    if action == ActionType.ALL:
+        return "All"
+    if action == ActionType.UPDATE:
+        return "Update"
+    if action.name is None or "|" in action.name:
+        return ""
+    return "".join(part.title() for part in action.name.split("_"))
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class ClusterEventWithHint:
+    """An event that may help pods this plugin rejected; no hint means always requeue."""
+
+    event: ClusterEvent
+    queueing_hint_fn: QueueingHintFn | None = None
+
+
+@runtime_checkable
+class EnqueueExtensions(Protocol):
+    """Plugins that reject pods (PreFilter, Filter, Reserve) say which events may help."""
+
+    name: ClassVar[str]
+
+    def events_to_register(self) -> list[ClusterEventWithHint]: ...
+
+
+# --- Diagnosis and the FailedScheduling message ------------------------------------------
+
+
+@dataclasses.dataclass(slots=True)
+class Diagnosis:
+    """Why each node was rejected in one attempt (upstream `Diagnosis` + `NodeToStatus`).
+
+    Nodes absent from `node_to_status` share `absent_nodes_status`: the PreFilter rejection
+    for all nodes, or the status of nodes a PreFilterResult left out.
+    """
+
+    node_to_status: dict[str, Status] = dataclasses.field(default_factory=dict)
+    absent_nodes_status: Status = dataclasses.field(
+        default_factory=lambda: Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE)
+    )
+    unschedulable_plugins: set[str] = dataclasses.field(default_factory=set)
+    pending_plugins: set[str] = dataclasses.field(default_factory=set)
+    pre_filter_msg: str = ""
+    post_filter_msg: str = ""
+
+    def get(self, node_name: str) -> Status:
+        return self.node_to_status.get(node_name, self.absent_nodes_status)
+
+    def add_plugin_status(self, status: Status) -> None:
+        """Remember rejecting plugins: only their events requeue the pod."""
+        if not status.plugin:
+            return
+        if is_rejected(status):
+            self.unschedulable_plugins.add(status.plugin)
+        if status.code == Code.PENDING:
+            self.pending_plugins.add(status.plugin)
+
+    def message(self, num_all_nodes: int) -> str:
+        """The FailedScheduling text (upstream `FitError.Error()`).
+
+        `0/N nodes are available: <PreFilter msg>. <histogram>. <PostFilter msg>` where the
+        histogram is "<count> <reason>" per distinct reason, sorted as strings (so by count
+        text first: "10 x" sorts before "2 y"), and left out when PreFilter rejected, since
+        then every node carries that same status. The PostFilter text is appended as is.
+        """
+        text = f"0/{num_all_nodes} nodes are available:"
+        if self.pre_filter_msg:
+            text += f" {self.pre_filter_msg}."
+        else:
+            counts: dict[str, int] = {}
+            for status in self.node_to_status.values():
+                for reason in status.all_reasons():
+                    counts[reason] = counts.get(reason, 0) + 1
+            absent = num_all_nodes - len(self.node_to_status)
+            if absent > 0:
+                for reason in self.absent_nodes_status.all_reasons():
+                    counts[reason] = counts.get(reason, 0) + absent
+            histogram = sorted(f"{count} {reason}" for reason, count in counts.items())
+            if histogram:
+                text += f" {', '.join(histogram)}."
+        if self.post_filter_msg:
+            text += f" {self.post_filter_msg}"
+        return text
+
+
+class FitError(Exception):
+    """No node fits the pod; `str()` is the FailedScheduling message."""
+
+    def __init__(self, pod: core_v1.Pod, num_all_nodes: int, diagnosis: Diagnosis) -> None:
+        super().__init__()
+        self.pod = pod
+        self.num_all_nodes = num_all_nodes
+        self.diagnosis = diagnosis
+
+    def __str__(self) -> str:
+        return self.diagnosis.message(self.num_all_nodes)
+
+
+# --- The framework -----------------------------------------------------------------------
+
+
+class ExtensionPoint(enum.StrEnum):
+    """Metric label values of `scheduler_plugin_execution_duration_seconds`."""
+
+    PRE_FILTER = "PreFilter"
+    FILTER = "Filter"
+    POST_FILTER = "PostFilter"
+    PRE_SCORE = "PreScore"
+    SCORE = "Score"
+    SCORE_EXTENSION_NORMALIZE = "ScoreExtensionNormalize"
+    RESERVE = "Reserve"
+    UNRESERVE = "Unreserve"
+    PRE_BIND = "PreBind"
+    BIND = "Bind"
+
+
+PluginDurationObserver = Callable[[ExtensionPoint, str, str, float], None]
+"""`(extension_point, plugin, status code as upstream spells it, seconds)`, called after
+every plugin call."""
+
+
+def _plugin_list_message(plugins: Iterable[str]) -> str:
+    """Go's `%v` of a sorted string slice: `[A B]`."""
+    return "[" + " ".join(sorted(plugins)) + "]"
+
+
+class Framework:
+    """One scheduling profile: its plugins sorted into extension points, run in list order.
+
+    A plugin joins every point whose Protocol it implements (checked with `isinstance`).
+    """
+
+    def __init__(
+        self,
+        plugins: Sequence[Plugin],
+        *,
+        score_weights: Mapping[str, int] | None = None,
+        observe_plugin_duration: PluginDurationObserver | None = None,
+    ) -> None:
+        names = [plugin.name for plugin in plugins]
+        if len(set(names)) != len(names):
+            raise ValueError(f"plugin names must be unique, got {names}")
+        self.plugins = list(plugins)
+        self.pre_filter_plugins = [p for p in plugins if isinstance(p, PreFilterPlugin)]
+        self.filter_plugins = [p for p in plugins if isinstance(p, FilterPlugin)]
+        self.post_filter_plugins = [p for p in plugins if isinstance(p, PostFilterPlugin)]
+        self.pre_score_plugins = [p for p in plugins if isinstance(p, PreScorePlugin)]
+        self.score_plugins = [p for p in plugins if isinstance(p, ScorePlugin)]
+        self.reserve_plugins = [p for p in plugins if isinstance(p, ReservePlugin)]
+        self.pre_bind_plugins = [p for p in plugins if isinstance(p, PreBindPlugin)]
+        self.bind_plugins = [p for p in plugins if isinstance(p, BindPlugin)]
+        self.enqueue_extensions = [p for p in plugins if isinstance(p, EnqueueExtensions)]
+        self.score_weights = {p.name: (score_weights or {}).get(p.name, 1) for p in plugins}
+        self._observe = observe_plugin_duration
+
+    def _observed(
+        self, point: ExtensionPoint, plugin: str, started: float, status: Status | None
+    ) -> None:
+        if self._observe is not None:
+            self._observe(point, plugin, _code_name(status), time.perf_counter() - started)
+
+    # -- scheduling cycle --
+
+    def run_pre_filter_plugins(
+        self, state: CycleState, pod: core_v1.Pod, nodes: Sequence[NodeInfo]
+    ) -> tuple[PreFilterResult | None, Status | None, set[str]]:
+        """Run every PreFilter; returns the merged result, the status and the plugins that
+        narrowed the nodes. Skips are recorded in `state.skip_filter_plugins`."""
+        result: PreFilterResult | None = None
+        plugins_with_nodes: set[str] = set()
+        unschedulable: Status | None = None
+        for pl in self.pre_filter_plugins:
+            started = time.perf_counter()
+            narrowed, status = pl.pre_filter(state, pod, nodes)
+            self._observed(ExtensionPoint.PRE_FILTER, pl.name, started, status)
+            if is_skip(status):
+                state.skip_filter_plugins.add(pl.name)
+                continue
+            if status is not None and not is_success(status):
+                status.plugin = pl.name
+                if status.code == Code.UNSCHEDULABLE_AND_UNRESOLVABLE:
+                    # Preemption cannot help, so the remaining PreFilters need not run.
+                    return None, status, set()
+                if status.code == Code.UNSCHEDULABLE:
+                    # Preemption runs later and needs every PreFilter's state (#119770).
+                    unschedulable = status
+                    continue
+                return None, _wrap(f"running PreFilter plugin {pl.name!r}", status), set()
+            if narrowed is not None and not narrowed.all_nodes():
+                plugins_with_nodes.add(pl.name)
+            result = narrowed.merge(result) if narrowed is not None else result
+            if result is not None and not result.node_names:
+                if len(plugins_with_nodes) == 1:
+                    msg = f"node(s) didn't satisfy plugin {next(iter(plugins_with_nodes))}"
+                else:
+                    msg = (
+                        f"node(s) didn't satisfy plugin(s) "
+                        f"{_plugin_list_message(plugins_with_nodes)} simultaneously"
+                    )
+                return result, Status.unresolvable(msg), plugins_with_nodes
+        return result, unschedulable, plugins_with_nodes
+
+    def run_filter_plugins(
+        self, state: CycleState, pod: core_v1.Pod, node_info: NodeInfo
+    ) -> Status | None:
+        """The first non-success Filter status rules the node out; the rest do not run."""
+        for pl in self.filter_plugins:
+            if pl.name in state.skip_filter_plugins:
+                continue
+            started = time.perf_counter()
+            status = pl.filter(state, pod, node_info)
+            self._observed(ExtensionPoint.FILTER, pl.name, started, status)
+            if not is_success(status):
+                assert status is not None
+                if not is_rejected(status):
+                    status = _wrap(f"running {pl.name!r} filter plugin", status)
+                return status.with_plugin(pl.name)
+        return None
+
+    def find_nodes_that_fit(
+        self, state: CycleState, pod: core_v1.Pod, node_infos: Sequence[NodeInfo]
+    ) -> tuple[list[NodeInfo], Diagnosis]:
+        """PreFilter, then Filter on every (remaining) node (upstream `findNodesThatFitPod`).
+
+        Raises FrameworkError when a plugin returns Error. Unlike upstream, every node is
+        checked (no `percentageOfNodesToScore` cut-off, no nominated-node shortcut).
+        """
+        diagnosis = Diagnosis()
+        result, status, plugins_with_nodes = self.run_pre_filter_plugins(state, pod, node_infos)
+        diagnosis.unschedulable_plugins = set(plugins_with_nodes)
+        if not is_success(status):
+            assert status is not None
+            if not is_rejected(status):
+                raise FrameworkError(status)
+            # Every node gets the same status so that PostFilter sees them all.
+            diagnosis.absent_nodes_status = status
+            diagnosis.pre_filter_msg = status.message()
+            diagnosis.add_plugin_status(status)
+            return [], diagnosis
+
+        nodes = list(node_infos)
+        if result is not None and result.node_names is not None:
+            nodes = [n for n in node_infos if n.name in result.node_names]
+            diagnosis.absent_nodes_status = Status.unresolvable(
+                f"node(s) didn't satisfy plugin(s) {_plugin_list_message(plugins_with_nodes)}"
+            )
+
+        feasible: list[NodeInfo] = []
+        for node_info in nodes:
+            status = self.run_filter_plugins(state, pod, node_info)
+            if is_success(status):
+                feasible.append(node_info)
+                continue
+            assert status is not None
+            if status.code == Code.ERROR:
+                raise FrameworkError(status)
+            diagnosis.node_to_status[node_info.name] = status
+            diagnosis.add_plugin_status(status)
+        return feasible, diagnosis
+
+    async def run_post_filter_plugins(
+        self, state: CycleState, pod: core_v1.Pod, diagnosis: Diagnosis
+    ) -> Status | None:
+        """Run PostFilters until one succeeds, errs or is unresolvable; otherwise merge all
+        their Unschedulable reasons into one status, named after the first plugin."""
+        reasons: list[str] = []
+        rejector = ""
+        for pl in self.post_filter_plugins:
+            started = time.perf_counter()
+            status = await pl.post_filter(state, pod, diagnosis)
+            self._observed(ExtensionPoint.POST_FILTER, pl.name, started, status)
+            if is_success(status):
+                return None
+            assert status is not None
+            if status.code == Code.UNSCHEDULABLE_AND_UNRESOLVABLE:
+                return status.with_plugin(pl.name)
+            if not is_rejected(status):
+                return Status(Code.ERROR, err=_as_error(status)).with_plugin(pl.name)
+            reasons.extend(status.all_reasons())
+            rejector = rejector or pl.name
+        return Status(Code.UNSCHEDULABLE, reasons).with_plugin(rejector)
+
+    def run_pre_score_plugins(
+        self, state: CycleState, pod: core_v1.Pod, nodes: Sequence[NodeInfo]
+    ) -> Status | None:
+        """Skips are recorded in `state.skip_score_plugins`; other failures abort."""
+        for pl in self.pre_score_plugins:
+            started = time.perf_counter()
+            status = pl.pre_score(state, pod, nodes)
+            self._observed(ExtensionPoint.PRE_SCORE, pl.name, started, status)
+            if is_skip(status):
+                state.skip_score_plugins.add(pl.name)
+                continue
+            if not is_success(status):
+                assert status is not None
+                return _wrap(f"running PreScore plugin {pl.name!r}", status)
+        return None
+
+    def run_score_plugins(
+        self, state: CycleState, pod: core_v1.Pod, nodes: Sequence[NodeInfo]
+    ) -> list[NodePluginScores]:
+        """Score, normalize, check the 0–100 range and apply the plugin weights.
+
+        Raises FrameworkError when a normalized score is out of range.
+        """
+        plugins = [p for p in self.score_plugins if p.name not in state.skip_score_plugins]
+        per_plugin: dict[str, list[NodeScore]] = {}
+        for pl in plugins:
+            scores = []
+            for node_info in nodes:
+                started = time.perf_counter()
+                scores.append(NodeScore(node_info.name, pl.score(state, pod, node_info)))
+                self._observed(ExtensionPoint.SCORE, pl.name, started, None)
+            if isinstance(pl, ScoreExtensions):
+                started = time.perf_counter()
+                scores = pl.normalize_scores(state, pod, scores)
+                self._observed(ExtensionPoint.SCORE_EXTENSION_NORMALIZE, pl.name, started, None)
+            per_plugin[pl.name] = scores
+
+        result = [NodePluginScores(node_info.name) for node_info in nodes]
+        for pl in plugins:
+            weight = self.score_weights[pl.name]
+            for node_scores, node_score in zip(result, per_plugin[pl.name], strict=True):
+                if not MIN_NODE_SCORE <= node_score.score <= MAX_NODE_SCORE:
+                    raise FrameworkError(
+                        Status.error(
+                            f"plugin {pl.name!r} returns an invalid score {node_score.score}, "
+                            f"it should in the range of [{MIN_NODE_SCORE}, {MAX_NODE_SCORE}] "
+                            "after normalizing"
+                        )
+                    )
+                weighted = node_score.score * weight
+                node_scores.scores.append(PluginScore(pl.name, weighted))
+                node_scores.total_score += weighted
+        return result
+
+    def run_reserve_plugins_reserve(
+        self, state: CycleState, pod: core_v1.Pod, node_name: str
+    ) -> Status | None:
+        """Reserve in order; on the first failure unreserve everything and return it.
+
+        Upstream leaves the Unreserve call to its caller, which always makes it; doing it
+        here keeps that rule in one place.
+        """
+        for pl in self.reserve_plugins:
+            started = time.perf_counter()
+            status = pl.reserve(state, pod, node_name)
+            self._observed(ExtensionPoint.RESERVE, pl.name, started, status)
+            if not is_success(status):
+                assert status is not None
+                if is_rejected(status):
+                    status.plugin = pl.name
+                else:
+                    status = _wrap(f"running Reserve plugin {pl.name!r}", status)
+                self.run_reserve_plugins_unreserve(state, pod, node_name)
+                return status
+        return None
+
+    def run_reserve_plugins_unreserve(
+        self, state: CycleState, pod: core_v1.Pod, node_name: str
+    ) -> None:
+        """Every reserve plugin's Unreserve, in reverse order of Reserve."""
+        for pl in reversed(self.reserve_plugins):
+            started = time.perf_counter()
+            pl.unreserve(state, pod, node_name)
+            self._observed(ExtensionPoint.UNRESERVE, pl.name, started, None)
+
+    # -- binding cycle --
+
+    async def run_pre_bind_plugins(
+        self, state: CycleState, pod: core_v1.Pod, node_name: str
+    ) -> Status | None:
+        for pl in self.pre_bind_plugins:
+            started = time.perf_counter()
+            status = await pl.pre_bind(state, pod, node_name)
+            self._observed(ExtensionPoint.PRE_BIND, pl.name, started, status)
+            if not is_success(status):
+                assert status is not None
+                if is_rejected(status):
+                    return status.with_plugin(pl.name)
+                return _wrap(f"running PreBind plugin {pl.name!r}", status)
+        return None
+
+    async def run_bind_plugins(
+        self, state: CycleState, pod: core_v1.Pod, node_name: str
+    ) -> Status | None:
+        """Ask binders in order until one does not Skip; Skip from all (or none
+        configured) is returned as Skip."""
+        status: Status | None = Status.skip()
+        for pl in self.bind_plugins:
+            started = time.perf_counter()
+            status = await pl.bind(state, pod, node_name)
+            self._observed(ExtensionPoint.BIND, pl.name, started, status)
+            if is_skip(status):
+                continue
+            if not is_success(status):
+                assert status is not None
+                if is_rejected(status):
+                    return status.with_plugin(pl.name)
+                return _wrap(f"running Bind plugin {pl.name!r}", status)
+            return status
+        return status
+
+    # -- queueing --
+
+    def events_to_register(self) -> dict[str, list[ClusterEventWithHint]]:
+        """Plugin name → the events that may requeue pods it rejected."""
+        return {pl.name: pl.events_to_register() for pl in self.enqueue_extensions}
+
+
+def _as_error(status: Status) -> BaseException:
+    return status.err if status.err is not None else Exception(status.message())
+
+
+def _wrap(context: str, status: Status) -> Status:
+    """An Error status naming the plugin, as upstream's `fmt.Errorf("running …: %w")`."""
+    cause = _as_error(status)
+    err = Exception(f"{context}: {cause}")
+    err.__cause__ = cause
+    return Status(Code.ERROR, err=err, plugin=status.plugin)

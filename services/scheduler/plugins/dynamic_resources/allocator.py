@@ -1,0 +1,525 @@
+"""Structured-parameters device allocation for one node, as upstream's allocator in
+`dynamic-resource-allocation/structured` does it (spec §3.3.6, §3.4.4, §3.4.5, §3.7.2).
+
+`Snapshot` indexes the ResourceSlices once; it stays valid until a slice changes and may
+serve many pods. It keeps, per node, the devices that node can reach and, per
+(expression, device), the CEL result, so a Filter call for one node only looks at that
+node's devices and evaluates each selector once per device. `Allocator` adds the classes and
+the devices already allocated (cluster state plus in-flight allocations) and answers
+"can these claims be allocated together on this node, and with which devices?".
+
+Search: claims in order, requests in order, devices in pool order (driver, pool, slice name,
+position in the slice), first solution wins, with backtracking over everything, as upstream.
+Unlike upstream, the devices of one request are tried as combinations, not permutations,
+which finds the same first solution with less work.
+
+Not modelled: admin access (treated as a normal request), shared counters of partitionable
+devices, consumable capacity and `allowMultipleAllocations` (every device is exclusive),
+binding conditions, claim constraints and config (not copied into the result), the filter
+timeout.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Mapping, Sequence, Set
+from dataclasses import dataclass, field
+
+from drasim.common.api import core_v1, resource_v1
+from drasim.scheduler.plugins import node_affinity
+from drasim.scheduler.plugins.dynamic_resources import cel_env
+
+__all__ = [
+    "ALLOCATION_RESULTS_MAX_SIZE",
+    "Allocator",
+    "AllocatorError",
+    "DeviceID",
+    "Snapshot",
+    "node_device_capacity",
+]
+
+DeviceID = tuple[str, str, str]
+"""(driver, pool, device): a device's identity, as in `DeviceRequestAllocationResult`."""
+
+PoolID = tuple[str, str]
+
+# Devices per claim (`AllocationResultsMaxSize`, spec §9; the KEP's 128 is wrong, §12).
+ALLOCATION_RESULTS_MAX_SIZE = 32
+
+_METADATA_NAME = "metadata.name"
+_BLOCKING_TAINT_EFFECTS = ("NoSchedule", "NoExecute")
+_POOL_BEING_UPDATED = "currently being updated"
+_POOL_INVALID = "currently invalid"
+
+
+class AllocatorError(Exception):
+    """A hard error: the claims can be allocated on no node as they stand (CEL error, too
+    many devices, ...). The scheduler turns it into status Error (spec §3.4.5)."""
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class _Candidate:
+    """A device of the newest generation of its pool, with where it can be used from.
+
+    `node_name`, `all_nodes` and `node_selector` come from the slice, or from the device
+    itself with `perDeviceNodeSelection`.
+    """
+
+    id: DeviceID
+    device: resource_v1.Device
+    order: tuple[str, str, str, int]  # driver, pool, slice name, index: the search order
+    node_name: str | None
+    all_nodes: bool
+    node_selector: core_v1.NodeSelector | None
+
+    def reaches(self, node: core_v1.Node) -> bool:
+        if self.node_name:
+            return self.node_name == node.metadata.name
+        if self.all_nodes:
+            return True
+        return self.node_selector is not None and node_affinity.node_selector_matches(
+            self.node_selector, node
+        )
+
+
+@dataclass(slots=True)
+class _IndexedSlice:
+    name: str
+    pool: PoolID
+    unusable: str | None  # why the pool cannot be allocated from, if it cannot
+    devices: list[_Candidate]
+
+
+@dataclass(slots=True)
+class _NodeView:
+    candidates: list[_Candidate]  # from usable pools, in search order
+    unusable_pools: dict[PoolID, str]  # pools that reach the node but cannot be used
+
+
+class Snapshot:
+    """ResourceSlices indexed by the nodes they serve, plus a CEL result cache.
+
+    Only the newest generation of each pool counts; a pool with fewer slices of that
+    generation than `resourceSliceCount` is being updated, one with duplicate device names
+    is invalid, and neither is allocated from.
+    """
+
+    def __init__(self, slices: Iterable[resource_v1.ResourceSlice]) -> None:
+        newest: dict[PoolID, list[resource_v1.ResourceSlice]] = {}
+        for s in slices:
+            pool_id = (s.spec.driver, s.spec.pool.name)
+            current = newest.get(pool_id)
+            if current is None or s.spec.pool.generation > current[0].spec.pool.generation:
+                newest[pool_id] = [s]
+            elif s.spec.pool.generation == current[0].spec.pool.generation:
+                current.append(s)
+
+        self._by_node_name: dict[str, list[_IndexedSlice]] = {}
+        self._all_nodes: list[_IndexedSlice] = []
+        self._by_selector: list[tuple[core_v1.NodeSelector, _IndexedSlice]] = []
+        self._per_device: list[_IndexedSlice] = []
+        for pool_id, pool_slices in newest.items():
+            unusable = _pool_problem(pool_slices)
+            for s in sorted(pool_slices, key=lambda s: s.metadata.name):
+                self._index(pool_id, unusable, s)
+        # Node labels only matter if some slice or device selects nodes by selector.
+        self._label_dependent = bool(self._by_selector) or any(
+            c.node_selector is not None for s in self._per_device for c in s.devices
+        )
+        self._views: dict[str, tuple[dict[str, str], _NodeView]] = {}
+        self._variables: dict[DeviceID, cel_env.DeviceVariables] = {}
+        self._cel_results: dict[tuple[str, DeviceID], bool] = {}
+
+    def _index(self, pool_id: PoolID, unusable: str | None, s: resource_v1.ResourceSlice) -> None:
+        spec = s.spec
+        per_device = bool(spec.per_device_node_selection)
+        devices = []
+        for index, device in enumerate(spec.devices):
+            placement = device if per_device else spec
+            devices.append(
+                _Candidate(
+                    id=(spec.driver, spec.pool.name, device.name),
+                    device=device,
+                    order=(spec.driver, spec.pool.name, s.metadata.name, index),
+                    node_name=placement.node_name,
+                    all_nodes=bool(placement.all_nodes),
+                    node_selector=placement.node_selector,
+                )
+            )
+        indexed = _IndexedSlice(s.metadata.name, pool_id, unusable, devices)
+        if spec.node_name:
+            self._by_node_name.setdefault(spec.node_name, []).append(indexed)
+        elif spec.all_nodes:
+            self._all_nodes.append(indexed)
+        elif spec.node_selector is not None:
+            self._by_selector.append((spec.node_selector, indexed))
+        elif per_device:
+            self._per_device.append(indexed)
+        # A slice with none of these is from some future API; it serves no node.
+
+    def _node_view(self, node: core_v1.Node) -> _NodeView:
+        """The devices `node` can reach, computed once per node (and per label set, if
+        labels matter)."""
+        labels = node.metadata.labels if self._label_dependent else {}
+        cached = self._views.get(node.metadata.name)
+        if cached is not None and cached[0] == labels:
+            return cached[1]
+        candidates: list[_Candidate] = []
+        unusable: dict[PoolID, str] = {}
+        for s, devices in self._reaching(node):
+            if s.unusable is not None:
+                unusable[s.pool] = s.unusable
+            else:
+                candidates += devices
+        candidates.sort(key=lambda c: c.order)
+        view = _NodeView(candidates, dict(sorted(unusable.items())))
+        self._views[node.metadata.name] = (dict(labels), view)
+        return view
+
+    def _reaching(self, node: core_v1.Node) -> Iterator[tuple[_IndexedSlice, list[_Candidate]]]:
+        for s in self._by_node_name.get(node.metadata.name, ()):
+            yield s, s.devices
+        for s in self._all_nodes:
+            yield s, s.devices
+        for selector, s in self._by_selector:
+            if node_affinity.node_selector_matches(selector, node):
+                yield s, s.devices
+        for s in self._per_device:
+            devices = [c for c in s.devices if c.reaches(node)]
+            if devices:
+                yield s, devices
+
+    def _select(
+        self,
+        candidates: Iterable[_Candidate],
+        selectors: Sequence[tuple[str, cel_env.Selector]],
+    ) -> list[_Candidate]:
+        """The candidates every selector accepts; `selectors` pairs each compiled selector
+        with where it comes from, for error messages."""
+        return [c for c in candidates if all(self._matches(w, s, c) for w, s in selectors)]
+
+    def _matches(self, where: str, selector: cel_env.Selector, candidate: _Candidate) -> bool:
+        key = (selector.expression, candidate.id)
+        result = self._cel_results.get(key)
+        if result is None:
+            try:
+                variables = self._variables.get(candidate.id)
+                if variables is None:
+                    variables = cel_env.DeviceVariables(candidate.id[0], candidate.device)
+                    self._variables[candidate.id] = variables
+                result = variables.matches(selector)
+            except cel_env.CELError as err:
+                raise AllocatorError(
+                    f"{where} on device {'/'.join(candidate.id)}: CEL runtime error: {err}"
+                ) from None
+            self._cel_results[key] = result
+        return result
+
+
+def _pool_problem(pool_slices: list[resource_v1.ResourceSlice]) -> str | None:
+    if len(pool_slices) != pool_slices[0].spec.pool.resource_slice_count:
+        return _POOL_BEING_UPDATED
+    names = [d.name for s in pool_slices for d in s.spec.devices]
+    return _POOL_INVALID if len(names) != len(set(names)) else None
+
+
+@dataclass(slots=True)
+class _Alternative:
+    """A request, or one `firstAvailable` subrequest, ready for the search."""
+
+    name: str  # as recorded in the result: "<request>" or "<request>/<subrequest>"
+    count: int  # devices needed; an "All" request that matches nothing needs 0 and fails
+    candidates: list[_Candidate]  # selectable, tolerated, not allocated elsewhere
+    tolerations: list[resource_v1.DeviceToleration]
+
+
+@dataclass(slots=True)
+class _Request:
+    claim_index: int
+    alternatives: list[_Alternative]
+
+
+@dataclass(slots=True)
+class _Search:
+    requests: list[_Request]
+    picks: list[list[tuple[_Alternative, _Candidate]]]  # per claim
+    in_use: set[DeviceID] = field(default_factory=set)  # picked in this call
+
+
+class Allocator:
+    """Allocates claims on one node at a time (upstream `Allocator.Allocate`).
+
+    `slices` is a `Snapshot` (built once and shared) or the slices to index now.
+    `allocated` holds the devices other claims own, in-flight allocations included.
+    """
+
+    def __init__(
+        self,
+        slices: Snapshot | Iterable[resource_v1.ResourceSlice],
+        classes: Mapping[str, resource_v1.DeviceClass],
+        allocated: Set[DeviceID],
+    ) -> None:
+        self._snapshot = slices if isinstance(slices, Snapshot) else Snapshot(slices)
+        self._classes = classes
+        self._allocated = allocated
+
+    def allocate(
+        self, node: core_v1.Node, claims: Sequence[resource_v1.ResourceClaim]
+    ) -> list[resource_v1.AllocationResult] | None:
+        """One result per claim, or None when the claims do not fit on this node together.
+
+        Devices are never shared between the claims, so a pod's claims (its special claim
+        last) are allocated in one call (spec §3.4.4). Raises AllocatorError for problems no
+        node can fix.
+        """
+        view = self._snapshot._node_view(node)
+        requests: list[_Request] = []
+        for claim_index, claim in enumerate(claims):
+            min_devices = 0
+            for request in claim.spec.devices.requests:
+                alternatives = self._alternatives(view, claim, request)
+                requests.append(_Request(claim_index, alternatives))
+                min_devices += min(a.count for a in alternatives)
+            if min_devices > ALLOCATION_RESULTS_MAX_SIZE:
+                raise AllocatorError(
+                    f"claim {_ref(claim)}: number of requested devices {min_devices} "
+                    f"exceeds the claim limit of {ALLOCATION_RESULTS_MAX_SIZE}"
+                )
+        # Cheap early exit for the common failure: some request has too few devices here.
+        for request in requests:
+            if not any(0 < a.count <= len(a.candidates) for a in request.alternatives):
+                return None
+        search = _Search(requests, [[] for _ in claims])
+        if not _allocate_request(search, 0):
+            return None
+        return [_allocation_result(picks) for picks in search.picks]
+
+    def _alternatives(
+        self,
+        view: _NodeView,
+        claim: resource_v1.ResourceClaim,
+        request: resource_v1.DeviceRequest,
+    ) -> list[_Alternative]:
+        if request.exactly is not None:
+            return [self._alternative(view, claim, request.name, request.exactly)]
+        if not request.first_available:
+            raise AllocatorError(
+                f"claim {_ref(claim)}, request {request.name}: "
+                "neither exactly nor firstAvailable is set (unsupported request type?)"
+            )
+        return [
+            self._alternative(view, claim, f"{request.name}/{sub.name}", sub)
+            for sub in request.first_available
+        ]
+
+    def _alternative(
+        self,
+        view: _NodeView,
+        claim: resource_v1.ResourceClaim,
+        name: str,
+        spec: resource_v1.ExactDeviceRequest | resource_v1.DeviceSubRequest,
+    ) -> _Alternative:
+        where = f"claim {_ref(claim)}, request {name}"
+        cls = self._classes.get(spec.device_class_name)
+        if cls is None:
+            raise AllocatorError(
+                f"{where}: could not retrieve device class {spec.device_class_name}: "
+                f'deviceclass.resource.k8s.io "{spec.device_class_name}" not found'
+            )
+        compiled = _compile(cls.spec.selectors, f"class {cls.metadata.name}")
+        compiled += _compile(spec.selectors, f"claim {_ref(claim)}")
+        mode = spec.allocation_mode
+        if mode in ("", resource_v1.ALLOCATION_MODE_EXACT_COUNT):
+            # As upstream, devices in use are skipped before any selector looks at them.
+            free = [c for c in view.candidates if c.id not in self._allocated]
+            matching = self._snapshot._select(free, compiled)
+            return _Alternative(
+                name, spec.count or 1, self._usable(matching, spec), spec.tolerations
+            )
+        if mode == resource_v1.ALLOCATION_MODE_ALL:
+            # "All" means every matching device on the node, so a pool being updated could
+            # hide some, and one matching device that is taken or tainted fails the request.
+            if view.unusable_pools:
+                pool, problem = next(iter(view.unusable_pools.items()))
+                raise AllocatorError(
+                    f"{where}: asks for all devices, but resource pool {'/'.join(pool)} "
+                    f"is {problem}"
+                )
+            matching = self._snapshot._select(view.candidates, compiled)
+            return _Alternative(name, len(matching), self._usable(matching, spec), spec.tolerations)
+        raise AllocatorError(f"{where}: unsupported count mode {mode}")
+
+    def _usable(
+        self,
+        matching: list[_Candidate],
+        spec: resource_v1.ExactDeviceRequest | resource_v1.DeviceSubRequest,
+    ) -> list[_Candidate]:
+        """Matching devices the request may take: not allocated, no untolerated taint."""
+        return [
+            c
+            for c in matching
+            if c.id not in self._allocated and not _taint_blocks(c.device, spec.tolerations)
+        ]
+
+
+def _allocate_request(search: _Search, index: int) -> bool:
+    """Allocate requests `index`.. in order; for a `firstAvailable` request the first
+    subrequest for which the whole rest succeeds wins."""
+    if index == len(search.requests):
+        return True
+    for alternative in search.requests[index].alternatives:
+        if alternative.count and _pick_devices(search, index, alternative, alternative.count, 0):
+            return True
+    return False
+
+
+def _pick_devices(
+    search: _Search, index: int, alternative: _Alternative, remaining: int, start: int
+) -> bool:
+    """Pick `remaining` more devices for one request from its candidates at `start`..,
+    then go on with the next request; undo and try the next candidate when that fails."""
+    if remaining == 0:
+        return _allocate_request(search, index + 1)
+    picks = search.picks[search.requests[index].claim_index]
+    if len(picks) + remaining > ALLOCATION_RESULTS_MAX_SIZE:
+        return False
+    candidates = alternative.candidates
+    for k in range(start, len(candidates) - remaining + 1):
+        candidate = candidates[k]
+        if candidate.id in search.in_use:
+            continue
+        search.in_use.add(candidate.id)
+        picks.append((alternative, candidate))
+        if _pick_devices(search, index, alternative, remaining - 1, k + 1):
+            return True
+        picks.pop()
+        search.in_use.discard(candidate.id)
+    return False
+
+
+def _allocation_result(
+    picks: list[tuple[_Alternative, _Candidate]],
+) -> resource_v1.AllocationResult:
+    return resource_v1.AllocationResult(
+        devices=resource_v1.DeviceAllocationResult(
+            results=[
+                resource_v1.DeviceRequestAllocationResult(
+                    request=alternative.name,
+                    driver=candidate.id[0],
+                    pool=candidate.id[1],
+                    device=candidate.id[2],
+                    tolerations=list(alternative.tolerations),
+                )
+                for alternative, candidate in picks
+            ]
+        ),
+        node_selector=_result_node_selector([candidate for _, candidate in picks]),
+    )
+
+
+def _result_node_selector(
+    devices: list[_Candidate],
+) -> core_v1.NodeSelector | None:
+    """Where the claim can be used (upstream `createNodeSelector`): the node itself if any
+    device is node-local, else the union of the network-attached devices' selector
+    requirements, else anywhere (None)."""
+    merged = core_v1.NodeSelectorTerm()
+    for device in devices:
+        if device.node_name:
+            return core_v1.NodeSelector(
+                node_selector_terms=[
+                    core_v1.NodeSelectorTerm(
+                        match_fields=[
+                            core_v1.NodeSelectorRequirement(
+                                key=_METADATA_NAME, operator="In", values=[device.node_name]
+                            )
+                        ]
+                    )
+                ]
+            )
+        if device.node_selector is None or not device.node_selector.node_selector_terms:
+            continue
+        terms = device.node_selector.node_selector_terms
+        if len(terms) > 1:
+            # API validation allows only one term for slices and devices.
+            raise AllocatorError(f"unsupported ResourceSlice.NodeSelector with {len(terms)} terms")
+        _add_requirements(merged.match_fields, terms[0].match_fields)
+        _add_requirements(merged.match_expressions, terms[0].match_expressions)
+    if merged.match_fields or merged.match_expressions:
+        return core_v1.NodeSelector(node_selector_terms=[merged])
+    return None
+
+
+def _add_requirements(
+    into: list[core_v1.NodeSelectorRequirement], more: list[core_v1.NodeSelectorRequirement]
+) -> None:
+    for r in more:
+        if not any(
+            e.key == r.key and e.operator == r.operator and set(e.values) == set(r.values)
+            for e in into
+        ):
+            into.append(
+                core_v1.NodeSelectorRequirement(key=r.key, operator=r.operator, values=[*r.values])
+            )
+
+
+def node_device_capacity(
+    node: core_v1.Node,
+    slices: Snapshot | Iterable[resource_v1.ResourceSlice],
+    cls: resource_v1.DeviceClass,
+    allocated: Set[DeviceID],
+) -> tuple[int, int]:
+    """(devices of `cls` that `node` can reach, how many of them are allocated), the
+    capacity and usage NodeResourcesFit scores a DRA-backed extended resource with (spec
+    §3.7.2; the caller adds the pod's request to the usage). Shared allocations count as
+    allocated: `allocated` should hold them. Pools being updated or invalid are left out.
+    """
+    snapshot = slices if isinstance(slices, Snapshot) else Snapshot(slices)
+    matching = snapshot._select(
+        snapshot._node_view(node).candidates,
+        _compile(cls.spec.selectors, f"class {cls.metadata.name}"),
+    )
+    return len(matching), sum(1 for c in matching if c.id in allocated)
+
+
+def _compile(
+    selectors: list[resource_v1.DeviceSelector], owner: str
+) -> list[tuple[str, cel_env.Selector]]:
+    compiled = []
+    for i, selector in enumerate(selectors):
+        where = f"{owner}: selector #{i}"
+        if selector.cel is None:
+            raise AllocatorError(f"{where}: CEL expression empty (unsupported selector type?)")
+        try:
+            compiled.append((where, cel_env.compile_selector(selector.cel.expression)))
+        except cel_env.CELError as err:
+            raise AllocatorError(f"{where}: CEL compile error: {err}") from None
+    return compiled
+
+
+def _taint_blocks(
+    device: resource_v1.Device, tolerations: list[resource_v1.DeviceToleration]
+) -> bool:
+    """A NoSchedule or NoExecute taint that no toleration tolerates (other effects do not
+    prevent allocation)."""
+    return any(
+        taint.effect in _BLOCKING_TAINT_EFFECTS
+        and not any(_tolerates(toleration, taint) for toleration in tolerations)
+        for taint in device.taints
+    )
+
+
+def _tolerates(toleration: resource_v1.DeviceToleration, taint: resource_v1.DeviceTaint) -> bool:
+    """Upstream `resourceclaim.ToleratesTaint`: empty effect and key match any."""
+    if toleration.effect and toleration.effect != taint.effect:
+        return False
+    if toleration.key and toleration.key != taint.key:
+        return False
+    if toleration.operator in ("", "Equal"):
+        return toleration.value == taint.value
+    return toleration.operator == "Exists"
+
+
+def _ref(claim: resource_v1.ResourceClaim) -> str:
+    """`klog.KObj` form: namespace/name."""
+    meta = claim.metadata
+    return f"{meta.namespace}/{meta.name}" if meta.namespace else meta.name

@@ -1,0 +1,200 @@
+"""The apistore's write path through the NATS API: Kubernetes semantics, one event each."""
+
+from __future__ import annotations
+
+import msgspec
+import pytest
+
+from drasim.common import codec, errors
+from drasim.common.api import core_v1, resource_v1
+from drasim.common.bus import messages
+from tests.builders import make_claim, make_node, make_pod
+
+
+async def test_create_get_list_with_selectors(api):
+    await api.create(make_pod("a").labels(app="x").obj())
+    await api.create(make_pod("b").labels(app="y").node("n1").obj())
+    pod = await api.get(core_v1.Pod, "a", namespace="default")
+    assert pod.metadata.uid and pod.metadata.creation_timestamp
+    assert pod.status.phase == "Pending"
+    by_label, rv = await api.list(core_v1.Pod, label_selector="app=x")
+    assert [p.metadata.name for p in by_label] == ["a"]
+    assert rv >= int(pod.metadata.resource_version)
+    by_node, _ = await api.list(core_v1.Pod, field_selector="spec.nodeName=n1")
+    assert [p.metadata.name for p in by_node] == ["b"]
+    unbound, _ = await api.list(core_v1.Pod, field_selector="spec.nodeName=")
+    assert [p.metadata.name for p in unbound] == ["a"]
+    by_name, _ = await api.list(core_v1.Pod, field_selector="metadata.name=b")
+    assert [p.metadata.name for p in by_name] == ["b"]
+    with pytest.raises(errors.BadRequest, match="not a known field selector"):
+        await api.list(core_v1.Pod, field_selector="spec.hostname=x")
+
+
+async def test_resource_version_is_the_event_sequence(api):
+    first = await api.create(make_node("n1"))
+    second = await api.create(make_node("n2"))
+    assert int(second.metadata.resource_version) == int(first.metadata.resource_version) + 1
+
+
+async def test_generate_name(api):
+    pod = make_pod("").obj()
+    pod.metadata.generate_name = "web-"
+    created = await api.create(pod)
+    assert created.metadata.name.startswith("web-")
+    assert len(created.metadata.name) == len("web-") + 5
+
+
+async def test_stale_resource_version_conflicts_and_changes_nothing(api):
+    created = await api.create(make_pod("p").obj())
+    fresh = await api.get(core_v1.Pod, "p", namespace="default")
+    fresh.metadata.labels = {"v": "1"}
+    await api.update(fresh)
+    created.metadata.labels = {"v": "stale"}
+    with pytest.raises(errors.Conflict) as err:
+        await api.update(created)
+    assert err.value.code == 409
+    assert "the object has been modified" in err.value.message
+    now = await api.get(core_v1.Pod, "p", namespace="default")
+    assert now.metadata.labels == {"v": "1"}
+
+
+async def test_update_without_resource_version_is_unconditional(api):
+    await api.create(make_pod("p").obj())
+    pod = await api.get(core_v1.Pod, "p", namespace="default")
+    pod.metadata.resource_version = ""
+    pod.metadata.labels = {"a": "b"}
+    assert (await api.update(pod)).metadata.labels == {"a": "b"}
+
+
+async def test_main_update_keeps_status_and_status_update_keeps_spec(api):
+    await api.create(make_pod("p").obj())
+    pod = await api.get(core_v1.Pod, "p", namespace="default")
+    pod.status.phase = "Running"
+    pod.spec.node_name = "ignored-by-status"
+    after = await api.update_status(pod)
+    assert after.status.phase == "Running" and after.spec.node_name == ""
+    after.status.phase = "Failed"
+    after.metadata.labels = {"x": "y"}
+    again = await api.update(after)
+    assert again.status.phase == "Running" and again.metadata.labels == {"x": "y"}
+
+
+async def test_merge_patch(api):
+    await api.create(make_pod("p").labels(a="1", b="2").obj())
+    patched = await api.patch(
+        core_v1.Pod, "p", {"metadata": {"labels": {"a": None, "c": "3"}}}, namespace="default"
+    )
+    assert patched.metadata.labels == {"b": "2", "c": "3"}
+
+
+async def test_noop_update_writes_no_event(api):
+    created = await api.create(make_pod("p").obj())
+    same = await api.update(created)
+    assert same.metadata.resource_version == created.metadata.resource_version
+
+
+async def test_finalizers_hold_deletion_until_removed(api):
+    await api.create(make_claim("c", finalizers=["example.com/hold"]))
+    terminating = await api.delete(resource_v1.ResourceClaim, "c", namespace="default")
+    assert terminating.metadata.deletion_timestamp
+    still = await api.get(resource_v1.ResourceClaim, "c", namespace="default")
+    assert still.metadata.deletion_timestamp and still.metadata.finalizers == ["example.com/hold"]
+    with pytest.raises(errors.Invalid, match="no new finalizers"):
+        still.metadata.finalizers = ["example.com/hold", "example.com/more"]
+        await api.update(still)
+    still.metadata.finalizers = []
+    await api.update(still)
+    with pytest.raises(errors.NotFound):
+        await api.get(resource_v1.ResourceClaim, "c", namespace="default")
+
+
+async def test_owned_claims_are_collected_when_their_pod_goes(api):
+    pod = await api.create(make_pod("owner").obj())
+    await api.create(make_claim("plain", owner=pod))
+    await api.create(
+        make_claim("held", owner=pod, finalizers=["resource.kubernetes.io/delete-protection"])
+    )
+    await api.create(make_claim("unowned"))
+    await api.delete(core_v1.Pod, "owner", namespace="default")
+    with pytest.raises(errors.NotFound):
+        await api.get(resource_v1.ResourceClaim, "plain", namespace="default")
+    held = await api.get(resource_v1.ResourceClaim, "held", namespace="default")
+    assert held.metadata.deletion_timestamp
+    held.metadata.finalizers = []
+    await api.update(held)
+    remaining, _ = await api.list(resource_v1.ResourceClaim)
+    assert [c.metadata.name for c in remaining] == ["unowned"]
+
+
+async def test_orphan_propagation_keeps_dependents(api):
+    pod = await api.create(make_pod("owner").obj())
+    await api.create(make_claim("claim", owner=pod))
+    await api.delete(core_v1.Pod, "owner", namespace="default", propagation_policy="Orphan")
+    claim = await api.get(resource_v1.ResourceClaim, "claim", namespace="default")
+    assert claim.metadata.owner_references == []
+
+
+async def test_bound_pod_terminates_gracefully(api):
+    await api.create(make_pod("p").node("n1").obj())
+    terminating = await api.delete(core_v1.Pod, "p", namespace="default")
+    assert terminating.metadata.deletion_timestamp
+    assert terminating.metadata.deletion_grace_period_seconds == 30
+    await api.delete(core_v1.Pod, "p", namespace="default", grace_period_seconds=0)
+    with pytest.raises(errors.NotFound):
+        await api.get(core_v1.Pod, "p", namespace="default")
+
+
+async def test_binding(api):
+    pod = await api.create(make_pod("p").obj())
+    bound = await api.bind(pod, "n1")
+    assert bound.spec.node_name == "n1"
+    assert [(c.type, c.status) for c in bound.status.conditions] == [("PodScheduled", "True")]
+    with pytest.raises(errors.Conflict, match="already assigned"):
+        await api.bind(pod, "n2")
+
+
+async def test_namespace_must_exist(api):
+    with pytest.raises(errors.NotFound, match='namespaces "nope" not found'):
+        await api.create(make_pod("p", namespace="nope").obj())
+
+
+async def test_already_exists(api):
+    await api.create(make_pod("p").obj())
+    with pytest.raises(errors.AlreadyExists):
+        await api.create(make_pod("p").obj())
+
+
+async def _log_length(server) -> int:
+    return await server.store.max_seq()
+
+
+async def test_malformed_object_is_rejected_with_field_path(server, api):
+    before = await _log_length(server)
+    body = codec.encode(make_pod("p").dict() | {"spec": {"containers": "not-a-list"}})
+    with pytest.raises(errors.Invalid) as err:
+        await api.request(messages.Create(resource="pods", object=msgspec.Raw(body)))
+    assert err.value.code == 422
+    assert [c.field for c in err.value.causes] == ["spec.containers"]
+    with pytest.raises(errors.BadRequest):
+        await api.request(messages.Create(resource="pods", object=msgspec.Raw(b"{not json")))
+    assert await _log_length(server) == before
+    assert (await api.list(core_v1.Pod))[0] == []
+
+
+async def test_invalid_object_is_rejected_with_field_path(server, api):
+    before = await _log_length(server)
+    cls = codec.convert(
+        {
+            "apiVersion": "resource.k8s.io/v1",
+            "kind": "DeviceClass",
+            "metadata": {"name": "gpu.example.com"},
+            "spec": {"extendedResourceName": "deviceclass.resource.kubernetes.io/gpu"},
+        },
+        resource_v1.DeviceClass,
+    )
+    with pytest.raises(errors.Invalid) as err:
+        await api.create(cls)
+    assert "spec.extendedResourceName" in [c.field for c in err.value.causes]
+    assert "must be a valid extended resource name" in err.value.message
+    assert await _log_length(server) == before
+    assert (await api.list(resource_v1.DeviceClass))[0] == []

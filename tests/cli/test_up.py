@@ -1,0 +1,180 @@
+"""`drasim up` as a user runs it: a foreground process that brings the cluster up, says
+`ready`, and on SIGTERM or a crashed service takes everything down with it."""
+
+from __future__ import annotations
+
+import os
+import queue
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import psutil
+import pytest
+
+from drasim.cli import cluster
+from drasim.cli.main import main
+
+if TYPE_CHECKING:
+    from tests.conftest import Fresh
+
+FAKE_SERVICE_DIR = Path(__file__).parent
+DEADLINE = 60.0  # generous: a first `up` runs initdb
+
+
+def alive(pids: list[int]) -> list[int]:
+    """The pids still running (a zombie has exited; only its parent's reaping is left)."""
+    running = []
+    for pid in pids:
+        try:
+            if psutil.Process(pid).status() != psutil.STATUS_ZOMBIE:
+                running.append(pid)
+        except psutil.NoSuchProcess:
+            pass
+    return running
+
+
+class Up:
+    """`drasim up --services fake_service` in a subprocess, its output read line by line
+    by a thread so that waiting for a line can have a deadline."""
+
+    def __init__(self, data_dir: Path, *flags: str) -> None:
+        drasim = Path(sys.executable).parent / "drasim"
+        env = {k: v for k, v in os.environ.items() if not k.startswith("DRASIM_")}
+        env["PYTHONPATH"] = os.pathsep.join([str(FAKE_SERVICE_DIR), env.get("PYTHONPATH", "")])
+        self.process = subprocess.Popen(
+            [str(drasim) if drasim.exists() else str(shutil.which("drasim")), "up"]
+            + ["--data-dir", str(data_dir), "--services", "fake_service", *flags],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            env=env,
+        )
+        self.lines: list[str] = []
+        self._queue: queue.Queue[str | None] = queue.Queue()
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self) -> None:
+        assert self.process.stdout is not None
+        for line in self.process.stdout:
+            self._queue.put(line.rstrip("\n"))
+        self._queue.put(None)
+
+    def wait_for(self, wanted: Callable[[str], bool]) -> str:
+        deadline = time.monotonic() + DEADLINE
+        while True:
+            line = self._queue.get(timeout=max(0.0, deadline - time.monotonic()))
+            assert line is not None, f"drasim up ended early:\n{self.output}"
+            self.lines.append(line)
+            if wanted(line):
+                return line
+
+    def wait_for_ready(self) -> str:
+        return self.wait_for(lambda line: line.startswith("ready"))
+
+    def finish(self) -> int:
+        """Exit code, once all output is read."""
+        while (line := self._queue.get(timeout=DEADLINE)) is not None:
+            self.lines.append(line)
+        return self.process.wait(timeout=DEADLINE)
+
+    def fake_service_line(self) -> dict[str, str]:
+        """The fake service's `pid=... starts=... prefix=...` line, as a dict."""
+        line = next(line for line in self.lines if line.startswith("[fake_service] pid="))
+        return dict(item.split("=", 1) for item in line.split()[1:])
+
+    def process_tree(self) -> list[int]:
+        children = psutil.Process(self.process.pid).children(recursive=True)
+        return [self.process.pid, *(child.pid for child in children)]
+
+    @property
+    def output(self) -> str:
+        return "\n".join(self.lines)
+
+
+@pytest.fixture
+def run_up(tmp_path: Path) -> Callable[..., Up]:
+    started: list[Up] = []
+
+    def run(*flags: str) -> Up:
+        started.append(Up(tmp_path, *flags))
+        return started[-1]
+
+    yield run
+    for up in started:  # a failed test must not leave a cluster running
+        if up.process.poll() is None:
+            up.process.send_signal(signal.SIGTERM)
+            up.process.wait(timeout=DEADLINE)
+
+
+def test_up_serves_until_sigterm_and_leaves_no_process(
+    run_up: Callable[..., Up], tmp_path: Path
+) -> None:
+    up = run_up()
+    ready = up.wait_for_ready()
+    assert ready.startswith("ready: nats=nats://127.0.0.1:")
+    assert " postgres=postgresql://postgres@127.0.0.1:" in ready
+    assert ready.endswith(" services=fake_service")
+    assert up.fake_service_line()["starts"] == "1"
+    found = cluster.load_cluster(tmp_path)
+    assert found is not None and found.pid == up.process.pid
+    assert f"nats={found.nats_url} postgres={found.database_url}" in ready
+    tree = up.process_tree()
+    names = {psutil.Process(pid).name() for pid in tree}
+    assert {"nats-server", "postgres"} <= names
+
+    up.process.send_signal(signal.SIGTERM)
+    assert up.finish() == 0, up.output
+    assert alive(tree) == []
+    assert cluster.load_cluster(tmp_path) is None
+
+
+def test_a_second_up_on_the_same_data_dir_keeps_the_data(run_up: Callable[..., Up]) -> None:
+    for starts in ("1", "2"):
+        up = run_up()
+        up.wait_for_ready()
+        assert up.fake_service_line()["starts"] == starts
+        up.process.send_signal(signal.SIGTERM)
+        assert up.finish() == 0, up.output
+
+
+def test_a_crashed_service_stops_the_cluster_with_exit_code_1(run_up: Callable[..., Up]) -> None:
+    up = run_up()
+    up.wait_for_ready()
+    tree = up.process_tree()
+
+    os.kill(int(up.fake_service_line()["pid"]), signal.SIGUSR1)  # the fake's "crash"
+    assert up.finish() == 1, up.output
+    assert "service fake_service exited with code 3" in up.output
+    assert alive(tree) == []
+
+
+def test_given_urls_replace_the_embedded_servers(run_up: Callable[..., Up], fresh: Fresh) -> None:
+    up = run_up(
+        "--nats-url", fresh.nats_url, "--database-url", fresh.database_url,
+        "--prefix", fresh.prefix,
+    )  # fmt: skip
+    ready = up.wait_for_ready()
+    assert f"nats={fresh.nats_url} " in ready
+    assert up.fake_service_line()["prefix"] == fresh.prefix
+    children = psutil.Process(up.process.pid).children()
+    assert [child.cmdline()[1:3] for child in children] == [["-m", "fake_service"]]
+
+    up.process.send_signal(signal.SIGTERM)
+    assert up.finish() == 0, up.output
+
+
+def test_a_bad_setting_is_one_line_naming_the_variable(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("DRASIM_PREFIX", "not.a.token")
+    assert main(["up"]) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1
+    assert err.startswith("drasim: DRASIM_PREFIX: ")

@@ -1,0 +1,102 @@
+"""Infrastructure for integration tests: one NATS and one Postgres per session, and a
+private database and subject prefix per test.
+
+`DRASIM_NATS_URL` / `DRASIM_DATABASE_URL` point the suite at existing servers; otherwise
+embedded ones start on first use. The fixtures are synchronous so that tests may use any
+event loop scope; their async clean-up runs on a private loop in a worker thread.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import uuid
+from collections.abc import Coroutine, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any, TypeVar
+from urllib.parse import urlsplit, urlunsplit
+
+import asyncpg
+import nats
+import pytest
+
+from drasim.common.config import Config
+from drasim.common.embedded import EmbeddedNats, EmbeddedPostgres
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class Infra:
+    """The session's servers."""
+
+    nats_url: str
+    database_url: str
+
+
+@dataclass(frozen=True)
+class Fresh:
+    """One test's share of the servers: its own database, and a prefix no other test uses
+    for subjects and stream names."""
+
+    nats_url: str
+    database_url: str
+    prefix: str
+
+
+@pytest.fixture(scope="session")
+def infra(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Infra]:
+    config = Config.from_env()
+    with contextlib.ExitStack() as stack:
+        data_dir = tmp_path_factory.mktemp("infra")
+        nats_url = config.nats_url or stack.enter_context(EmbeddedNats(data_dir)).url
+        database_url = config.database_url or stack.enter_context(EmbeddedPostgres(data_dir)).url
+        yield Infra(nats_url=nats_url, database_url=database_url)
+
+
+@pytest.fixture
+def fresh(infra: Infra) -> Iterator[Fresh]:
+    name = f"t{uuid.uuid4().hex[:16]}"
+    _run(_execute(infra.database_url, f'CREATE DATABASE "{name}"'))
+    try:
+        yield Fresh(
+            nats_url=infra.nats_url,
+            database_url=_with_database(infra.database_url, name),
+            prefix=name,
+        )
+    finally:
+        # FORCE: a test that leaked a connection must not break the next one.
+        _run(_execute(infra.database_url, f'DROP DATABASE "{name}" WITH (FORCE)'))
+        _run(_delete_streams(infra.nats_url, name))
+
+
+def _run(coroutine: Coroutine[Any, Any, T]) -> T:
+    """Run on a new loop in another thread, leaving this thread's event loop alone."""
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        return pool.submit(asyncio.run, coroutine).result()
+
+
+async def _execute(database_url: str, statement: str) -> None:
+    conn = await asyncpg.connect(database_url)
+    try:
+        await conn.execute(statement)
+    finally:
+        await conn.close()
+
+
+async def _delete_streams(nats_url: str, prefix: str) -> None:
+    """Drop the test's streams (KV buckets and object stores are streams too), which
+    matters on a shared NATS that outlives the session."""
+    nc = await nats.connect(nats_url)
+    try:
+        js = nc.jetstream()
+        for stream in await js.streams_info():
+            if prefix in stream.config.name:
+                await js.delete_stream(stream.config.name)
+    finally:
+        await nc.close()
+
+
+def _with_database(database_url: str, name: str) -> str:
+    return urlunsplit(urlsplit(database_url)._replace(path=f"/{name}"))
