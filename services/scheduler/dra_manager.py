@@ -1,0 +1,193 @@
+"""The scheduler's view of DRA objects (upstream `dra_manager.go`).
+
+Informer handlers feed it DeviceClasses, ResourceSlices and ResourceClaims; it keeps the
+extended-resource class cache, the set of allocated devices (maintained incrementally, not
+recomputed per pod), an allocator `Snapshot` rebuilt only when slices change, and the
+in-flight allocations: claims reserved by a scheduling cycle but not yet written, whose
+devices other pods must not get (the assume cache of spec §3.8.2).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Iterator, Set
+
+from drasim.common.api import resource_v1
+from drasim.scheduler.plugins.dynamic_resources import allocator
+from drasim.scheduler.plugins.dynamic_resources.class_cache import ExtendedResourceCache
+
+ClaimKey = tuple[str, str]  # (namespace, name)
+
+
+def claim_devices(claim: resource_v1.ResourceClaim) -> set[allocator.DeviceID]:
+    allocation = claim.status.allocation
+    if allocation is None:
+        return set()
+    return {(r.driver, r.pool, r.device) for r in allocation.devices.results}
+
+
+class _AllocatedView(Set[allocator.DeviceID]):
+    """Devices taken by stored claims or by in-flight allocations, without copying."""
+
+    def __init__(self, manager: DraManager) -> None:
+        self._m = manager
+
+    def __contains__(self, device: object) -> bool:
+        return device in self._m._allocated or device in self._m._in_flight_devices
+
+    def __iter__(self) -> Iterator[allocator.DeviceID]:
+        yield from self._m._allocated
+        yield from (d for d in self._m._in_flight_devices if d not in self._m._allocated)
+
+    def __len__(self) -> int:
+        return len(self._m._allocated | self._m._in_flight_devices.keys())
+
+
+class DraManager:
+    def __init__(self) -> None:
+        self.class_cache = ExtendedResourceCache()
+        self.classes: dict[str, resource_v1.DeviceClass] = {}
+        self.slices: dict[str, resource_v1.ResourceSlice] = {}
+        self.claims: dict[ClaimKey, resource_v1.ResourceClaim] = {}
+        # device -> uid of the stored claim holding it
+        self._allocated: dict[allocator.DeviceID, str] = {}
+        # claim uid (the temporary one for a special claim) -> its in-flight allocated copy
+        self._in_flight: dict[str, resource_v1.ResourceClaim] = {}
+        self._in_flight_devices: dict[allocator.DeviceID, str] = {}
+        self._snapshot: allocator.Snapshot | None = None
+        self._waiters: list[tuple[Callable[[], bool], asyncio.Future[bool]]] = []
+        self.allocated = _AllocatedView(self)
+
+    # -- informer handlers ---------------------------------------------------------------
+    def on_class_add(self, cls: resource_v1.DeviceClass) -> None:
+        self.classes[cls.metadata.name] = cls
+        self.class_cache.on_add(cls)
+
+    def on_class_update(self, old: resource_v1.DeviceClass, new: resource_v1.DeviceClass) -> None:
+        self.classes[new.metadata.name] = new
+        self.class_cache.on_update(old, new)
+
+    def on_class_delete(self, cls: resource_v1.DeviceClass) -> None:
+        self.classes.pop(cls.metadata.name, None)
+        self.class_cache.on_delete(cls)
+
+    def on_slice_add(self, s: resource_v1.ResourceSlice) -> None:
+        self.slices[s.metadata.name] = s
+        self._snapshot = None
+
+    def on_slice_update(
+        self, old: resource_v1.ResourceSlice, new: resource_v1.ResourceSlice
+    ) -> None:
+        self.on_slice_add(new)
+
+    def on_slice_delete(self, s: resource_v1.ResourceSlice) -> None:
+        self.slices.pop(s.metadata.name, None)
+        self._snapshot = None
+
+    def on_claim_add(self, claim: resource_v1.ResourceClaim) -> None:
+        self._store_claim(claim)
+
+    def on_claim_update(
+        self, old: resource_v1.ResourceClaim, new: resource_v1.ResourceClaim
+    ) -> None:
+        self._store_claim(new)
+
+    def on_claim_delete(self, claim: resource_v1.ResourceClaim) -> None:
+        key = (claim.metadata.namespace, claim.metadata.name)
+        old = self.claims.pop(key, None)
+        if old is not None:
+            self._release(old)
+        self._notify()
+
+    def _store_claim(self, claim: resource_v1.ResourceClaim) -> None:
+        key = (claim.metadata.namespace, claim.metadata.name)
+        old = self.claims.get(key)
+        if old is not None:
+            self._release(old)
+        self.claims[key] = claim
+        for device in claim_devices(claim):
+            self._allocated[device] = claim.metadata.uid
+        self._notify()
+
+    def _release(self, claim: resource_v1.ResourceClaim) -> None:
+        for device in claim_devices(claim):
+            if self._allocated.get(device) == claim.metadata.uid:
+                del self._allocated[device]
+
+    # -- reading ---------------------------------------------------------------------------
+    def resolve_device_class(self, name: str) -> resource_v1.DeviceClass | None:
+        """The class an extended resource name maps to (spec §2), for NodeResourcesFit."""
+        return self.class_cache.get_device_class(name)
+
+    def snapshot(self) -> allocator.Snapshot:
+        """The allocator's slice index; rebuilt only after a slice changed."""
+        if self._snapshot is None:
+            self._snapshot = allocator.Snapshot(self.slices.values())
+        return self._snapshot
+
+    def allocator(self) -> allocator.Allocator:
+        return allocator.Allocator(self.snapshot(), self.classes, self.allocated)
+
+    def get_claim(self, namespace: str, name: str) -> resource_v1.ResourceClaim | None:
+        """The stored claim, or the in-flight copy if one is pending for it."""
+        claim = self.claims.get((namespace, name))
+        if claim is not None and claim.metadata.uid in self._in_flight:
+            return self._in_flight[claim.metadata.uid]
+        return claim
+
+    def list_claims(self, namespace: str = "") -> list[resource_v1.ResourceClaim]:
+        return [c for (ns, _), c in self.claims.items() if not namespace or ns == namespace]
+
+    # -- in-flight allocations (the assume cache) -----------------------------------------
+    def signal_claim_pending_allocation(self, uid: str, claim: resource_v1.ResourceClaim) -> None:
+        """Reserve: the claim's devices are taken from now on, for every other pod."""
+        self.remove_claim_pending_allocation(uid)
+        self._in_flight[uid] = claim
+        for device in claim_devices(claim):
+            self._in_flight_devices[device] = uid
+
+    def remove_claim_pending_allocation(self, uid: str) -> bool:
+        claim = self._in_flight.pop(uid, None)
+        if claim is None:
+            return False
+        for device in claim_devices(claim):
+            if self._in_flight_devices.get(device) == uid:
+                del self._in_flight_devices[device]
+        return True
+
+    def claim_is_pending_allocation(self, uid: str) -> bool:
+        return uid in self._in_flight
+
+    # -- waiting for the informer --------------------------------------------------------
+    def _notify(self) -> None:
+        """Wake the PreBinds waiting for a claim whose wait is now over."""
+        still = []
+        for arrived, fut in self._waiters:
+            if fut.done():
+                continue
+            if arrived():
+                fut.set_result(True)
+            else:
+                still.append((arrived, fut))
+        self._waiters = still
+
+    async def wait_for_claim(
+        self, namespace: str, name: str, resource_version: str, timeout: float
+    ) -> bool:
+        """Wait until the claim cache holds this claim at least at `resource_version`
+        (spec §3.9.5); False on timeout, which the caller only logs."""
+
+        def arrived() -> bool:
+            claim = self.claims.get((namespace, name))
+            return claim is not None and int(claim.metadata.resource_version or 0) >= int(
+                resource_version or 0
+            )
+
+        if arrived():
+            return True
+        fut: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
+        self._waiters.append((arrived, fut))
+        try:
+            return await asyncio.wait_for(fut, timeout)
+        except TimeoutError:
+            return False
