@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import uuid
-from collections.abc import Coroutine, Iterator
+from collections.abc import AsyncIterator, Coroutine, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, TypeVar
@@ -21,6 +21,9 @@ import asyncpg
 import nats
 import pytest
 
+from drasim.apistore.server import ApiServer
+from drasim.common.bus.client import Bus
+from drasim.common.client import ApiClient
 from drasim.common.config import Config
 from drasim.common.embedded import EmbeddedNats, EmbeddedPostgres
 
@@ -100,3 +103,25 @@ async def _delete_streams(nats_url: str, prefix: str) -> None:
 
 def _with_database(database_url: str, name: str) -> str:
     return urlunsplit(urlsplit(database_url)._replace(path=f"/{name}"))
+
+
+@pytest.fixture
+async def server(fresh: Fresh) -> AsyncIterator[ApiServer]:
+    """An apistore running in this test's event loop, on the test's database and prefix."""
+    srv = await ApiServer.start(
+        nats_url=fresh.nats_url, database_url=fresh.database_url, prefix=fresh.prefix
+    )
+    yield srv
+    await srv.stop()
+
+
+@pytest.fixture
+async def bus(fresh: Fresh) -> AsyncIterator[Bus]:
+    b = await Bus.connect(fresh.nats_url, prefix=fresh.prefix, name="test")
+    yield b
+    await b.close()
+
+
+@pytest.fixture
+async def api(server: ApiServer, bus: Bus) -> ApiClient:
+    return ApiClient(bus, actor="test")

@@ -62,8 +62,15 @@ def format_objects(
     return tables.render(header, body_rows, namespace_column=namespaces)
 
 
+def namespace_for(info: registry.ResourceInfo, args: argparse.Namespace) -> str:
+    """The namespace a get lists in: none for cluster-scoped kinds and -A, else -n or default."""
+    if args.all_namespaces or not info.namespaced:
+        return ""
+    return args.namespace or "default"
+
+
 async def fetch(args: argparse.Namespace, info: registry.ResourceInfo) -> list[Any]:
-    namespace = "" if args.all_namespaces or not info.namespaced else (args.namespace or "default")
+    namespace = namespace_for(info, args)
     async with session.connect(args) as api:
         if args.name:
             return [await api.get(info.type, args.name, namespace=namespace)]

@@ -9,12 +9,12 @@ from __future__ import annotations
 import argparse
 import sys
 
-from drasim.cli import apply, cluster, delete, describe, events, get, up
+from drasim.cli import apply, cluster, delete, describe, events, get, replay, up
 from drasim.common.config import ConfigError
 from drasim.common.embedded import EmbeddedServerError
 from drasim.common.errors import ApiError
 
-COMMANDS = (up, apply, get, describe, delete, events)
+COMMANDS = (up, apply, get, describe, delete, events, replay)
 
 
 def build_parser() -> argparse.ArgumentParser:
