@@ -178,3 +178,32 @@ def test_a_bad_setting_is_one_line_naming_the_variable(
     err = capsys.readouterr().err
     assert err.count("\n") == 1
     assert err.startswith("drasim: DRASIM_PREFIX: ")
+
+
+def drasim_cli(data_dir: Path, *argv: str) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("DRASIM_")}
+    return subprocess.run(
+        [sys.executable, "-m", "drasim.cli.main", "--data-dir", str(data_dir), *argv],
+        capture_output=True, text=True, env=env, timeout=DEADLINE,
+    )  # fmt: skip
+
+
+def test_the_cluster_state_survives_a_second_up(run_up: Callable[..., Up], tmp_path: Path) -> None:
+    manifest = tmp_path / "pod.yaml"
+    manifest.write_text(
+        "apiVersion: v1\nkind: Pod\nmetadata: {name: kept}\n"
+        "spec: {containers: [{name: c, image: registry.k8s.io/pause:3.10}]}\n"
+    )
+    up = run_up("--services", "drasim.apistore")
+    up.wait_for_ready()
+    applied = drasim_cli(tmp_path, "apply", "-f", str(manifest))
+    assert applied.stdout.strip() == "pod/kept created", applied.stderr
+    up.process.send_signal(signal.SIGTERM)
+    assert up.finish() == 0, up.output
+
+    again = run_up("--services", "drasim.apistore")
+    again.wait_for_ready()
+    listed = drasim_cli(tmp_path, "get", "pods", "-o", "name")
+    assert listed.stdout.split() == ["pod/kept"], listed.stderr
+    again.process.send_signal(signal.SIGTERM)
+    assert again.finish() == 0, again.output
