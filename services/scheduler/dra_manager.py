@@ -5,18 +5,26 @@ extended-resource class cache, the set of allocated devices (maintained incremen
 recomputed per pod), an allocator `Snapshot` rebuilt only when slices change, and the
 in-flight allocations: claims reserved by a scheduling cycle but not yet written, whose
 devices other pods must not get (the assume cache of spec §3.8.2).
+
+Like upstream's assume cache, a claim the scheduler itself wrote is stored at once
+(`assume_claim_after_api_call`), and informer events older than what is stored are ignored,
+so the devices stay taken between the write and the informer catching up.
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import Callable, Iterator, Set
 
 from drasim.common.api import resource_v1
+from drasim.scheduler import framework
 from drasim.scheduler.plugins.dynamic_resources import allocator
 from drasim.scheduler.plugins.dynamic_resources.class_cache import ExtendedResourceCache
 
 ClaimKey = tuple[str, str]  # (namespace, name)
+
+log = logging.getLogger(__name__)
 
 
 def claim_devices(claim: resource_v1.ResourceClaim) -> set[allocator.DeviceID]:
@@ -49,6 +57,8 @@ class DraManager:
         self.classes: dict[str, resource_v1.DeviceClass] = {}
         self.slices: dict[str, resource_v1.ResourceSlice] = {}
         self.claims: dict[ClaimKey, resource_v1.ResourceClaim] = {}
+        # controlling owner uid -> keys of the claims it controls, in arrival order
+        self._controlled: dict[str, dict[ClaimKey, None]] = {}
         # device -> uid of the stored claim holding it
         self._allocated: dict[allocator.DeviceID, str] = {}
         # claim uid (the temporary one for a special claim) -> its in-flight allocated copy
@@ -97,22 +107,44 @@ class DraManager:
         old = self.claims.pop(key, None)
         if old is not None:
             self._release(old)
+            self._unindex(key, old)
         self._notify()
 
     def _store_claim(self, claim: resource_v1.ResourceClaim) -> None:
         key = (claim.metadata.namespace, claim.metadata.name)
         old = self.claims.get(key)
         if old is not None:
+            if _version(claim) < _version(old):
+                return  # an informer event older than the claim assumed after our write
             self._release(old)
+            self._unindex(key, old)
         self.claims[key] = claim
         for device in claim_devices(claim):
             self._allocated[device] = claim.metadata.uid
+        owner = claim.metadata.controller_ref()
+        if owner is not None:
+            self._controlled.setdefault(owner.uid, {})[key] = None
         self._notify()
 
     def _release(self, claim: resource_v1.ResourceClaim) -> None:
         for device in claim_devices(claim):
             if self._allocated.get(device) == claim.metadata.uid:
                 del self._allocated[device]
+
+    def _unindex(self, key: ClaimKey, claim: resource_v1.ResourceClaim) -> None:
+        owner = claim.metadata.controller_ref()
+        if owner is None:
+            return
+        keys = self._controlled.get(owner.uid, {})
+        keys.pop(key, None)
+        if not keys:
+            self._controlled.pop(owner.uid, None)
+
+    def assume_claim_after_api_call(self, claim: resource_v1.ResourceClaim) -> None:
+        """Store a claim the scheduler has just written, before the informer reports it
+        (upstream `AssumeClaimAfterAPICall`): PreBind drops its in-flight entry right after,
+        and the devices must stay taken."""
+        self._store_claim(claim)
 
     # -- reading ---------------------------------------------------------------------------
     def resolve_device_class(self, name: str) -> resource_v1.DeviceClass | None:
@@ -129,14 +161,37 @@ class DraManager:
         return allocator.Allocator(self.snapshot(), self.classes, self.allocated)
 
     def get_claim(self, namespace: str, name: str) -> resource_v1.ResourceClaim | None:
-        """The stored claim, or the in-flight copy if one is pending for it."""
-        claim = self.claims.get((namespace, name))
-        if claim is not None and claim.metadata.uid in self._in_flight:
-            return self._in_flight[claim.metadata.uid]
-        return claim
+        """The stored (or assumed) claim. An in-flight allocation does not show here, as
+        upstream's assume cache does not show it: ask `claim_is_pending_allocation`."""
+        return self.claims.get((namespace, name))
 
     def list_claims(self, namespace: str = "") -> list[resource_v1.ResourceClaim]:
         return [c for (ns, _), c in self.claims.items() if not namespace or ns == namespace]
+
+    def claims_controlled_by(self, uid: str) -> list[resource_v1.ResourceClaim]:
+        """Claims whose controlling ownerReference has this uid, oldest arrival first: the
+        candidates for a pod's special claim (spec §3.3.2) without scanning every claim."""
+        return [self.claims[key] for key in self._controlled.get(uid, {})]
+
+    def dra_capacity(self, node_info: framework.NodeInfo, name: str) -> tuple[int, int]:
+        """(devices on the node of the class `name` maps to, how many of them are
+        allocated, in-flight allocations included), for NodeResourcesFit's score of a
+        DRA-served extended resource (spec §3.7.2); (0, 0) when no class maps `name`.
+
+        The class is read by name from the informer's copy: the mapping cache may hold an
+        older object (spec §2.5 a), whose selectors could be stale.
+        """
+        mapped = self.class_cache.get_device_class(name)
+        if mapped is None:
+            return 0, 0
+        cls = self.classes.get(mapped.metadata.name, mapped)
+        try:
+            return allocator.node_device_capacity(
+                node_info.node, self.snapshot(), cls, self.allocated
+            )
+        except allocator.AllocatorError as err:
+            log.warning("scoring %s on node %s: %s", name, node_info.name, err)
+            return 0, 0
 
     # -- in-flight allocations (the assume cache) -----------------------------------------
     def signal_claim_pending_allocation(self, uid: str, claim: resource_v1.ResourceClaim) -> None:
@@ -157,6 +212,10 @@ class DraManager:
 
     def claim_is_pending_allocation(self, uid: str) -> bool:
         return uid in self._in_flight
+
+    def pending_allocations(self) -> list[resource_v1.ResourceClaim]:
+        """The in-flight claims, each with its allocation, in Reserve order."""
+        return list(self._in_flight.values())
 
     # -- waiting for the informer --------------------------------------------------------
     def _notify(self) -> None:
@@ -179,9 +238,7 @@ class DraManager:
 
         def arrived() -> bool:
             claim = self.claims.get((namespace, name))
-            return claim is not None and int(claim.metadata.resource_version or 0) >= int(
-                resource_version or 0
-            )
+            return claim is not None and _version(claim) >= int(resource_version or 0)
 
         if arrived():
             return True
@@ -191,3 +248,7 @@ class DraManager:
             return await asyncio.wait_for(fut, timeout)
         except TimeoutError:
             return False
+
+
+def _version(claim: resource_v1.ResourceClaim) -> int:
+    return int(claim.metadata.resource_version or 0)

@@ -2,9 +2,10 @@
 extension point, and `Framework`, which runs the plugins of each point with upstream's rules.
 
 Upstream: `staging/src/k8s.io/kube-scheduler/framework/{interface.go,types.go}`,
-`pkg/scheduler/framework/runtime/framework.go` and `pkg/scheduler/framework/types.go`
-(`Diagnosis`, `FitError`). Everything here is pure and synchronous except PostFilter, PreBind
-and Bind, the points that talk to the API server.
+`pkg/scheduler/framework/runtime/framework.go`, `pkg/scheduler/framework/types.go`
+(`Diagnosis`, `FitError`) and `pkg/scheduler/framework/events.go`. Everything here is pure and
+synchronous except PostFilter, Unreserve, PreBind and Bind, the points that talk to the API
+server.
 """
 
 from __future__ import annotations
@@ -61,7 +62,9 @@ __all__ = [
     "is_rejected",
     "is_skip",
     "is_success",
+    "node_scheduling_properties_change",
     "pod_non_zero_requests",
+    "pod_scheduling_properties_change",
 ]
 
 MAX_NODE_SCORE = 100
@@ -453,14 +456,15 @@ class ReservePlugin(Protocol):
 
     Any non-success from `reserve` rejects the pod, and then `unreserve` of every reserve
     plugin runs in reverse order; `unreserve` must therefore be idempotent and cope with
-    a `reserve` that never ran. It also runs when a later phase (PreBind, Bind) fails.
+    a `reserve` that never ran. It also runs when a later phase (PreBind, Bind) fails, and
+    is async because undoing PreBind's work means API calls (deleting a created claim).
     """
 
     name: ClassVar[str]
 
     def reserve(self, state: CycleState, pod: core_v1.Pod, node_name: str) -> Status | None: ...
 
-    def unreserve(self, state: CycleState, pod: core_v1.Pod, node_name: str) -> None: ...
+    async def unreserve(self, state: CycleState, pod: core_v1.Pod, node_name: str) -> None: ...
 
 
 @runtime_checkable
@@ -583,6 +587,55 @@ class EnqueueExtensions(Protocol):
     name: ClassVar[str]
 
     def events_to_register(self) -> list[ClusterEventWithHint]: ...
+
+
+def node_scheduling_properties_change(new: core_v1.Node, old: core_v1.Node) -> list[ClusterEvent]:
+    """The Node update events a change carries, one per kind of change that may matter to
+    scheduling; heartbeats and status noise give none (upstream
+    `NodeSchedulingPropertiesChange`). An uncordon counts as a taint change, as upstream."""
+    changes = {
+        ActionType.UPDATE_NODE_TAINT: new.spec.taints != old.spec.taints
+        or (old.spec.unschedulable and not new.spec.unschedulable),
+        ActionType.UPDATE_NODE_ALLOCATABLE: new.status.allocatable != old.status.allocatable,
+        ActionType.UPDATE_NODE_LABEL: new.metadata.labels != old.metadata.labels,
+        ActionType.UPDATE_NODE_CONDITION: _condition_statuses(new) != _condition_statuses(old),
+        ActionType.UPDATE_NODE_ANNOTATION: new.metadata.annotations != old.metadata.annotations,
+    }
+    return [ClusterEvent(EventResource.NODE, action) for action, yes in changes.items() if yes]
+
+
+def _condition_statuses(node: core_v1.Node) -> dict[str, str]:
+    """Condition type → status; heartbeat and transition times are not a change."""
+    return {c.type: c.status for c in node.status.conditions}
+
+
+def pod_scheduling_properties_change(new: core_v1.Pod, old: core_v1.Pod) -> list[ClusterEvent]:
+    """The Pod update events a change carries (upstream `PodSchedulingPropertiesChange`).
+
+    Upstream falls back to an "other update" event that only plugins registering a bare
+    Pod/Update see; no plugin here does, so other changes give no event.
+    """
+    actions = []
+    if new.metadata.labels != old.metadata.labels:
+        actions.append(ActionType.UPDATE_POD_LABEL)
+    if _requests_decreased(new, old):
+        actions.append(ActionType.UPDATE_POD_SCALE_DOWN)
+    if new.spec.tolerations != old.spec.tolerations:
+        actions.append(ActionType.UPDATE_POD_TOLERATION)
+    if (
+        new.status.resource_claim_statuses != old.status.resource_claim_statuses
+        or new.status.extended_resource_claim_status != old.status.extended_resource_claim_status
+    ):
+        actions.append(ActionType.UPDATE_POD_GENERATED_RESOURCE_CLAIM)
+    return [ClusterEvent(EventResource.POD, action) for action in actions]
+
+
+def _requests_decreased(new: core_v1.Pod, old: core_v1.Pod) -> bool:
+    """A bound pod resized down frees resources (upstream `extractPodScaleDown`)."""
+    if not new.spec.node_name:
+        return False
+    before, after = resources.pod_requests(old), resources.pod_requests(new)
+    return any(after.get(name, Quantity()) < quantity for name, quantity in before.items())
 
 
 # --- Diagnosis and the FailedScheduling message ------------------------------------------
@@ -896,7 +949,7 @@ class Framework:
                 node_scores.total_score += weighted
         return result
 
-    def run_reserve_plugins_reserve(
+    async def run_reserve_plugins_reserve(
         self, state: CycleState, pod: core_v1.Pod, node_name: str
     ) -> Status | None:
         """Reserve in order; on the first failure unreserve everything and return it.
@@ -914,17 +967,17 @@ class Framework:
                     status.plugin = pl.name
                 else:
                     status = _wrap(f"running Reserve plugin {pl.name!r}", status)
-                self.run_reserve_plugins_unreserve(state, pod, node_name)
+                await self.run_reserve_plugins_unreserve(state, pod, node_name)
                 return status
         return None
 
-    def run_reserve_plugins_unreserve(
+    async def run_reserve_plugins_unreserve(
         self, state: CycleState, pod: core_v1.Pod, node_name: str
     ) -> None:
         """Every reserve plugin's Unreserve, in reverse order of Reserve."""
         for pl in reversed(self.reserve_plugins):
             started = time.perf_counter()
-            pl.unreserve(state, pod, node_name)
+            await pl.unreserve(state, pod, node_name)
             self._observed(ExtensionPoint.UNRESERVE, pl.name, started, None)
 
     # -- binding cycle --

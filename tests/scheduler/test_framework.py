@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import ClassVar
 
 import pytest
@@ -28,7 +28,7 @@ from drasim.scheduler.plugins import (
     node_unschedulable,
     taint_toleration,
 )
-from tests.scheduler.wrappers import make_node, make_pod
+from tests.scheduler.wrappers import NodeWrapper, make_node, make_pod
 
 # --- fake plugins ------------------------------------------------------------------------
 
@@ -97,7 +97,7 @@ class FakeReserve:
         self.log.calls.append(f"{self.name}.reserve")
         return self.status
 
-    def unreserve(self, state: CycleState, pod: core_v1.Pod, node_name: str) -> None:
+    async def unreserve(self, state: CycleState, pod: core_v1.Pod, node_name: str) -> None:
         self.log.calls.append(f"{self.name}.unreserve")
 
 
@@ -543,10 +543,10 @@ RESERVE_CASES = [
 
 
 @pytest.mark.parametrize("case", RESERVE_CASES, ids=lambda c: c.name)
-def test_reserve(case: ReserveCase) -> None:
+async def test_reserve(case: ReserveCase) -> None:
     log = Recorder()
     plugins = [named(FakeReserve, f"R{i}")(log, s) for i, s in enumerate(case.statuses)]
-    status = Framework(plugins).run_reserve_plugins_reserve(CycleState(), POD, "worker")
+    status = await Framework(plugins).run_reserve_plugins_reserve(CycleState(), POD, "worker")
     assert tuple(log.calls) == case.want_calls
     if case.want_code is None:
         assert status is None
@@ -559,10 +559,10 @@ def test_reserve(case: ReserveCase) -> None:
         )
 
 
-def test_unreserve_runs_in_reverse_order() -> None:
+async def test_unreserve_runs_in_reverse_order() -> None:
     log = Recorder()
     plugins = [named(FakeReserve, f"R{i}")(log) for i in range(3)]
-    Framework(plugins).run_reserve_plugins_unreserve(CycleState(), POD, "worker")
+    await Framework(plugins).run_reserve_plugins_unreserve(CycleState(), POD, "worker")
     assert log.calls == ["R2.unreserve", "R1.unreserve", "R0.unreserve"]
 
 
@@ -635,7 +635,7 @@ async def test_plugin_durations_are_observed() -> None:
     )
     state = CycleState()
     fwk.find_nodes_that_fit(state, POD, nodes("a", "b"))
-    fwk.run_reserve_plugins_reserve(state, POD, "b")
+    await fwk.run_reserve_plugins_reserve(state, POD, "b")
     await fwk.run_pre_bind_plugins(state, POD, "b")
     await fwk.run_bind_plugins(state, POD, "b")
     assert observed == [
@@ -738,3 +738,45 @@ def test_cluster_event_label(
     resource: framework.EventResource, action: framework.ActionType, want: str
 ) -> None:
     assert framework.ClusterEvent(resource, action).label() == want
+
+
+NODE_CHANGES = [
+    ("heartbeat only", lambda n: n, []),
+    ("labels", lambda n: n.label("zone", "a"), ["NodeUpdateNodeLabel"]),
+    ("allocatable", lambda n: n.capacity({"cpu": "8"}), ["NodeUpdateNodeAllocatable"]),
+    ("taint", lambda n: n.taint("gpu"), ["NodeUpdateNodeTaint"]),
+    ("cordon", lambda n: n.unschedulable(), []),
+]
+
+
+@pytest.mark.parametrize(("name", "change", "want"), NODE_CHANGES, ids=[c[0] for c in NODE_CHANGES])
+def test_node_scheduling_properties_change(
+    name: str, change: Callable[[NodeWrapper], NodeWrapper], want: list[str]
+) -> None:
+    old = make_node().capacity({"cpu": "4"}).obj()
+    new = change(make_node().capacity({"cpu": "4"})).obj()
+    events = framework.node_scheduling_properties_change(new, old)
+    assert [e.label() for e in events] == want
+
+
+def test_uncordon_is_a_taint_change() -> None:
+    cordoned, schedulable = make_node().unschedulable().obj(), make_node().obj()
+    events = framework.node_scheduling_properties_change(schedulable, cordoned)
+    assert [e.label() for e in events] == ["NodeUpdateNodeTaint"]
+
+
+def test_pod_scheduling_properties_change() -> None:
+    old = make_pod().req({"cpu": "2"}).node("worker").obj()
+    new = make_pod().req({"cpu": "1"}).node("worker").toleration("gpu", "Exists").obj()
+    new.metadata.labels = {"app": "x"}
+    new.status.extended_resource_claim_status = core_v1.PodExtendedResourceClaimStatus(
+        resource_claim_name="my-pod-extended-resources-abcde"
+    )
+    events = framework.pod_scheduling_properties_change(new, old)
+    assert [e.label() for e in events] == [
+        "PodUpdatePodLabel",
+        "PodUpdatePodScaleDown",
+        "PodUpdatePodToleration",
+        "PodUpdatePodGeneratedResourceClaim",
+    ]
+    assert framework.pod_scheduling_properties_change(old, old) == []

@@ -10,7 +10,9 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable
 
+from drasim.common.client import ApiClient
 from drasim.scheduler import framework
+from drasim.scheduler.dra_manager import DraManager
 from drasim.scheduler.plugins import (
     names,
     node_affinity,
@@ -19,6 +21,7 @@ from drasim.scheduler.plugins import (
     node_unschedulable,
     taint_toleration,
 )
+from drasim.scheduler.plugins.dynamic_resources import plugin as dynamic_resources
 
 __all__ = ["REGISTRY", "Handle", "PluginFactory"]
 
@@ -27,15 +30,33 @@ __all__ = ["REGISTRY", "Handle", "PluginFactory"]
 class Handle:
     """What factories may use (upstream's `framework.Handle`, plugin args and features).
 
-    `resolve_device_class` is None when the DRAExtendedResource gate is off (spec §0.4);
-    `dra_capacity` counts a node's devices for scoring DRA-served extended resources.
+    `dra_manager` is the shared DRA view (None: DRA is off, DynamicResources cannot be
+    built); `api` the client PreBind and PostFilter write with; `extended_resources` the
+    DRAExtendedResource gate.
     """
 
-    resolve_device_class: node_resources_fit.DeviceClassResolver | None = None
-    dra_capacity: node_resources_fit.DRACapacity | None = None
+    dra_manager: DraManager | None = None
+    api: ApiClient | None = None
+    extended_resources: bool = True
     node_resources_fit_args: node_resources_fit.NodeResourcesFitArgs = dataclasses.field(
         default_factory=node_resources_fit.NodeResourcesFitArgs
     )
+
+    @property
+    def resolve_device_class(self) -> node_resources_fit.DeviceClassResolver | None:
+        """Extended resource name → DeviceClass; None when DRA or the DRAExtendedResource
+        gate is off, so nothing is delegated to DRA (spec §0.4)."""
+        if self.dra_manager is None or not self.extended_resources:
+            return None
+        return self.dra_manager.resolve_device_class
+
+    @property
+    def dra_capacity(self) -> node_resources_fit.DRACapacity | None:
+        """Counts a node's devices for scoring DRA-served extended resources (spec §3.7.2);
+        None whenever `resolve_device_class` is."""
+        if self.dra_manager is None or not self.extended_resources:
+            return None
+        return self.dra_manager.dra_capacity
 
 
 PluginFactory = Callable[[Handle], framework.Plugin]
@@ -49,10 +70,19 @@ def _node_resources_fit(handle: Handle) -> node_resources_fit.NodeResourcesFit:
     )
 
 
+def _dynamic_resources(handle: Handle) -> dynamic_resources.DynamicResources:
+    if handle.dra_manager is None or handle.api is None:
+        raise ValueError(f"plugin {names.DYNAMIC_RESOURCES} needs the handle's dra_manager and api")
+    return dynamic_resources.DynamicResources(
+        handle.dra_manager, handle.api, extended_resources=handle.extended_resources
+    )
+
+
 REGISTRY: dict[str, PluginFactory] = {
     names.NODE_NAME: lambda _: node_name.NodeName(),
     names.NODE_UNSCHEDULABLE: lambda _: node_unschedulable.NodeUnschedulable(),
     names.TAINT_TOLERATION: lambda _: taint_toleration.TaintToleration(),
     names.NODE_AFFINITY: lambda _: node_affinity.NodeAffinity(),
     names.NODE_RESOURCES_FIT: _node_resources_fit,
+    names.DYNAMIC_RESOURCES: _dynamic_resources,
 }

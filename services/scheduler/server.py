@@ -1,0 +1,229 @@
+"""The scheduler service: informers feeding the cache, the DraManager and the queue, and
+the loop running `schedule_one` (upstream `pkg/scheduler/{scheduler.go,eventhandlers.go}`).
+
+Nothing is persisted: on start the informers list everything again, so a scheduler killed
+mid-binding starts from what the API server holds. Pods it had bound are in the cache,
+pending pods are queued again, and a special claim it had created for a pod it never bound
+is found by DynamicResources' PreFilter and cleaned up (spec §3.12).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import random
+from collections.abc import Callable
+from typing import Any
+
+from drasim.common.api import core_v1, resource_v1
+from drasim.common.client import ApiClient
+from drasim.common.informer import Informer
+from drasim.scheduler import framework, schedule_one
+from drasim.scheduler.cache import Cache, Snapshot
+from drasim.scheduler.dra_manager import DraManager
+from drasim.scheduler.framework import ActionType, ClusterEvent, EventResource
+from drasim.scheduler.plugins import default_binder, names, registry
+from drasim.scheduler.queue import SchedulingQueue
+
+__all__ = ["DEFAULT_PLUGINS", "Scheduler", "new_default_framework"]
+
+log = logging.getLogger(__name__)
+
+DEFAULT_PLUGINS = (
+    names.NODE_UNSCHEDULABLE,
+    names.NODE_NAME,
+    names.NODE_AFFINITY,
+    names.TAINT_TOLERATION,
+    names.NODE_RESOURCES_FIT,
+    names.DYNAMIC_RESOURCES,
+    names.DEFAULT_BINDER,
+)
+"""The default profile, in upstream's order of its Filter plugins."""
+
+
+def new_default_framework(api: ApiClient, dra_manager: DraManager) -> framework.Framework:
+    """The default profile: NodeResourcesFit scores least allocated over cpu and memory and
+    leaves extended resources that DRA serves to DynamicResources."""
+    handle = registry.Handle(dra_manager=dra_manager, api=api)
+    factories: dict[str, registry.PluginFactory] = {
+        **registry.REGISTRY,
+        names.DEFAULT_BINDER: lambda h: default_binder.DefaultBinder(api),
+    }
+    return framework.Framework([factories[name](handle) for name in DEFAULT_PLUGINS])
+
+
+class Scheduler:
+    """kube-scheduler with the default profile, over the apistore's client.
+
+    `start()` lists and watches pods, nodes, ResourceClaims, ResourceSlices and
+    DeviceClasses, waits until all are synced, then schedules until `stop()`.
+    """
+
+    def __init__(self, api: ApiClient, *, rng: random.Random | None = None) -> None:
+        self.api = api
+        self.rng = rng or random.Random()
+        self.dra_manager = DraManager()
+        self.framework = new_default_framework(api, self.dra_manager)
+        self.cache = Cache()
+        self.snapshot = Snapshot()
+        self.queue = SchedulingQueue(self.framework.events_to_register())
+        self.binding_tasks: set[asyncio.Task[None]] = set()
+        self.pod_informer = Informer(
+            api,
+            core_v1.Pod,
+            on_add=self._add_pod,
+            on_update=self._update_pod,
+            on_delete=self._delete_pod,
+        )
+        self.node_informer = Informer(
+            api,
+            core_v1.Node,
+            on_add=self._add_node_to_cache,
+            on_update=self._update_node_in_cache,
+            on_delete=self.cache.remove_node,
+        )
+        dra = self.dra_manager
+        self.informers: list[Informer[Any]] = [
+            self.node_informer,
+            self._dra_informer(
+                resource_v1.DeviceClass,
+                EventResource.DEVICE_CLASS,
+                dra.on_class_add,
+                dra.on_class_update,
+                dra.on_class_delete,
+            ),
+            self._dra_informer(
+                resource_v1.ResourceSlice,
+                EventResource.RESOURCE_SLICE,
+                dra.on_slice_add,
+                dra.on_slice_update,
+                dra.on_slice_delete,
+            ),
+            self._dra_informer(
+                resource_v1.ResourceClaim,
+                EventResource.RESOURCE_CLAIM,
+                dra.on_claim_add,
+                dra.on_claim_update,
+                dra.on_claim_delete,
+            ),
+            self.pod_informer,
+        ]
+        self._tasks: list[asyncio.Task[None]] = []
+
+    async def start(self, *, timeout: float | None = None) -> None:
+        """Sync every informer, then start the queue's timers and the scheduling loop."""
+        for informer in self.informers:
+            informer.start()
+        for informer in self.informers:
+            await informer.wait_synced(timeout)
+        self._tasks = [
+            asyncio.create_task(self.queue.run(), name="scheduler-queue-timers"),
+            asyncio.create_task(self.run(), name="scheduler-schedule-one"),
+        ]
+
+    async def run(self) -> None:
+        """Schedule pods one after the other, until cancelled."""
+        while True:
+            await schedule_one.schedule_one(self)
+            # A cycle that finds work at once never suspends; yield so that binding tasks
+            # and informers make progress between cycles.
+            await asyncio.sleep(0)
+
+    async def stop(self) -> None:
+        """Stop scheduling; bindings in progress are cancelled, as a crash would."""
+        tasks = [*self._tasks, *self.binding_tasks]
+        for task in tasks:
+            task.cancel()
+        for task in tasks:
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+        self._tasks = []
+        for informer in self.informers:
+            await informer.stop()
+
+    # -- pods (upstream `addPodToCache`, `updatePodInSchedulingQueue`, ...) -------------------
+
+    def _add_pod(self, pod: core_v1.Pod) -> None:
+        if pod.spec.node_name:
+            self._add_pod_to_cache(pod)
+        elif schedule_one.responsible_for_pod(pod):
+            self.queue.add(pod)
+
+    def _update_pod(self, old: core_v1.Pod, new: core_v1.Pod) -> None:
+        if old.spec.node_name:
+            self._update_pod_in_cache(old, new)
+        elif new.spec.node_name:
+            # Bound: it leaves the queue and counts on its node from now on.
+            self.queue.delete(old)
+            self._add_pod_to_cache(new)
+        elif schedule_one.responsible_for_pod(new) and not self.cache.is_assumed_pod(new):
+            # An assumed pod is being bound; its updates must not queue it again.
+            self.queue.update(old, new)
+
+    def _delete_pod(self, pod: core_v1.Pod) -> None:
+        if pod.spec.node_name:
+            self.cache.remove_pod(pod)
+            self.queue.move_all_to_active_or_backoff_queue(
+                ClusterEvent(EventResource.POD, ActionType.DELETE), pod, None
+            )
+        else:
+            self.queue.delete(pod)
+
+    def _add_pod_to_cache(self, pod: core_v1.Pod) -> None:
+        self.cache.add_pod(pod)
+        self.queue.move_all_to_active_or_backoff_queue(
+            ClusterEvent(EventResource.POD, ActionType.ADD), None, pod
+        )
+
+    def _update_pod_in_cache(self, old: core_v1.Pod, new: core_v1.Pod) -> None:
+        self.cache.update_pod(old, new)
+        for event in framework.pod_scheduling_properties_change(new, old):
+            self.queue.move_all_to_active_or_backoff_queue(event, old, new)
+
+    # -- nodes ----------------------------------------------------------------------------
+
+    def _add_node_to_cache(self, node: core_v1.Node) -> None:
+        self.cache.add_node(node)
+        self.queue.move_all_to_active_or_backoff_queue(
+            ClusterEvent(EventResource.NODE, ActionType.ADD), None, node
+        )
+
+    def _update_node_in_cache(self, old: core_v1.Node, new: core_v1.Node) -> None:
+        self.cache.update_node(old, new)
+        for event in framework.node_scheduling_properties_change(new, old):
+            self.queue.move_all_to_active_or_backoff_queue(event, old, new)
+
+    # -- DRA objects ----------------------------------------------------------------------
+
+    def _dra_informer(
+        self,
+        type_: type[Any],
+        resource: EventResource,
+        on_add: Callable[[Any], None],
+        on_update: Callable[[Any, Any], None],
+        on_delete: Callable[[Any], None],
+    ) -> Informer[Any]:
+        """An informer that updates the DraManager first, then tells the queue, so the
+        queueing hints already see the change."""
+        queue = self.queue
+
+        def add(obj: Any) -> None:
+            on_add(obj)
+            queue.move_all_to_active_or_backoff_queue(
+                ClusterEvent(resource, ActionType.ADD), None, obj
+            )
+
+        def update(old: Any, new: Any) -> None:
+            on_update(old, new)
+            queue.move_all_to_active_or_backoff_queue(
+                ClusterEvent(resource, ActionType.UPDATE), old, new
+            )
+
+        def delete(obj: Any) -> None:
+            on_delete(obj)
+            queue.move_all_to_active_or_backoff_queue(
+                ClusterEvent(resource, ActionType.DELETE), obj, None
+            )
+
+        return Informer(self.api, type_, on_add=add, on_update=update, on_delete=delete)
