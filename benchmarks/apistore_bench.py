@@ -30,33 +30,48 @@ from nats.js import api as js_api
 
 from drasim.common import codec
 from drasim.common.api import core_v1
+from drasim.common.api.meta_v1 import ObjectMeta
 from drasim.common.bus.client import Bus
 from drasim.common.client import ApiClient
 from drasim.common.config import Config
 from drasim.common.embedded import EmbeddedNats, EmbeddedPostgres
+from drasim.common.quantity import parse_quantity
 
 PAYLOAD_SIZE = 440
 
 
+_LIMITS = {
+    "example.com/gpu": parse_quantity("1"),
+    "cpu": parse_quantity("100m"),
+    "memory": parse_quantity("64Mi"),
+}
+
+
 def make_pod(name: str) -> core_v1.Pod:
-    """A pod whose JSON is about 440 bytes, the payload every figure uses."""
-    pod = codec.convert(
-        {
-            "metadata": {"name": name, "namespace": "default", "labels": {"app": "bench"}},
-            "spec": {
-                "containers": [
-                    {
-                        "name": "main",
-                        "image": "registry.k8s.io/pause:3.10",
-                        "resources": {"limits": {"example.com/gpu": "1", "cpu": "100m"}},
-                    }
-                ],
-                "schedulerName": "default-scheduler",
-            },
-        },
-        core_v1.Pod,
+    """A pod whose JSON is about 440 bytes, the payload every figure uses (built from the
+    typed structs, as the services build theirs)."""
+    return core_v1.Pod(
+        metadata=ObjectMeta(
+            name=name,
+            namespace="default",
+            labels={"app": "bench", "tier": "db"},
+            annotations={"example.com/owner": "bench"},
+        ),
+        spec=core_v1.PodSpec(
+            containers=[
+                core_v1.Container(
+                    name="main",
+                    image="registry.k8s.io/pause:3.10",
+                    env=[
+                        core_v1.EnvVar(name="MODE", value="benchmark"),
+                        core_v1.EnvVar(name="LOG_LEVEL", value="info"),
+                    ],
+                    resources=core_v1.ResourceRequirements(limits=dict(_LIMITS)),
+                )
+            ],
+            scheduler_name="default-scheduler",
+        ),
     )
-    return pod
 
 
 def percentile(values: list[float], q: float) -> float:
@@ -94,7 +109,7 @@ async def bench_writes(nats_url: str, prefix: str, duration: float, clients: int
         while time.perf_counter() < stop_at:
             pod = await api.create(make_pod(f"c{i}-{n}"))
             acked[int(pod.metadata.resource_version)] = time.perf_counter()
-            pod.metadata.labels = {"app": "bench", "phase": "updated"}
+            pod.metadata.labels = {"app": "bench", "tier": "db", "phase": "updated"}
             pod = await api.update(pod)
             acked[int(pod.metadata.resource_version)] = time.perf_counter()
             writes += 2
@@ -167,6 +182,8 @@ async def main():
     async def cb(msg):
         await msg.respond(msg.data)
     await nc.subscribe(sys.argv[2], cb=cb)
+    await nc.flush()  # (twice: nats-py's PING may overtake the buffered SUB)
+    await nc.flush()  # the subscription is in place before the first request
     print("READY", flush=True)
     await asyncio.Event().wait()
 asyncio.run(main())

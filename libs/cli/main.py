@@ -9,12 +9,24 @@ from __future__ import annotations
 import argparse
 import sys
 
-from drasim.cli import apply, cluster, delete, describe, events, get, replay, up
+from drasim.cli import (
+    apply,
+    bench,
+    cluster,
+    delete,
+    demo,
+    describe,
+    events,
+    get,
+    node,
+    replay,
+    up,
+)
 from drasim.common.config import ConfigError
 from drasim.common.embedded import EmbeddedServerError
 from drasim.common.errors import ApiError
 
-COMMANDS = (up, apply, get, describe, delete, events, replay)
+COMMANDS = (up, apply, get, describe, delete, events, replay, node, demo, bench)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -11,6 +11,14 @@ own process and supervises them:
   the embedded servers, and `up` exits 0;
 - a service that exits on its own is reported, everything stops and `up` exits 1.
 
+The cluster's nodes come from a cluster file (`--cluster`, default: KEP-5004's example,
+`drasim.common.profiles.DEFAULT_CLUSTER`), refused before anything starts if it is bad.
+Once the services are ready, `up` creates the file's DeviceClasses, then starts
+`--kubelets` kubelet processes (`python -m drasim.kubelet --shard i/n`), each hosting
+every n-th node, with checkpoints under `<data-dir>/nodes`; `ready:` follows once they
+are ready too. `--demo` then applies KEP-5004's example Deployment and reports where each
+of its pods runs and which devices each container got (`drasim.cli.demo`).
+
 Children run in their own sessions, so a Ctrl-C in the terminal reaches only `up`, which
 stops them in order: services before the servers they use.
 """
@@ -23,16 +31,22 @@ import contextlib
 import os
 import signal
 import sys
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
-from drasim.cli import cluster
+from drasim.cli import apply, cluster, demo, kubeconfig
+from drasim.common import cluster_file
+from drasim.common.api import registry, resource_v1
+from drasim.common.bus.client import Bus
+from drasim.common.client import ApiClient
 from drasim.common.config import Config
-from drasim.common.embedded import EmbeddedNats, EmbeddedPostgres
+from drasim.common.embedded import EmbeddedNats, EmbeddedPostgres, free_port
 
 # Every service `up` runs, as the module `python -m` starts; the last dotted part names it.
-SERVICES: tuple[str, ...] = ("drasim.apistore",)
+SERVICES: tuple[str, ...] = ("drasim.apistore", "drasim.controllers", "drasim.scheduler")
+KUBELET = "drasim.kubelet"
 STOP_TIMEOUT = 10.0
 READY_MARKER = "READY"
 
@@ -45,6 +59,17 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
     )
     parser.add_argument(
         "--demo", action="store_true", help="also load the demo workload once the cluster is up"
+    )
+    parser.add_argument(
+        "--http-port", type=int, default=0, help="port of the Kubernetes API (default: a free one)"
+    )
+    parser.add_argument(
+        "--cluster", type=Path, help="cluster file (default: the KEP-5004 example cluster)"
+    )
+    parser.add_argument(
+        "--kubelets",
+        type=int,
+        help="kubelet processes sharing the nodes (default: 1; 0 with --services)",
     )
     # Tests substitute fake services here; users have no reason to.
     parser.add_argument(
@@ -59,10 +84,34 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
 def run(args: argparse.Namespace) -> int:
     """Flags and environment only: cluster.json is what this command writes, not reads."""
     config = Config.from_env(**cluster.cluster_flags(args))
-    return asyncio.run(_up(config, modules=args.services))
+    try:
+        nodes_file = cluster_file.load(args.cluster)
+    except cluster_file.ClusterFileError as exc:
+        print(f"drasim: {exc}", file=sys.stderr)
+        return 1
+    # Substituted services (tests) come without nodes unless asked for.
+    kubelets = args.kubelets if args.kubelets is not None else int(args.services == SERVICES)
+    return asyncio.run(
+        _up(
+            config,
+            modules=args.services,
+            http_port=args.http_port,
+            nodes_file=nodes_file,
+            kubelets=min(max(kubelets, 0), len(nodes_file.nodes)),
+            with_demo=args.demo,
+        )
+    )
 
 
-async def _up(config: Config, *, modules: Sequence[str]) -> int:
+async def _up(
+    config: Config,
+    *,
+    modules: Sequence[str],
+    nodes_file: cluster_file.Cluster,
+    kubelets: int,
+    with_demo: bool,
+    http_port: int = 0,
+) -> int:
     stopping = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
@@ -78,12 +127,90 @@ async def _up(config: Config, *, modules: Sequence[str]) -> int:
         )
         cluster.write_cluster(config.data_dir, info)
         stack.callback(cluster.remove_cluster, config.data_dir, info.pid)
+        own_argv = {"drasim.apistore": _write_kubeconfig(config, http_port or free_port())}
+        argv = ["--nats-url", nats_url, "--database-url", database_url, "--prefix", config.prefix]
+        services = [
+            _Launch(_service_name(module), module, [*argv, *own_argv.get(module, [])])
+            for module in modules
+        ]
+        nodes = [
+            _Launch(
+                f"kubelet-{i}",
+                KUBELET,
+                [
+                    *argv,
+                    "--cluster",
+                    str(nodes_file.source.resolve()),
+                    "--shard",
+                    f"{i}/{kubelets}",
+                    "--state-dir",
+                    str((config.data_dir / "nodes").resolve()),
+                ],
+            )  # fmt: skip
+            for i in range(kubelets)
+        ]
         ready_line = (
             f"ready: nats={nats_url} postgres={_redact(database_url)} "
-            f"services={','.join(_service_name(module) for module in modules)}"
+            f"kubeconfig={kubeconfig.kubeconfig_path(config.data_dir)} "
+            f"services={','.join(launch.name for launch in [*services, *nodes])}"
         )
-        argv = ["--nats-url", nats_url, "--database-url", database_url, "--prefix", config.prefix]
-        return await _supervise(modules, argv, stopping, ready_line)
+        if nodes:
+            ready_line += f" nodes={len(nodes_file.nodes)}"
+        api: ApiClient | None = None
+        if nodes or with_demo:
+            bus = await Bus.connect(nats_url, prefix=config.prefix, name="drasim-up")
+            stack.push_async_callback(bus.close)
+            api = ApiClient(bus, actor="drasim-up")
+
+        async def before_nodes() -> None:
+            assert api is not None
+            await _create_device_classes(api, nodes_file)
+
+        async def when_ready() -> None:
+            assert api is not None
+            await _run_demo(api)
+
+        return await _supervise(
+            [services, nodes] if nodes else [services],
+            stopping,
+            ready_line,
+            before_nodes=before_nodes if nodes else None,
+            when_ready=when_ready if with_demo else None,
+        )
+
+
+async def _create_device_classes(api: ApiClient, nodes_file: cluster_file.Cluster) -> None:
+    """The cluster file's DeviceClasses, created (or updated) before any node registers."""
+    info = registry.by_type(resource_v1.DeviceClass)
+    for device_class in nodes_file.spec.device_classes:
+        print(f"[up] {await apply.apply_one(api, info, device_class, '')}", flush=True)
+
+
+async def _run_demo(api: ApiClient) -> None:
+    """Apply the KEP example Deployment, then report its pods as they start (until stop)."""
+    for line in await demo.apply_demo(api):
+        print(f"[demo] {line}", flush=True)
+    await demo.follow(api, out=lambda line: print(f"[demo] {line}", flush=True))
+
+
+def _write_kubeconfig(config: Config, http_port: int) -> list[str]:
+    """Write `<data-dir>/kubeconfig` for the apistore's HTTP API on `http_port`; returns the
+    apistore's flags that serve it with the same token and certificate."""
+    token = kubeconfig.load_or_create_token(config.data_dir)
+    certs = kubeconfig.ensure_serving_certs(config.data_dir)
+    kubeconfig.write(
+        kubeconfig.kubeconfig_path(config.data_dir),
+        f"https://127.0.0.1:{http_port}",
+        token,
+        certs.ca_cert,
+        name=config.prefix,
+    )
+    return [
+        "--http-port", str(http_port),
+        "--http-token-file", str(kubeconfig.token_path(config.data_dir)),
+        "--tls-cert-file", str(certs.cert),
+        "--tls-private-key-file", str(certs.key),
+    ]  # fmt: skip
 
 
 async def _start(stack: contextlib.AsyncExitStack, server: EmbeddedNats | EmbeddedPostgres) -> str:
@@ -91,6 +218,15 @@ async def _start(stack: contextlib.AsyncExitStack, server: EmbeddedNats | Embedd
     await asyncio.to_thread(server.start)
     stack.push_async_callback(asyncio.to_thread, server.stop)
     return server.url
+
+
+@dataclass(frozen=True)
+class _Launch:
+    """A service to start: its name in output, its module and its command line."""
+
+    name: str
+    module: str
+    argv: list[str]
 
 
 @dataclass
@@ -102,12 +238,12 @@ class _Service:
     ready: asyncio.Event = field(default_factory=asyncio.Event)
 
     @classmethod
-    async def spawn(cls, module: str, argv: list[str]) -> _Service:
+    async def spawn(cls, launch: _Launch) -> _Service:
         process = await asyncio.create_subprocess_exec(
             sys.executable,
             "-m",
-            module,
-            *argv,
+            launch.module,
+            *launch.argv,
             stdin=asyncio.subprocess.DEVNULL,
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.STDOUT,
@@ -115,7 +251,7 @@ class _Service:
             env={**os.environ, "PYTHONUNBUFFERED": "1"},
             limit=2**20,  # bytes per line; the default 64 KiB is short for a traceback
         )
-        return cls(_service_name(module), process)
+        return cls(launch.name, process)
 
     async def forward_output(self) -> None:
         """Pass the service's lines on until it closes its output, noting READY."""
@@ -150,41 +286,74 @@ def _service_name(module: str) -> str:
 
 
 async def _supervise(
-    modules: Sequence[str], argv: list[str], stopping: asyncio.Event, ready_line: str
+    stages: Sequence[Sequence[_Launch]],
+    stopping: asyncio.Event,
+    ready_line: str,
+    *,
+    before_nodes: Callable[[], Awaitable[None]] | None = None,
+    when_ready: Callable[[], Awaitable[None]] | None = None,
 ) -> int:
-    """Run the services until a stop is asked for (0) or one of them exits (1)."""
-    services: list[_Service] = []
+    """Run the services until a stop is asked for (0) or one of them exits (1).
+
+    Stages start in order, each once the previous one is ready (the kubelets need the
+    apistore); `before_nodes` runs before the second stage, `when_ready` after the ready
+    line. A failure of either stops the cluster like a crashed service.
+    """
+    launched: list[list[_Service]] = []  # by stage
+    outputs: dict[str, asyncio.Task[None]] = {}
+    crashed: list[_Service] = []
+    failed = asyncio.Event()
     async with asyncio.TaskGroup() as tasks:
+
+        async def watch_exit(service: _Service) -> None:
+            await service.process.wait()
+            await outputs[service.name]  # its last words (a traceback) come first
+            if not stopping.is_set():
+                crashed.append(service)
+                failed.set()
+
+        async def launch() -> None:
+            try:
+                for i, stage in enumerate(stages):
+                    if i == 1 and before_nodes is not None:
+                        await before_nodes()
+                    started: list[_Service] = []
+                    launched.append(started)
+                    for spec in stage:
+                        service = await _Service.spawn(spec)
+                        started.append(service)
+                        outputs[service.name] = tasks.create_task(service.forward_output())
+                        tasks.create_task(watch_exit(service))
+                    await asyncio.gather(*(s.ready.wait() for s in started))
+                print(ready_line, flush=True)
+                if when_ready is not None:
+                    await when_ready()
+            except Exception as exc:  # the apistore refused a DeviceClass, NATS went away...
+                print(f"drasim: {exc}; stopping the cluster", file=sys.stderr, flush=True)
+                failed.set()
+
         try:
-            outputs: dict[str, asyncio.Task[None]] = {}
-            for module in modules:
-                service = await _Service.spawn(module, argv)
-                services.append(service)
-                outputs[service.name] = tasks.create_task(service.forward_output())
-            announce = tasks.create_task(_announce(services, ready_line))
+            launcher = tasks.create_task(launch())
             stop_asked = tasks.create_task(stopping.wait())
-            exits = {tasks.create_task(s.process.wait()): s for s in services}
-            done, _ = await asyncio.wait({stop_asked, *exits}, return_when=asyncio.FIRST_COMPLETED)
-            crashed = [exits[task] for task in done if task in exits]
+            failure = tasks.create_task(failed.wait())
+            await asyncio.wait({stop_asked, failure}, return_when=asyncio.FIRST_COMPLETED)
             for service in crashed:
-                await outputs[service.name]  # its last words (a traceback) come first
                 print(
                     f"drasim: service {service.name} exited with code "
                     f"{service.process.returncode}; stopping the cluster",
                     file=sys.stderr,
                     flush=True,
                 )
-            announce.cancel()
-            stop_asked.cancel()
-            return 1 if crashed else 0
+            code = 1 if failed.is_set() else 0
+            stopping.set()  # exits from here on are ours
+            for task in (launcher, stop_asked, failure):
+                task.cancel()
+            return code
         finally:
-            # The output tasks end once their service has exited and its pipe is drained.
-            await asyncio.gather(*(service.stop() for service in services))
-
-
-async def _announce(services: list[_Service], ready_line: str) -> None:
-    await asyncio.gather(*(s.ready.wait() for s in services))
-    print(ready_line, flush=True)
+            # Later stages first: kubelets before the apistore they write to. The output
+            # tasks end once their service has exited and its pipe is drained.
+            for started in reversed(launched):
+                await asyncio.gather(*(service.stop() for service in started))
 
 
 def _redact(url: str) -> str:

@@ -43,18 +43,25 @@ class ApiClient:
         self.bus = bus
         self.actor = actor
         self.timeout = timeout
+        self._subject = subjects.api(bus.prefix)
+
+    @property
+    def actor(self) -> str:
+        return self._actor
+
+    @actor.setter
+    def actor(self, actor: str) -> None:
+        self._actor = actor
+        self._headers = {headers.ACTOR: actor}  # sent with every request, made once
 
     async def request(self, req: messages.Request, *, traceparent: str = "") -> bytes:
         """Send one API request; answers with the body or raises the `ApiError` it carried."""
-        hdrs = {headers.ACTOR: self.actor}
+        hdrs = self._headers
         if traceparent:
-            hdrs[headers.TRACEPARENT] = traceparent
+            hdrs = {**hdrs, headers.TRACEPARENT: traceparent}
         try:
-            msg = await self.bus.nc.request(
-                subjects.api(self.bus.prefix),
-                messages.encoder.encode(req),
-                timeout=self.timeout,
-                headers=hdrs,
+            msg = await self.bus.request(
+                self._subject, messages.encoder.encode(req), timeout=self.timeout, headers=hdrs
             )
         except nats.errors.NoRespondersError as exc:
             raise errors.ServiceUnavailable("no apistore is serving") from exc

@@ -28,7 +28,46 @@ __all__ = [
 T = TypeVar("T")
 
 
+# Quantities are immutable and a cluster uses few distinct ones, so parsing (exact
+# `Fraction` arithmetic) and formatting are memoised: the write path decodes and encodes the
+# same few values ("100m", "1", "64Mi") for every object. Both caches are bounded; when one
+# is full it is emptied and refills with the values in use.
+_CACHE_MAX = 4096
+# (type, JSON value) -> Quantity; the type keeps 1, 1.0 and True apart.
+_PARSED: dict[tuple[type, Any], Quantity] = {}
+# id(quantity) -> (quantity, canonical string); holding the quantity keeps its id unique.
+_FORMATTED: dict[int, tuple[Quantity, str]] = {}
+
+
+def _quantity_string(q: Quantity) -> str:
+    hit = _FORMATTED.get(id(q))
+    if hit is not None and hit[0] is q:
+        return hit[1]
+    text = str(q)
+    if len(_FORMATTED) >= _CACHE_MAX:
+        _FORMATTED.clear()
+    _FORMATTED[id(q)] = (q, text)
+    return text
+
+
+def _parse_quantity(obj: Any) -> Quantity:
+    key = (obj.__class__, obj)
+    try:
+        hit = _PARSED.get(key)
+    except TypeError:  # unhashable (a list or a dict where a quantity belongs)
+        return parse_quantity(obj)
+    if hit is not None:
+        return hit
+    q = parse_quantity(obj)
+    if len(_PARSED) >= _CACHE_MAX:
+        _PARSED.clear()
+    _PARSED[key] = q
+    return q
+
+
 def _enc_hook(obj: Any) -> Any:
+    if obj.__class__ is Quantity:
+        return _quantity_string(obj)
     if isinstance(obj, Quantity):
         return str(obj)
     raise NotImplementedError(f"cannot encode objects of type {type(obj).__name__}")
@@ -37,7 +76,7 @@ def _enc_hook(obj: Any) -> Any:
 def _dec_hook(type_: type, obj: Any) -> Any:
     if type_ is Quantity:
         # A ValueError here becomes a msgspec.ValidationError carrying the field path.
-        return parse_quantity(obj)
+        return _parse_quantity(obj)
     raise NotImplementedError(f"cannot decode into {type_!r}")
 
 

@@ -2,23 +2,66 @@
 
 from __future__ import annotations
 
+import argparse
+import asyncio
+import os
+import ssl
 import sys
+from pathlib import Path
 
 from drasim.apistore.server import ApiServer
 from drasim.common import service
 
 
+def _http_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--http-port", type=int, help="serve the Kubernetes HTTP API here")
+    parser.add_argument("--http-host", default="127.0.0.1")
+    # A file, not the token itself, so that it does not show in the process list.
+    parser.add_argument("--http-token-file", type=Path, help="the HTTP API's bearer token")
+    parser.add_argument("--tls-cert-file", type=Path, help="serve HTTPS with this certificate")
+    parser.add_argument("--tls-private-key-file", type=Path)
+
+
+def _use_uvloop() -> None:
+    """Run on uvloop when it is installed: the apistore spends much of its time in the event
+    loop (many small NATS messages, Postgres round trips). `DRASIM_UVLOOP=0` opts out."""
+    if os.environ.get("DRASIM_UVLOOP", "1") == "0":
+        return
+    try:
+        import uvloop
+    except ImportError:
+        return
+    asyncio.set_event_loop_policy(uvloop.EventLoopPolicy())
+
+
 def main(argv: list[str] | None = None) -> int:
-    config, _ = service.parse_args("apistore", argv)
+    _use_uvloop()
+    config, args = service.parse_args("apistore", argv, _http_options)
     if not config.nats_url or not config.database_url:
         print("drasim-apistore: --nats-url and --database-url are required", file=sys.stderr)
         return 2
+    if args.http_port is not None and args.http_token_file is None:
+        print("drasim-apistore: --http-port needs --http-token-file", file=sys.stderr)
+        return 2
+    token = args.http_token_file.read_text().strip() if args.http_token_file else ""
+    tls = None
+    if args.tls_cert_file is not None:
+        tls = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+        tls.load_cert_chain(args.tls_cert_file, args.tls_private_key_file)
 
     async def serve() -> None:
         server = await ApiServer.start(
-            nats_url=config.nats_url, database_url=config.database_url, prefix=config.prefix
+            nats_url=config.nats_url,
+            database_url=config.database_url,
+            prefix=config.prefix,
+            http_port=args.http_port,
+            http_host=args.http_host,
+            http_token=token,
+            http_tls=tls,
         )
-        service.announce_ready(f"apistore nats={config.nats_url} prefix={config.prefix}")
+        scheme = "https" if tls else "http"
+        http = f" http={scheme}://{args.http_host}:{server.http.port}" if server.http else ""
+        service.announce_ready(f"apistore nats={config.nats_url} prefix={config.prefix}{http}")
         try:
             await service.wait_for_signal()
         finally:

@@ -19,7 +19,7 @@ import msgspec
 
 from drasim.apistore import faults, mutations, strategy
 from drasim.apistore.mutations import Context
-from drasim.apistore.store import Store
+from drasim.apistore.store import EventRow, ObjectRow, Store, WriteSession
 from drasim.common import codec, errors, labels
 from drasim.common.bus import messages
 
@@ -67,14 +67,15 @@ def _field_value(view: _View, path: str) -> str:
 
 
 class ApiCore:
-    """Serves every API verb over one `Store`; `on_commit(seq)` wakes the outbox."""
+    """Serves every API verb over one `Store`; `on_commit(events)` hands each committed
+    batch's events to the outbox."""
 
     def __init__(
         self,
         store: Store,
         *,
         fault_plan: faults.FaultPlan | None = None,
-        on_commit: Callable[[int], None] | None = None,
+        on_commit: Callable[[list[EventRow]], None] | None = None,
     ) -> None:
         self.store = store
         self.fault_plan = fault_plan
@@ -83,6 +84,9 @@ class ApiCore:
             asyncio.Queue()
         )
         self._writer: asyncio.Task[None] | None = None
+        self._batches: set[asyncio.Task[None]] = set()  # batches in flight (two at most)
+        # Batches committed: all, prepared ahead of the lock, and prepared ahead but redone.
+        self.stats = {"batches": 0, "ahead": 0, "redone": 0}
 
     async def start(self) -> None:
         self._writer = asyncio.create_task(self._write_loop(), name="apistore-writer")
@@ -113,9 +117,14 @@ class ApiCore:
             return await self.list(req)
         if isinstance(req, messages.EventLog):
             return await self.event_log(req)
+        return await self.submit(req, ctx)
+
+    def submit(self, req: messages.Request, ctx: Context) -> asyncio.Future[bytes]:
+        """Queue a write for the group-commit writer; the future gets its answer's JSON or
+        the `ApiError`."""
         fut: asyncio.Future[bytes] = asyncio.get_running_loop().create_future()
         self._queue.put_nowait((req, ctx, fut))
-        return await fut
+        return fut
 
     # -- reads ----------------------------------------------------------------------
     async def get(self, req: messages.Get) -> bytes:
@@ -219,25 +228,48 @@ class ApiCore:
 
     # -- writes ---------------------------------------------------------------------
     async def _write_loop(self) -> None:
-        while True:
-            items = [await self._queue.get()]
-            while len(items) < MAX_BATCH and not self._queue.empty():
-                items.append(self._queue.get_nowait())
-            try:
-                await self._commit(items)
-            except errors.ApiError as exc:
-                for _, _, fut in items:
-                    if not fut.done():
-                        fut.set_exception(exc)
-            except Exception as exc:  # a bug must not kill the writer
-                log.exception("write batch failed")
-                for _, _, fut in items:
-                    if not fut.done():
-                        fut.set_exception(errors.InternalError(f"write failed: {exc}"))
+        """Form batches from the queue and run them, two at a time at most.
 
-    async def _commit(
-        self, items: list[tuple[messages.Request, Context, asyncio.Future[bytes]]]
-    ) -> None:
+        A batch runs as soon as the one before it has applied its requests (so the queue
+        filled meanwhile) and the one before that has finished, so one batch prepares
+        while the previous one writes and commits. See `_run_batch`.
+        """
+        prev: _Flight | None = None
+        try:
+            while True:
+                items = [await self._queue.get()]
+                while len(items) < MAX_BATCH and not self._queue.empty():
+                    items.append(self._queue.get_nowait())
+                flight = _Flight(asyncio.get_running_loop())
+                task = asyncio.create_task(self._run_batch(items, prev, flight))
+                self._batches.add(task)
+                task.add_done_callback(self._batches.discard)
+                await asyncio.wait([flight.applied, task], return_when=asyncio.FIRST_COMPLETED)
+                if prev is not None:
+                    await asyncio.wait([prev.final])
+                prev = None if flight.final.done() else flight
+        finally:
+            for task in list(self._batches):
+                task.cancel()
+            if self._batches:
+                await asyncio.wait(self._batches)
+
+    async def _run_batch(self, items: list[_Item], prev: _Flight | None, flight: _Flight) -> None:
+        try:
+            await self._commit(items, prev, flight)
+        except errors.ApiError as exc:
+            _fail(items, exc)
+        except asyncio.CancelledError:
+            _fail(items, errors.ServiceUnavailable("apistore is shutting down"))
+            raise
+        except Exception as exc:  # a bug must not kill the writer
+            log.exception("write batch failed")
+            _fail(items, errors.InternalError(f"write failed: {exc}"))
+        finally:
+            flight.announce(None)
+            flight.finish(False)
+
+    async def _commit(self, items: list[_Item], prev: _Flight | None, flight: _Flight) -> None:
         keys: set[tuple[str, str, str]] = set()
         ready = []
         for req, ctx, fut in items:
@@ -249,28 +281,101 @@ class ApiCore:
                 fut.set_exception(exc)
                 continue
             ready.append((req, ctx, fut))
-        if not ready:
-            return
-        results: list[bytes | errors.ApiError] = []
-        async with self.store.write_transaction() as txn:
-            first_seq = await txn.max_seq() + 1
-            loaded = await txn.select_objects(sorted(keys))
-            batch = mutations.Batch(loaded, first_seq=first_seq, fault_plan=self.fault_plan)
-            for req, ctx, _ in ready:
-                try:
-                    results.append(batch.apply(req, ctx))
-                except errors.ApiError as exc:
-                    results.append(exc)
-                except (msgspec.ValidationError, ValueError, TypeError, AttributeError) as exc:
-                    log.exception("request failed: %r", req)
-                    results.append(errors.InternalError(f"{type(exc).__name__}: {exc}"))
+        try:
+            if not ready:
+                # Nothing to write: the next batch may build on what the previous one built.
+                flight.announce(await prev.applied if prev is not None else None)
+                flight.finish(await prev.final if prev is not None else True)
+                return
+            async with self.store.write_session() as session:
+                await self._commit_ready(session, ready, sorted(keys), prev, flight)
+        finally:
+            for req, _, _ in ready:
+                mutations.forget_generated_name(req)
+
+    async def _commit_ready(
+        self,
+        session: WriteSession,
+        ready: list[_Item],
+        keys: list[Key],
+        prev: _Flight | None,
+        flight: _Flight,
+    ) -> None:
+        """Apply and commit one batch.
+
+        With the previous batch still in flight, the batch is prepared ahead of the write
+        lock: it reads its rows as committed now, overlays the rows the previous batch wrote,
+        numbers its events after the previous batch's and applies its requests while the
+        previous batch writes and commits. Then, once that batch has committed exactly what
+        it announced, it takes the lock and writes only if the log still ends at the previous
+        batch's last event (nobody else committed in between). Otherwise, and without a
+        batch in flight, it takes the lock first and reads and applies under it. Either way
+        the rows a batch applies its requests to are the committed ones, and its events
+        follow the last committed one.
+        """
+        base = await prev.applied if prev is not None else None
+        # (A fault plan counts the writes it sees: a batch is applied once under it.)
+        if base is not None and self.fault_plan is None:
+            after_seq, written = base
+            loaded: dict[Key, bytes | None] = dict(await session.select_objects(keys))
+            loaded.update(written)
+            batch, results = self._apply(ready, loaded, after_seq + 1)
+            if not batch.pending_gc():  # garbage collection reads under the lock
+                upserts, deletes = batch.projection()
+                flight.announce((batch.last_seq, _written(upserts, deletes)), by=batch)
+                if await prev.final:
+                    try:
+                        async with session.transaction() as txn:
+                            if not await txn.write_batch(
+                                batch.events, upserts, deletes, after_seq=after_seq
+                            ):
+                                raise _Retry  # someone else committed first: roll back
+                    except _Retry:
+                        pass
+                    else:
+                        self.stats["ahead"] += 1
+                        self._finish(ready, batch, results, flight)
+                        return
+                self.stats["redone"] += 1
+        if prev is not None:
+            await prev.final
+        async with session.transaction() as txn:
+            last_seq, loaded = await txn.max_seq_and_objects(keys)
+            batch, results = self._apply(ready, loaded, last_seq + 1)
             gc_ctx = Context(actor="garbage-collector")
             while pending := batch.pending_gc():
                 batch.collect_garbage(await txn.select_dependents(pending), gc_ctx)
             upserts, deletes = batch.projection()
-            await txn.insert_events(batch.events)
-            await txn.upsert_objects(upserts)
-            await txn.delete_objects(deletes)
+            # The next batch may build on this one while it writes and commits (unless
+            # it already built on a first attempt of this batch, see `_finish`).
+            flight.announce((batch.last_seq, _written(upserts, deletes)), by=batch)
+            await txn.write_batch(batch.events, upserts, deletes)
+        self._finish(ready, batch, results, flight)
+
+    def _apply(
+        self, ready: list[_Item], loaded: dict[Key, bytes | None], first_seq: int
+    ) -> tuple[mutations.Batch, list[bytes | errors.ApiError]]:
+        batch = mutations.Batch(loaded, first_seq=first_seq, fault_plan=self.fault_plan)
+        results: list[bytes | errors.ApiError] = []
+        for req, ctx, _ in ready:
+            try:
+                results.append(batch.apply(req, ctx))
+            except errors.ApiError as exc:
+                results.append(exc)
+            except (msgspec.ValidationError, ValueError, TypeError, AttributeError) as exc:
+                log.exception("request failed: %r", req)
+                results.append(errors.InternalError(f"{type(exc).__name__}: {exc}"))
+        return batch, results
+
+    def _finish(
+        self,
+        ready: list[_Item],
+        batch: mutations.Batch,
+        results: list[bytes | errors.ApiError],
+        flight: _Flight,
+    ) -> None:
+        """The batch committed: answer its requests, hand its events to the outbox."""
+        self.stats["batches"] += 1
         for (_, _, fut), result in zip(ready, results, strict=True):
             if fut.done():
                 continue
@@ -279,4 +384,58 @@ class ApiCore:
             else:
                 fut.set_result(result)
         if batch.events and self._on_commit is not None:
-            self._on_commit(batch.events[-1].seq)
+            self._on_commit(batch.events)
+        # What was announced is what committed, unless a first attempt announced its own.
+        flight.finish(flight.announced is batch)
+
+
+_Item = tuple[messages.Request, Context, asyncio.Future[bytes]]
+Key = tuple[str, str, str]
+
+
+class _Retry(Exception):
+    """A batch prepared ahead of the lock lost the race: roll back and redo it."""
+
+
+class _Flight:
+    """A batch in the write pipeline, as the next batch sees it.
+
+    `applied`: what the batch will commit, for the next batch to build on: the seq of its
+    last event and the rows it writes (None for deleted ones); None when there is nothing
+    to build on yet. `final`: True once the batch committed exactly what it announced
+    (False when it failed or had to redo its work).
+    """
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self.applied: asyncio.Future[tuple[int, dict[Key, bytes | None]] | None] = (
+            loop.create_future()
+        )
+        self.final: asyncio.Future[bool] = loop.create_future()
+        self.announced: mutations.Batch | None = None  # the attempt that announced
+
+    def announce(
+        self,
+        state: tuple[int, dict[Key, bytes | None]] | None,
+        *,
+        by: mutations.Batch | None = None,
+    ) -> None:
+        """Only the first announcement counts: the next batch may already build on it."""
+        if not self.applied.done():
+            self.announced = by
+            self.applied.set_result(state)
+
+    def finish(self, committed: bool) -> None:
+        if not self.final.done():
+            self.final.set_result(committed)
+
+
+def _written(upserts: list[ObjectRow], deletes: list[Key]) -> dict[Key, bytes | None]:
+    rows: dict[Key, bytes | None] = {(r.resource, r.namespace, r.name): r.object for r in upserts}
+    rows.update(dict.fromkeys(deletes))
+    return rows
+
+
+def _fail(items: list[_Item], exc: errors.ApiError) -> None:
+    for _, _, fut in items:
+        if not fut.done():
+            fut.set_exception(exc)

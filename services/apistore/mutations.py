@@ -82,17 +82,45 @@ def request_namespace(info: registry.ResourceInfo, req_ns: str, obj_ns: str | No
     return obj_ns or req_ns or "default"
 
 
+class _MetaNames(msgspec.Struct, rename="camel"):
+    name: str = ""
+    generate_name: str = ""
+    namespace: str = ""
+
+
+class _NamesView(msgspec.Struct):
+    """The part of a create's body `prepare_keys` reads, decoded instead of the whole object."""
+
+    metadata: _MetaNames = msgspec.field(default_factory=_MetaNames)
+
+
+_names_decoder = msgspec.json.Decoder(_NamesView)
+
+
+def _names_of(info: registry.ResourceInfo, data: bytes) -> _MetaNames:
+    """namespace, name and generateName of a create's body.
+
+    Anything the small view cannot read (malformed JSON, nulls, wrong types) goes through
+    the full decode, which raises the request's 400 or 422, or reads it as `create` will.
+    """
+    try:
+        return _names_decoder.decode(data).metadata
+    except (msgspec.DecodeError, msgspec.ValidationError):
+        meta = decode_object(info, data).metadata
+        return _MetaNames(meta.name, meta.generate_name, meta.namespace)
+
+
 def prepare_keys(req: messages.Request) -> list[Key]:
     """The rows a request reads; fills in generated names so they can be checked too."""
     if isinstance(req, messages.Get | messages.List | messages.EventLog):
         return []
     info = resource_info(req.resource)
     if isinstance(req, messages.Create):
-        obj = decode_object(info, req.object)
-        ns = request_namespace(info, req.namespace, obj.metadata.namespace)
-        name = obj.metadata.name
-        if not name and obj.metadata.generate_name:
-            name = generate_name(obj.metadata.generate_name)
+        meta = _names_of(info, req.object)
+        ns = request_namespace(info, req.namespace, meta.namespace)
+        name = meta.name
+        if not name and meta.generate_name:
+            name = generate_name(meta.generate_name)
             _GENERATED[id(req)] = name
         keys = [key_of(info, ns, name)] if name else []
         if ns:
@@ -105,12 +133,18 @@ def prepare_keys(req: messages.Request) -> list[Key]:
 _GENERATED: dict[int, str] = {}
 
 
+def forget_generated_name(req: messages.Request) -> None:
+    """Drop a request's generated name once its batch is done (committed or not), so that
+    a later request reusing the object's id never picks it up."""
+    _GENERATED.pop(id(req), None)
+
+
 class Batch:
     """One group-commit batch: loaded rows, the batch's own writes, and its events."""
 
     def __init__(
         self,
-        loaded: dict[Key, bytes],
+        loaded: dict[Key, bytes] | dict[Key, bytes | None],
         *,
         first_seq: int,
         fault_plan: faults.FaultPlan | None = None,
@@ -120,9 +154,16 @@ class Batch:
         self._next_seq = first_seq
         self._faults = fault_plan
         self.events: list[EventRow] = []
+        # ownerReferences uids of each event's object, recorded when it is written.
+        self._owners: dict[int, list[str]] = {}
         # Removed objects whose dependents the garbage collector must visit: uid -> policy.
         self._removed: dict[str, str] = {}
         self._load_dependents = load_dependents
+
+    @property
+    def last_seq(self) -> int:
+        """The seq of the batch's last event (the one before its first if it has none)."""
+        return self._next_seq - 1
 
     # -- reading -----------------------------------------------------------------------
     def has(self, key: Key) -> bool:
@@ -162,6 +203,7 @@ class Batch:
         self._next_seq += 1
         key = key_of(info, obj.metadata.namespace or "", obj.metadata.name)
         self._rows[key] = None if event_type == "DELETED" else data
+        self._owners[seq] = [o.uid for o in obj.metadata.owner_references or ()]
         self.events.append(
             EventRow(
                 seq=seq,
@@ -204,7 +246,8 @@ class Batch:
         meta = obj.metadata
         meta.namespace = request_namespace(info, req.namespace, meta.namespace)
         if not meta.name and meta.generate_name:
-            meta.name = _GENERATED.pop(id(req), None) or generate_name(meta.generate_name)
+            # (`get`: a batch applied twice, see `ApiCore`, must pick the same name.)
+            meta.name = _GENERATED.get(id(req)) or generate_name(meta.generate_name)
         errs = validation.validate(obj)
         if errs:
             raise errors.invalid(info.kind, meta.name or "", errs, group=info.group)
@@ -481,9 +524,7 @@ class Batch:
             if ev.type == "DELETED":
                 deletes.append(key)
                 continue
-            info = resource_info(ev.resource)
-            obj = codec.decode(ev.object, info.type)
-            owners = [o.uid for o in obj.metadata.owner_references or ()]
+            owners = self._owners[ev.seq]
             upserts.append(
                 ObjectRow(key[0], key[1], key[2], ev.uid, ev.seq, ev.node_name, owners, ev.object)
             )

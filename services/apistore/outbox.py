@@ -15,10 +15,15 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import itertools
 import logging
+import time
 
+import msgspec
 import nats.errors
 import nats.js.errors
+from nats.aio.msg import Msg
+from nats.aio.subscription import Subscription
 from nats.js import api as js_api
 
 from drasim.apistore.store import EventRow, Store
@@ -29,6 +34,15 @@ log = logging.getLogger(__name__)
 
 PUBLISH_CHUNK = 512
 DEFAULT_MAX_MSGS = 2_000_000
+ACK_TIMEOUT = 10.0
+NO_RESPONDERS = "503"  # status of the answer NATS sends when no stream takes the subject
+# Committed events handed over in memory and not yet published; beyond this (NATS away for
+# long) the oldest are dropped and read back from Postgres when their turn comes.
+MAX_PENDING = 100_000
+# How often the published position is written to Postgres while events keep coming (it is
+# also written whenever the outbox catches up). It only decides where a stream that lost
+# its messages restarts (`_realign`); a position behind the truth republishes a few more.
+TRACK_INTERVAL = 1.0
 
 
 def event_payload(ev: EventRow) -> bytes:
@@ -76,8 +90,55 @@ def _headers(ev: EventRow) -> dict[str, str]:
     return found
 
 
+class _PubAck(msgspec.Struct):
+    """JetStream's answer to a publish: the stream sequence, or an error."""
+
+    stream: str = ""
+    seq: int = 0
+    duplicate: bool = False
+    error: dict | None = None
+
+
+_pub_ack_decoder = msgspec.json.Decoder(_PubAck)
+
+
+class _Chunk:
+    """The ack of one pipelined chunk: only its last event asks for one (see `_publish`)."""
+
+    def __init__(self, token: str, last: int) -> None:
+        self.token = token
+        self.last = last
+        self.done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+
+    def ack(self, seq: int, msg: Msg) -> None:
+        if self.done.done() or seq != self.last:
+            return
+        if msg.headers and msg.headers.get(js_api.Header.STATUS) == NO_RESPONDERS:
+            self.done.set_exception(nats.js.errors.NoStreamResponseError())
+            return
+        try:
+            ack = _pub_ack_decoder.decode(msg.data)
+        except msgspec.DecodeError as exc:
+            self.done.set_exception(nats.js.errors.Error(f"bad publish ack: {exc}"))
+            return
+        if ack.error is not None:
+            try:
+                nats.js.errors.APIError.from_error(ack.error)
+            except nats.js.errors.APIError as exc:
+                self.done.set_exception(exc)
+            return
+        if ack.seq != seq:
+            self.done.set_exception(
+                nats.js.errors.Error(f"stream out of step: event {seq} stored as {ack.seq}")
+            )
+            return
+        self.done.set_result(None)
+
+
 class Outbox:
-    """The publishing loop; `wake(seq)` is called after each commit."""
+    """The publishing loop. The writer hands it each batch's events (`add`) after the
+    commit; `wake(seq)` only says that events up to `seq` are committed (they are then read
+    back from Postgres)."""
 
     def __init__(self, store: Store, bus: Bus, *, max_msgs: int = DEFAULT_MAX_MSGS) -> None:
         self._store = store
@@ -86,6 +147,24 @@ class Outbox:
         self._wakeup = asyncio.Event()
         self.committed = 0
         self.published = 0
+        self._pending: list[EventRow] = []
+        # The stream's last sequence as of our last publish; None: ask the server.
+        self._stream_last: int | None = None
+        self._tracked = 0
+        self._tracked_at = 0.0
+        self._ack_prefix = ""
+        self._ack_sub: Subscription | None = None
+        self._chunk: _Chunk | None = None
+        self._chunk_ids = itertools.count()
+
+    def add(self, events: list[EventRow]) -> None:
+        """Events just committed, in seq order: published from memory, not read back."""
+        if not events:
+            return
+        self._pending.extend(events)
+        if len(self._pending) > MAX_PENDING:
+            del self._pending[: len(self._pending) - MAX_PENDING]
+        self.wake(events[-1].seq)
 
     def wake(self, seq: int) -> None:
         self.committed = max(self.committed, seq)
@@ -93,41 +172,95 @@ class Outbox:
 
     async def run(self) -> None:
         delay = 0.05
+        poll = True  # read the log itself: at start, after an error, and every second
         while True:
             try:
-                await self._publish_until_idle()
+                await self._publish_until_idle(poll)
                 delay = 0.05
             except (TimeoutError, nats.errors.Error, nats.js.errors.Error, OSError) as exc:
+                self._stream_last = None
                 log.warning("outbox: NATS not available (%s); retrying in %.1fs", exc, delay)
                 await asyncio.sleep(delay)
                 delay = min(delay * 2, 2.0)
+                poll = True
+                continue
+            except Exception:  # e.g. the database away: retry, never stop publishing
+                self._stream_last = None
+                log.exception("outbox: publishing failed; retrying in %.1fs", delay)
+                await asyncio.sleep(delay)
+                delay = min(delay * 2, 2.0)
+                poll = True
                 continue
             self._wakeup.clear()
             if self.committed > self.published:
+                poll = False
                 continue
             # The timeout also catches up with other apistore replicas' commits.
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._wakeup.wait(), timeout=1.0)
+            # (`asyncio.timeout`, not `wait_for`: on 3.11 `wait_for` loses a cancellation
+            # that arrives as the awaited thing completes, and `stop()` would hang.)
+            try:
+                async with asyncio.timeout(1.0):
+                    await self._wakeup.wait()
+                poll = False
+            except TimeoutError:
+                poll = True
 
-    async def _publish_until_idle(self) -> None:
-        info = await ensure_stream(self._bus, max_msgs=self._max_msgs)
-        published = info.state.last_seq
+    async def stop(self) -> None:
+        if self._ack_sub is not None:
+            with contextlib.suppress(nats.errors.Error):
+                await self._ack_sub.unsubscribe()
+            self._ack_sub = None
+
+    def _take_pending(self, published: int) -> list[EventRow]:
+        """The handed-over events that continue the stream at `published + 1` (those of
+        other replicas, or dropped ones, leave a gap that the log fills)."""
+        pending = self._pending
+        drop = 0
+        while drop < len(pending) and pending[drop].seq <= published:
+            drop += 1
+        if drop:
+            del pending[:drop]
+        rows: list[EventRow] = []
+        for ev in pending:
+            if ev.seq != published + 1 + len(rows) or len(rows) == PUBLISH_CHUNK:
+                break
+            rows.append(ev)
+        return rows
+
+    async def _publish_until_idle(self, poll: bool) -> None:
+        poll_idle = poll
+        if self._stream_last is None:
+            info = await ensure_stream(self._bus, max_msgs=self._max_msgs)
+            self._stream_last = info.state.last_seq
+            poll = True
+        published = self._stream_last
         while True:
-            rows = await self._store.select_events_after(published, limit=PUBLISH_CHUNK)
+            rows = self._take_pending(published)
+            if not rows and (poll or self.committed > published):
+                rows = await self._store.select_events_after(published, limit=PUBLISH_CHUNK)
+                poll = bool(rows)
+                poll_idle = poll_idle and not rows
             if not rows:
                 self.published = published
+                # Idle since the last timeout: a good moment to record the position.
+                await self._track(published, force=poll_idle)
                 return
             if rows[0].seq != published + 1:
-                published = await self._realign(info, published, rows[0].seq)
+                published = self._stream_last = await self._realign(published, rows[0].seq)
                 continue
             await self._publish(rows)
-            published = rows[-1].seq
+            published = self._stream_last = rows[-1].seq
             self.published = published
-            await self._store.update_outbox_seq(published)
+            await self._track(published)
 
-    async def _realign(
-        self, info: js_api.StreamInfo, published: int, first_unpublished: int
-    ) -> int:
+    async def _track(self, published: int, *, force: bool = False) -> None:
+        """Record the published position in Postgres (at most every TRACK_INTERVAL)."""
+        now = time.monotonic()
+        if published > self._tracked and (force or now - self._tracked_at >= TRACK_INTERVAL):
+            await self._store.update_outbox_seq(published)
+            self._tracked, self._tracked_at = published, now
+
+    async def _realign(self, published: int, first_unpublished: int) -> int:
         """The stream lost its messages (a new NATS) or never had the early ones: restart it
         at the next unpublished seq. Watchers behind that point get "too old, relist"."""
         name = subjects.stream(self._bus.prefix)
@@ -143,23 +276,43 @@ class Outbox:
         await self._bus.js.purge_stream(name, seq=start)
         return (await self._bus.js.stream_info(name)).state.last_seq
 
+    async def _on_ack(self, msg: Msg) -> None:
+        chunk = self._chunk
+        token, _, seq = msg.subject[len(self._ack_prefix) :].partition(".")
+        if chunk is not None and token == chunk.token and seq.isdigit():
+            chunk.ack(int(seq), msg)
+
     async def _publish(self, rows: list[EventRow]) -> None:
-        """Publish one chunk pipelined (sent in order on one connection, acks awaited together)."""
+        """Publish one chunk pipelined, in order on one connection; only the last event
+        asks for an ack.
+
+        Every event carries `Nats-Expected-Last-Sequence: seq-1`, so the stream takes event
+        `seq` only at stream sequence `seq`, right after `seq-1`. If any event of the chunk
+        is not stored, every later one is refused too, the last included; so the last one
+        acked at its own sequence means the whole chunk is in the stream, in place. (One
+        ack per chunk instead of one per event halves the messages NATS and the apistore
+        handle.)
+        """
+        nc = self._bus.nc
+        if self._ack_sub is None:
+            self._ack_prefix = nc.new_inbox() + "."
+            self._ack_sub = await nc.subscribe(self._ack_prefix + ">", cb=self._on_ack)
+        last = rows[-1]
+        chunk = self._chunk = _Chunk(str(next(self._chunk_ids)), last.seq)
         prefix = self._bus.prefix
-        acks = [
-            self._bus.js.publish(
-                event_subject(prefix, ev),
-                event_payload(ev),
-                headers=_headers(ev),
-                timeout=10.0,
-            )
-            for ev in rows
-        ]
-        results = await asyncio.gather(*acks, return_exceptions=True)
-        for ev, result in zip(rows, results, strict=True):
-            if isinstance(result, BaseException):
-                raise result
-            if result.seq != ev.seq:
-                raise nats.js.errors.Error(
-                    f"stream out of step: event {ev.seq} stored as {result.seq}"
+        try:
+            for ev in rows:
+                await nc.publish(
+                    event_subject(prefix, ev),
+                    event_payload(ev),
+                    reply=f"{self._ack_prefix}{chunk.token}.{ev.seq}" if ev is last else "",
+                    headers=_headers(ev),
                 )
+            async with asyncio.timeout(ACK_TIMEOUT):
+                await chunk.done
+        finally:
+            self._chunk = None
+            if chunk.done.done() and not chunk.done.cancelled():
+                chunk.done.exception()  # retrieved: no "never retrieved" warning
+            else:
+                chunk.done.cancel()

@@ -1,4 +1,5 @@
-"""The apistore service: Postgres store, core, outbox and the NATS API, started together."""
+"""The apistore service: Postgres store, core, outbox, the NATS API and (given a port) the
+Kubernetes-compatible HTTP API, started together."""
 
 from __future__ import annotations
 
@@ -6,12 +7,14 @@ import asyncio
 import contextlib
 import logging
 import os
+import ssl
 from dataclasses import dataclass
 
 from nats.aio.msg import Msg
 
 from drasim.apistore import faults
 from drasim.apistore.core import ApiCore
+from drasim.apistore.http import HttpApi, build_app
 from drasim.apistore.nats_api import NatsApi
 from drasim.apistore.outbox import DEFAULT_MAX_MSGS, Outbox
 from drasim.apistore.store import Store
@@ -33,6 +36,7 @@ class ApiServer:
     api: NatsApi
     outbox_task: asyncio.Task[None]
     _control_sub: object = None
+    http: HttpApi | None = None
 
     @classmethod
     async def start(
@@ -43,19 +47,27 @@ class ApiServer:
         prefix: str,
         fault_plan: faults.FaultPlan | None = None,
         max_stream_msgs: int = DEFAULT_MAX_MSGS,
+        http_port: int | None = None,
+        http_host: str = "127.0.0.1",
+        http_token: str = "",
+        http_tls: ssl.SSLContext | None = None,
     ) -> ApiServer:
+        """With `http_port` (0 picks a free one) the HTTP API serves too, for `http_token`."""
         store = await Store.connect(database_url)
         await store.migrate()
         bus = await Bus.connect(nats_url, prefix=prefix, name="apistore")
         if fault_plan is None and os.environ.get("DRASIM_FAULT_PLAN"):
             fault_plan = faults.parse(os.environ["DRASIM_FAULT_PLAN"])
         outbox = Outbox(store, bus, max_msgs=max_stream_msgs)
-        core = ApiCore(store, fault_plan=fault_plan, on_commit=outbox.wake)
+        core = ApiCore(store, fault_plan=fault_plan, on_commit=outbox.add)
         outbox_task = asyncio.create_task(outbox.run(), name="apistore-outbox")
         await core.start()
         api = NatsApi(core, bus)
         await api.start()
         server = cls(store, bus, core, outbox, api, outbox_task)
+        if http_port is not None:
+            server.http = HttpApi(build_app(core, bus, token=http_token))
+            await server.http.start(http_host, http_port, http_tls)
         server._control_sub = await bus.nc.subscribe(
             subjects.control(prefix, "apistore", "faults"), cb=server._on_fault_plan
         )
@@ -72,10 +84,13 @@ class ApiServer:
         await msg.respond(b"ok")
 
     async def stop(self) -> None:
+        if self.http is not None:
+            await self.http.stop()
         await self.api.stop()
         await self.core.stop()
         self.outbox_task.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await self.outbox_task
+        await self.outbox.stop()
         await self.bus.close()
         await self.store.close()

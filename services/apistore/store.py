@@ -5,6 +5,7 @@ Only this module imports asyncpg. Methods are named after their SQL; filters are
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
@@ -26,13 +27,29 @@ WRITE_LOCK_KEY = 0x64726173  # "dras"
 MIGRATION_LOCK_KEY = 0x6D696772  # "migr"
 
 LOCK_WRITES = "SELECT pg_advisory_xact_lock($1)"
+# The group-commit writer's transaction in four round trips: BEGIN with the lock (one simple
+# query; the key is a constant), one read, one write, COMMIT. The read is a statement of its
+# own after the lock, so under READ COMMITTED its snapshot includes every commit made before
+# the lock was granted.
+BEGIN_AND_LOCK_WRITES = f"BEGIN; SELECT pg_advisory_xact_lock({WRITE_LOCK_KEY})"
 SELECT_MAX_SEQ = "SELECT coalesce(max(seq), 0) FROM events"
-SELECT_OBJECTS_BY_KEYS = """
-SELECT o.resource, o.namespace, o.name, o.object
-FROM objects o
-JOIN unnest($1::text[], $2::text[], $3::text[]) AS k(resource, namespace, name)
-  ON o.resource = k.resource AND o.namespace = k.namespace AND o.name = k.name
+# Lookups by a list of keys go key by key through the primary key (LATERAL ... LIMIT 1):
+# as a plain join, a plan made while the table was small (prepared statements keep a
+# generic plan) hashes the keys and scans the whole table, slower with every object.
+_OBJECTS_AT_KEYS = """
+FROM unnest($1::text[], $2::text[], $3::text[]) AS k(resource, namespace, name)
+CROSS JOIN LATERAL (
+    SELECT resource, namespace, name, object, ctid FROM objects
+    WHERE resource = k.resource AND namespace = k.namespace AND name = k.name
+    LIMIT 1
+) AS o
 """
+SELECT_OBJECTS_BY_KEYS = "SELECT o.resource, o.namespace, o.name, o.object" + _OBJECTS_AT_KEYS
+# max(seq) (the row whose resource is NULL) and the batch's rows in one statement.
+SELECT_MAX_SEQ_AND_OBJECTS = (
+    "SELECT coalesce(max(seq), 0), NULL::text, NULL::text, NULL::text, NULL::bytea FROM events"
+    " UNION ALL SELECT NULL, o.resource, o.namespace, o.name, o.object" + _OBJECTS_AT_KEYS
+)
 SELECT_DEPENDENTS = """
 SELECT resource, namespace, name, object FROM objects WHERE owner_uids && $1::text[]
 """
@@ -52,10 +69,47 @@ ON CONFLICT (resource, namespace, name) DO UPDATE SET
     uid = excluded.uid, resource_version = excluded.resource_version,
     node_name = excluded.node_name, owner_uids = excluded.owner_uids, object = excluded.object
 """
-DELETE_OBJECTS = """
-DELETE FROM objects o
-USING unnest($1::text[], $2::text[], $3::text[]) AS k(resource, namespace, name)
-WHERE o.resource = k.resource AND o.namespace = k.namespace AND o.name = k.name
+DELETE_OBJECTS = (
+    "DELETE FROM objects WHERE ctid = ANY(ARRAY(SELECT o.ctid" + _OBJECTS_AT_KEYS + "))"
+)
+# The batch's events, projection upserts and projection deletes in one statement. The
+# three touch disjoint rows (a key is either upserted or deleted, once), so running them
+# against one snapshot, as data-modifying CTEs do, is the same as running them in turn.
+# The guard writes nothing unless the log still ends where the batch was numbered from
+# ($22); a batch prepared ahead of the lock (see `ApiCore`) learns this way that someone
+# else committed first.
+WRITE_BATCH = """
+WITH guard AS (
+    SELECT $22::bigint IS NULL OR coalesce(max(seq), 0) = $22::bigint AS ok FROM events
+), inserted AS (
+    INSERT INTO events (seq, type, resource, namespace, name, uid, node_name, object, actor,
+                        traceparent)
+    SELECT * FROM unnest($1::bigint[], $2::text[], $3::text[], $4::text[], $5::text[],
+                         $6::text[], $7::text[], $8::bytea[], $9::text[], $10::text[])
+    WHERE (SELECT ok FROM guard)
+), upserted AS (
+    INSERT INTO objects (resource, namespace, name, uid, resource_version, node_name,
+                         owner_uids, object)
+    SELECT r, ns, n, u, rv, node, coalesce(string_to_array(nullif(owners, ''), ','), '{}'), obj
+    FROM unnest($11::text[], $12::text[], $13::text[], $14::text[], $15::bigint[],
+                $16::text[], $17::text[], $18::bytea[]) AS t(r, ns, n, u, rv, node, owners, obj)
+    WHERE (SELECT ok FROM guard)
+    ON CONFLICT (resource, namespace, name) DO UPDATE SET
+        uid = excluded.uid, resource_version = excluded.resource_version,
+        node_name = excluded.node_name, owner_uids = excluded.owner_uids,
+        object = excluded.object
+), deleted AS (
+    DELETE FROM objects WHERE (SELECT ok FROM guard) AND ctid = ANY(ARRAY(
+        SELECT o.ctid
+        FROM unnest($19::text[], $20::text[], $21::text[]) AS k(resource, namespace, name)
+        CROSS JOIN LATERAL (
+            SELECT ctid FROM objects
+            WHERE resource = k.resource AND namespace = k.namespace AND name = k.name
+            LIMIT 1
+        ) AS o
+    ))
+)
+SELECT ok FROM guard
 """
 SELECT_OBJECT = "SELECT object FROM objects WHERE resource = $1 AND namespace = $2 AND name = $3"
 SELECT_EVENTS_AFTER = """
@@ -140,6 +194,23 @@ class WriteTransaction:
         )
         return {(r[0], r[1], r[2]): r[3] for r in rows}
 
+    async def max_seq_and_objects(self, keys: Sequence[Key]) -> tuple[int, dict[Key, bytes]]:
+        """`max_seq()` and `select_objects(keys)` in one round trip."""
+        rows = await self._conn.fetch(
+            SELECT_MAX_SEQ_AND_OBJECTS,
+            [k[0] for k in keys],
+            [k[1] for k in keys],
+            [k[2] for k in keys],
+        )
+        found = {}
+        last_seq = 0
+        for r in rows:
+            if r[1] is None:
+                last_seq = r[0]
+            else:
+                found[(r[1], r[2], r[3])] = r[4]
+        return last_seq, found
+
     async def select_dependents(self, uids: Sequence[str]) -> dict[Key, bytes]:
         rows = await self._conn.fetch(SELECT_DEPENDENTS, list(uids))
         return {(r[0], r[1], r[2]): r[3] for r in rows}
@@ -183,12 +254,123 @@ class WriteTransaction:
             DELETE_OBJECTS, [k[0] for k in keys], [k[1] for k in keys], [k[2] for k in keys]
         )
 
+    async def write_batch(
+        self,
+        events: Sequence[EventRow],
+        upserts: Sequence[ObjectRow],
+        deletes: Sequence[Key],
+        *,
+        after_seq: int | None = None,
+    ) -> bool:
+        """`insert_events`, `upsert_objects` and `delete_objects` in one round trip.
+
+        With `after_seq`, only if the log's last event is still `after_seq`; answers
+        whether it wrote (without, it always does).
+        """
+        if not events and not upserts and not deletes and after_seq is None:
+            return True
+        return await self._conn.fetchval(
+            WRITE_BATCH,
+            [e.seq for e in events],
+            [e.type for e in events],
+            [e.resource for e in events],
+            [e.namespace for e in events],
+            [e.name for e in events],
+            [e.uid for e in events],
+            [e.node_name for e in events],
+            [e.object for e in events],
+            [e.actor for e in events],
+            [e.traceparent for e in events],
+            [r.resource for r in upserts],
+            [r.namespace for r in upserts],
+            [r.name for r in upserts],
+            [r.uid for r in upserts],
+            [r.resource_version for r in upserts],
+            [r.node_name for r in upserts],
+            [",".join(r.owner_uids) for r in upserts],
+            [r.object for r in upserts],
+            [k[0] for k in deletes],
+            [k[1] for k in deletes],
+            [k[2] for k in deletes],
+            after_seq,
+        )
+
+
+_DRIVER_ERRORS = (OSError, asyncpg.PostgresError, asyncpg.InterfaceError)
+
+
+class WriteSession:
+    """One connection held for one batch (see `Store.write_session`)."""
+
+    def __init__(self, conn: asyncpg.Connection) -> None:
+        self._conn = conn
+        self.broken = False  # a failure left it in an unknown state: give it back
+
+    async def select_objects(self, keys: Sequence[Key]) -> dict[Key, bytes]:
+        """The rows at `keys` as committed now, read without the write lock."""
+        if not keys:
+            return {}
+        try:
+            rows = await self._conn.fetch(
+                SELECT_OBJECTS_BY_KEYS,
+                [k[0] for k in keys],
+                [k[1] for k in keys],
+                [k[2] for k in keys],
+            )
+        except BaseException as exc:
+            self.broken = True
+            if isinstance(exc, _DRIVER_ERRORS):
+                raise _translate(exc) from exc
+            raise
+        return {(r[0], r[1], r[2]): r[3] for r in rows}
+
+    @contextlib.asynccontextmanager
+    async def transaction(self) -> AsyncIterator[WriteTransaction]:
+        """A transaction holding the write lock (see `WRITE_LOCK_KEY`); commits on a clean
+        exit, rolls back on an exception. Driver errors become API errors."""
+        conn = self._conn
+        try:
+            await conn.execute(BEGIN_AND_LOCK_WRITES)
+        except BaseException as exc:
+            self.broken = True
+            if isinstance(exc, _DRIVER_ERRORS):
+                raise _translate(exc) from exc
+            raise
+        try:
+            yield WriteTransaction(conn)
+        except BaseException as exc:
+            try:
+                await conn.execute("ROLLBACK")
+            except BaseException:
+                self.broken = True
+            if isinstance(exc, _DRIVER_ERRORS):
+                raise _translate(exc) from exc
+            raise
+        try:
+            await conn.execute("COMMIT")
+        except BaseException as exc:
+            self.broken = True
+            if isinstance(exc, _DRIVER_ERRORS):
+                raise _translate(exc) from exc
+            raise
+
+
+async def _release_quietly(pool: asyncpg.Pool, conn: asyncpg.Connection) -> None:
+    """Give a connection in any state back to the pool, which resets or replaces it."""
+    try:
+        await asyncio.shield(pool.release(conn, timeout=5.0))
+    except (asyncio.CancelledError, Exception):
+        conn.terminate()
+
 
 class Store:
     """A pool of connections to the apistore's Postgres database."""
 
     def __init__(self, pool: asyncpg.Pool) -> None:
         self._pool = pool
+        # Pooled connections kept by the writer between transactions: releasing one to the
+        # pool resets it, which would cost every batch another round trip.
+        self._write_conns: list[asyncpg.Connection] = []
 
     @classmethod
     async def connect(cls, database_url: str, *, min_size: int = 2, max_size: int = 10) -> Store:
@@ -199,6 +381,8 @@ class Store:
         return cls(pool)
 
     async def close(self) -> None:
+        while self._write_conns:
+            await self._pool.release(self._write_conns.pop())
         await self._pool.close()
 
     async def migrate(self) -> list[int]:
@@ -219,14 +403,34 @@ class Store:
         return applied
 
     @contextlib.asynccontextmanager
-    async def write_transaction(self) -> AsyncIterator[WriteTransaction]:
+    async def write_session(self) -> AsyncIterator[WriteSession]:
+        """A connection for one group-commit batch: reads ahead of the lock, then its write
+        transaction. The writer keeps the connection afterwards (a pooled one is reset on
+        release, one more round trip per batch) unless it broke."""
         try:
-            async with self._pool.acquire() as conn, conn.transaction():
-                txn = WriteTransaction(conn)
-                await txn.lock_writes()
-                yield txn
-        except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError) as exc:
+            conn = self._write_conns.pop() if self._write_conns else await self._pool.acquire()
+        except _DRIVER_ERRORS as exc:
             raise _translate(exc) from exc
+        session = WriteSession(conn)
+        try:
+            yield session
+        except BaseException:
+            if session.broken:
+                await _release_quietly(self._pool, conn)
+            else:
+                self._write_conns.append(conn)
+            raise
+        if session.broken:
+            await _release_quietly(self._pool, conn)
+        else:
+            self._write_conns.append(conn)
+
+    @contextlib.asynccontextmanager
+    async def write_transaction(self) -> AsyncIterator[WriteTransaction]:
+        """A transaction holding the write lock (see `WRITE_LOCK_KEY`); commits on a clean
+        exit, rolls back on an exception. Driver errors become API errors."""
+        async with self.write_session() as session, session.transaction() as txn:
+            yield txn
 
     async def select_object(self, resource: str, namespace: str, name: str) -> bytes | None:
         try:

@@ -63,7 +63,6 @@ class QueuedPodInfo:
     timestamp: float
     """When the pod last entered the queue (added, or back after a failed attempt)."""
     attempts: int = 0
-    initial_attempt_timestamp: float | None = None
     unschedulable_plugins: set[str] = dataclasses.field(default_factory=set)
     """Plugins that rejected the pod in its last attempt: only their events move it."""
     pending_plugins: set[str] = dataclasses.field(default_factory=set)
@@ -193,8 +192,6 @@ class SchedulingQueue:
         pinfo = self._active_q.pop()
         assert pinfo is not None
         pinfo.attempts += 1
-        if pinfo.initial_attempt_timestamp is None:
-            pinfo.initial_attempt_timestamp = self._clock()
         # The rejectors of the last attempt do not carry over to this one.
         pinfo.unschedulable_plugins.clear()
         pinfo.pending_plugins.clear()

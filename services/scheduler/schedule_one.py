@@ -166,12 +166,7 @@ async def scheduling_cycle(
     assumed = msgspec.structs.replace(
         pod, spec=msgspec.structs.replace(pod.spec, node_name=result.suggested_host)
     )
-    assumed_pod_info = dataclasses.replace(
-        pod_info,
-        pod=assumed,
-        unschedulable_plugins=set(pod_info.unschedulable_plugins),
-        pending_plugins=set(pod_info.pending_plugins),
-    )
+    assumed_pod_info = dataclasses.replace(pod_info, pod=assumed)
     try:
         sched.cache.assume_pod(assumed)
     except ValueError as err:
@@ -286,7 +281,13 @@ async def binding_cycle(
     if not framework.is_success(status):
         return status
 
-    log.debug("bound pod %s to node %s", _name(assumed), host)
+    log.debug(
+        "bound pod %s to node %s (evaluated nodes %d, feasible nodes %d)",
+        _name(assumed),
+        host,
+        result.evaluated_nodes,
+        result.feasible_nodes,
+    )
     await record_event(
         sched.api,
         assumed,

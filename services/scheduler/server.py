@@ -23,7 +23,7 @@ from drasim.scheduler import framework, schedule_one
 from drasim.scheduler.cache import Cache, Snapshot
 from drasim.scheduler.dra_manager import DraManager
 from drasim.scheduler.framework import ActionType, ClusterEvent, EventResource
-from drasim.scheduler.plugins import default_binder, names, registry
+from drasim.scheduler.plugins import names, registry
 from drasim.scheduler.queue import SchedulingQueue
 
 __all__ = ["DEFAULT_PLUGINS", "Scheduler", "new_default_framework"]
@@ -33,8 +33,8 @@ log = logging.getLogger(__name__)
 DEFAULT_PLUGINS = (
     names.NODE_UNSCHEDULABLE,
     names.NODE_NAME,
-    names.NODE_AFFINITY,
     names.TAINT_TOLERATION,
+    names.NODE_AFFINITY,
     names.NODE_RESOURCES_FIT,
     names.DYNAMIC_RESOURCES,
     names.DEFAULT_BINDER,
@@ -46,11 +46,7 @@ def new_default_framework(api: ApiClient, dra_manager: DraManager) -> framework.
     """The default profile: NodeResourcesFit scores least allocated over cpu and memory and
     leaves extended resources that DRA serves to DynamicResources."""
     handle = registry.Handle(dra_manager=dra_manager, api=api)
-    factories: dict[str, registry.PluginFactory] = {
-        **registry.REGISTRY,
-        names.DEFAULT_BINDER: lambda h: default_binder.DefaultBinder(api),
-    }
-    return framework.Framework([factories[name](handle) for name in DEFAULT_PLUGINS])
+    return framework.Framework([registry.REGISTRY[name](handle) for name in DEFAULT_PLUGINS])
 
 
 class Scheduler:
@@ -125,7 +121,10 @@ class Scheduler:
     async def run(self) -> None:
         """Schedule pods one after the other, until cancelled."""
         while True:
-            await schedule_one.schedule_one(self)
+            try:
+                await schedule_one.schedule_one(self)
+            except Exception:  # a bug must not stop the scheduler for every other pod
+                log.exception("schedule_one failed")
             # A cycle that finds work at once never suspends; yield so that binding tasks
             # and informers make progress between cycles.
             await asyncio.sleep(0)

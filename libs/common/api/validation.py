@@ -10,7 +10,7 @@ stored: missing requests are read through limits (API defaulting), an unset
 
 from __future__ import annotations
 
-import copy
+import functools
 import re
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
@@ -69,6 +69,51 @@ LABEL_VALUE_MAX_LENGTH = 63
 TOTAL_ANNOTATION_SIZE_LIMIT = 256 * 1024
 
 
+_MEMO_MAX = 4096
+
+
+def _memoised(check: Callable[[str], list[str]]) -> Callable[[str], list[str]]:
+    """Remember a pure string check's messages: a cluster repeats the same names, label keys
+    and values in every object, and the write path validates each object it writes."""
+    memo: dict[str, tuple[str, ...]] = {}
+
+    @functools.wraps(check)
+    def cached(value: str) -> list[str]:
+        found = memo.get(value)
+        if found is None:
+            found = tuple(check(value))
+            if len(memo) >= _MEMO_MAX:
+                memo.clear()
+            memo[value] = found
+        return list(found)
+
+    return cached
+
+
+def _memoised_by_content(
+    check: Callable[[Any, str], list[FieldError]],
+) -> Callable[[Any, str], list[FieldError]]:
+    """Remember a pure check of a struct at a path, keyed by the struct's JSON: pods made
+    from one template (a ReplicaSet's, a benchmark's) share their spec, and each write of
+    each pod validates it again. Equal JSON means equal field values (quantities print
+    canonically), so the answer is the same; `FieldError`s are frozen, so sharing them is
+    safe."""
+    memo: dict[tuple[str, bytes], tuple[FieldError, ...]] = {}
+
+    @functools.wraps(check)
+    def cached(value: Any, path: str) -> list[FieldError]:
+        key = (path, codec.encode(value))
+        found = memo.get(key)
+        if found is None:
+            found = tuple(check(value, path))
+            if len(memo) >= _MEMO_MAX:
+                memo.clear()
+            memo[key] = found
+        return list(found)
+
+    return cached
+
+
 def _max_len_error(length: int) -> str:
     return f"must be no more than {length} characters"
 
@@ -78,6 +123,7 @@ def _regex_error(message: str, fmt: str, *examples: str) -> str:
     return f"{message} (e.g. {shown}regex used for validation is '{fmt}')"
 
 
+@_memoised
 def is_dns1123_label(value: str) -> list[str]:
     """RFC 1123 label: lowercase alphanumerics and '-', at most 63 characters."""
     errs = []
@@ -96,6 +142,7 @@ def is_dns1123_label(value: str) -> list[str]:
     return errs
 
 
+@_memoised
 def is_dns1123_subdomain(value: str) -> list[str]:
     """RFC 1123 subdomain: dot-separated labels, at most 253 characters."""
     errs = []
@@ -119,6 +166,7 @@ _QUALIFIED_NAME_ERR = (
 )
 
 
+@_memoised
 def is_qualified_name(value: str) -> list[str]:
     """`[prefix/]name`: prefix a DNS subdomain, name at most 63 characters (label keys)."""
     errs = []
@@ -151,6 +199,7 @@ def is_qualified_name(value: str) -> list[str]:
     return errs
 
 
+@_memoised
 def is_valid_label_value(value: str) -> list[str]:
     errs = []
     if len(value) > LABEL_VALUE_MAX_LENGTH:
@@ -185,6 +234,8 @@ def is_c_identifier(value: str) -> list[str]:
 
 
 def _each(path: str, value: Any, messages: Iterable[str]) -> list[FieldError]:
+    if not messages:
+        return []
     return [field_invalid(path, value, msg) for msg in messages]
 
 
@@ -446,9 +497,14 @@ def _validate_container_resource_name(name: str, path: str) -> list[FieldError]:
 
 def _validate_quantity(name: str, quantity: Quantity, path: str) -> list[FieldError]:
     errs = []
-    if quantity < 0:
+    value = quantity.value
+    if value < 0:
         errs.append(field_invalid(path, str(quantity), "must be greater than or equal to 0"))
-    if _is_integer_resource(name) and quantity.milli_value() % 1000 != 0:
+    if (
+        value.denominator != 1  # whole numbers are integers in milli units too
+        and _is_integer_resource(name)
+        and quantity.milli_value() % 1000 != 0
+    ):
         errs.append(field_invalid(path, str(quantity), "must be an integer"))
     return errs
 
@@ -587,6 +643,7 @@ def _validate_pod(pod: core_v1.Pod, old: KubeObject | None) -> list[FieldError]:
     return errs
 
 
+@_memoised_by_content
 def _validate_pod_spec(spec: core_v1.PodSpec, path: str) -> list[FieldError]:
     errs = []
     claim_names = {claim.name for claim in spec.resource_claims}
@@ -846,12 +903,7 @@ def _validate_pod_spec_update(new: core_v1.PodSpec, old: core_v1.PodSpec) -> lis
     """
     if not all(t in new.tolerations for t in old.tolerations):
         return [field_forbidden("spec.tolerations", "existing toleration can not be modified")]
-    comparable = copy.deepcopy(new)
-    for mine, theirs in zip(comparable.all_containers(), old.all_containers(), strict=False):
-        mine.image = theirs.image
-    comparable.active_deadline_seconds = old.active_deadline_seconds
-    comparable.tolerations = old.tolerations
-    if comparable == old:
+    if _same_but_mutable_fields(new, old):
         return []
     return [
         field_forbidden(
@@ -861,6 +913,35 @@ def _validate_pod_spec_update(new: core_v1.PodSpec, old: core_v1.PodSpec) -> lis
             "`spec.tolerations` (only additions to existing tolerations)",
         )
     ]
+
+
+def _same_but_mutable_fields(new: core_v1.PodSpec, old: core_v1.PodSpec) -> bool:
+    """`new == old` once `new` takes `old`'s images, deadline and tolerations.
+
+    Upstream copies the new spec, overwrites those fields with the old ones and compares.
+    Only the copy's top-level fields and its containers change, so shallow copies of those
+    suffice (no deep copy of the whole spec). Images are paired in `all_containers()` order,
+    init containers first; when the container lists differ in length the specs differ anyway.
+    """
+    if len(new.init_containers) != len(old.init_containers) or len(new.containers) != len(
+        old.containers
+    ):
+        return False
+    replace = msgspec.structs.replace
+    comparable = replace(
+        new,
+        init_containers=[
+            replace(mine, image=theirs.image)
+            for mine, theirs in zip(new.init_containers, old.init_containers, strict=True)
+        ],
+        containers=[
+            replace(mine, image=theirs.image)
+            for mine, theirs in zip(new.containers, old.containers, strict=True)
+        ],
+        active_deadline_seconds=old.active_deadline_seconds,
+        tolerations=old.tolerations,
+    )
+    return comparable == old
 
 
 def validate_pod_status(pod: core_v1.Pod) -> list[FieldError]:

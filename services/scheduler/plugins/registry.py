@@ -14,6 +14,7 @@ from drasim.common.client import ApiClient
 from drasim.scheduler import framework
 from drasim.scheduler.dra_manager import DraManager
 from drasim.scheduler.plugins import (
+    default_binder,
     names,
     node_affinity,
     node_name,
@@ -78,6 +79,12 @@ def _dynamic_resources(handle: Handle) -> dynamic_resources.DynamicResources:
     )
 
 
+def _default_binder(handle: Handle) -> default_binder.DefaultBinder:
+    if handle.api is None:
+        raise ValueError(f"{names.DEFAULT_BINDER} needs the API client in its Handle")
+    return default_binder.DefaultBinder(handle.api)
+
+
 REGISTRY: dict[str, PluginFactory] = {
     names.NODE_NAME: lambda _: node_name.NodeName(),
     names.NODE_UNSCHEDULABLE: lambda _: node_unschedulable.NodeUnschedulable(),
@@ -85,4 +92,5 @@ REGISTRY: dict[str, PluginFactory] = {
     names.NODE_AFFINITY: lambda _: node_affinity.NodeAffinity(),
     names.NODE_RESOURCES_FIT: _node_resources_fit,
     names.DYNAMIC_RESOURCES: _dynamic_resources,
+    names.DEFAULT_BINDER: _default_binder,
 }

@@ -1,6 +1,6 @@
-"""An apistore and a scheduler running in the test's event loop, and `ClusterWatch`, which
-lets a test await what the cluster shows (a pod bound, a condition, an event) instead of
-polling for it."""
+"""A scheduler running in the test's event loop beside the root conftest's apistore, and
+`ClusterWatch`, which lets a test await what the cluster shows (a pod bound, a condition,
+an event) instead of polling for it."""
 
 from __future__ import annotations
 
@@ -11,7 +11,6 @@ from typing import Any, TypeVar
 
 import pytest
 
-from drasim.apistore.server import ApiServer
 from drasim.common.api import core_v1, resource_v1
 from drasim.common.bus.client import Bus
 from drasim.common.client import ApiClient
@@ -97,27 +96,6 @@ class ClusterWatch:
             for c in self.claims.list()
             if (ref := c.metadata.controller_ref()) is not None and ref.uid == pod.metadata.uid
         ]
-
-
-@pytest.fixture
-async def server(fresh) -> AsyncIterator[ApiServer]:
-    srv = await ApiServer.start(
-        nats_url=fresh.nats_url, database_url=fresh.database_url, prefix=fresh.prefix
-    )
-    yield srv
-    await srv.stop()
-
-
-@pytest.fixture
-async def bus(fresh) -> AsyncIterator[Bus]:
-    b = await Bus.connect(fresh.nats_url, prefix=fresh.prefix, name="test")
-    yield b
-    await b.close()
-
-
-@pytest.fixture
-async def api(server: ApiServer, bus: Bus) -> ApiClient:
-    return ApiClient(bus, actor="test")
 
 
 @pytest.fixture

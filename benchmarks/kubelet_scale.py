@@ -1,0 +1,378 @@
+"""Kubelet scale benchmark: one process hosting 1,000 nodes, and `drasim up` with 2,000.
+
+    python benchmarks/kubelet_scale.py [--nodes 1000] [--steady 30] [--phases hosting,watch,up]
+                                       [--json FILE]
+
+On embedded NATS and Postgres (or DRASIM_NATS_URL / DRASIM_DATABASE_URL), with the
+apistore as its own process, it measures:
+
+1. hosting: a kubelet process (this one) hosting `--nodes` nodes of the 8-GPU profile,
+   each with its probe, DRA driver (ResourceSlices, prepare subject) and a Lease renewed
+   every 10 s: time to ready, resident memory per node, CPU at steady state, and bus
+   messages received per second;
+2. isolation: the same figures while a second kubelet process hosts as many other nodes,
+   and while pods come and go on those other nodes: what this process receives must not
+   grow with nodes it does not host (and, for contrast, with pods on its own nodes);
+3. watch strategy: one JetStream consumer filtering on N node subjects (what the kubelet
+   uses) against N ordered consumers of one node each: consumers on the server, set-up
+   time, and the idle traffic (each consumer sends heartbeats);
+4. `drasim up --cluster <2,000 nodes> --kubelets 2`: seconds until `ready:`.
+
+Targets (issue 4): < 200 KiB resident memory per hosted node; `drasim up` ready < 60 s.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import gc
+import json
+import os
+import shutil
+import signal
+import sys
+import tempfile
+import time
+import uuid
+from pathlib import Path
+
+import asyncpg
+import psutil
+
+from drasim.cli import cluster
+from drasim.common import cluster_file, codec, errors
+from drasim.common.api import core_v1
+from drasim.common.bus import messages, subjects
+from drasim.common.bus.client import Bus
+from drasim.common.client import ApiClient, watch_raw
+from drasim.common.config import Config
+from drasim.common.embedded import EmbeddedNats, EmbeddedPostgres
+from drasim.kubelet.run import KubeletProcess
+from drasim.kubelet.watch import watch_nodes_raw
+
+HEARTBEAT = 10.0
+KIB = 1024
+
+
+CLUSTER_HEAD = """apiVersion: drasim.io/v1alpha1
+kind: Cluster
+deviceClasses:
+  - apiVersion: resource.k8s.io/v1
+    kind: DeviceClass
+    metadata: {name: gpu.example.com}
+    spec:
+      selectors: [{cel: {expression: "device.driver == 'gpu.example.com'"}}]
+      extendedResourceName: example.com/gpu
+"""
+
+
+def cluster_yaml(nodes: int, *, mixed: bool = False) -> str:
+    """`nodes` 8-GPU DRA nodes; with `mixed`, half of them 2-GPU device-plugin nodes."""
+    if not mixed:
+        return CLUSTER_HEAD + f"pools: [{{name: gpu, count: {nodes}, profile: gpu-8}}]\n"
+    return (
+        CLUSTER_HEAD
+        + "pools:\n"
+        + f"  - {{name: dra-gpu, count: {nodes - nodes // 2}, profile: gpu-8}}\n"
+        + f"  - {{name: dp-gpu, count: {nodes // 2}, profile: gpu-2, devices: {{gpu: "
+        + "{exposure: device-plugin, extendedResourceName: example.com/gpu}}}\n"
+    )
+
+
+def rss() -> int:
+    gc.collect()
+    return psutil.Process().memory_info().rss
+
+
+async def measure(bus: Bus, seconds: float) -> dict[str, float]:
+    """This process's CPU and the messages its connection received, over `seconds`."""
+    process = psutil.Process()
+    cpu0, msgs0, t0 = process.cpu_times(), bus.nc.stats["in_msgs"], time.monotonic()
+    await asyncio.sleep(seconds)
+    cpu1, msgs1, t1 = process.cpu_times(), bus.nc.stats["in_msgs"], time.monotonic()
+    busy = (cpu1.user - cpu0.user) + (cpu1.system - cpu0.system)
+    return {
+        "cpu_percent": round(100 * busy / (t1 - t0), 2),
+        "bus_msgs_received_per_s": round((msgs1 - msgs0) / (t1 - t0), 1),
+    }
+
+
+# --- helpers run as their own processes --------------------------------------------------
+
+
+async def churn(nats_url: str, prefix: str, nodes: list[str], rate: float) -> None:
+    """Pods bound to `nodes`, created and deleted at `rate` per second, until killed."""
+    bus = await Bus.connect(nats_url, prefix=prefix, name="churn")
+    api = ApiClient(bus, actor="churn")
+    live: list[str] = []
+    i = 0
+    while True:
+        name = f"churn-{uuid.uuid4().hex[:10]}"
+        pod = codec.convert(
+            {
+                "metadata": {"name": name, "namespace": "default"},
+                "spec": {
+                    "nodeName": nodes[i % len(nodes)],
+                    "containers": [{"name": "c", "image": "registry.k8s.io/pause:3.10"}],
+                },
+            },
+            core_v1.Pod,
+        )
+        await api.create(pod)
+        live.append(name)
+        i += 1
+        if len(live) > 20:
+            with contextlib.suppress(errors.NotFound):
+                await api.delete(core_v1.Pod, live.pop(0), namespace="default")
+        await asyncio.sleep(1 / rate)
+
+
+async def start_process(*argv: str) -> asyncio.subprocess.Process:
+    """A child that prints READY when it serves."""
+    process = await asyncio.create_subprocess_exec(
+        *argv, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.DEVNULL
+    )
+    assert process.stdout is not None
+    while not (await process.stdout.readline()).startswith(b"READY"):
+        if process.returncode is not None:
+            raise SystemExit(f"{argv[2]} did not start")
+    return process
+
+
+async def stop_process(process: asyncio.subprocess.Process) -> None:
+    with contextlib.suppress(ProcessLookupError):
+        process.send_signal(signal.SIGTERM)
+    await process.wait()
+
+
+# --- 1 + 2: hosting and isolation ---------------------------------------------------------
+
+
+async def bench_hosting(
+    nats_url: str, database_url: str, nodes: int, steady: float, workdir: Path
+) -> dict:
+    prefix = f"bench{uuid.uuid4().hex[:6]}"
+    apistore = await start_process(
+        sys.executable, "-m", "drasim.apistore", "--nats-url", nats_url,
+        "--database-url", database_url, "--prefix", prefix, "--log-level", "WARNING",
+    )  # fmt: skip
+    path = workdir / "hosting.yaml"
+    path.write_text(cluster_yaml(2 * nodes))
+    cluster = cluster_file.load(path)
+    mine, theirs = cluster.shard(0, 2), cluster.shard(1, 2)
+    bus = await Bus.connect(nats_url, prefix=prefix, name="kubelet-0")
+    results: dict = {"hosted_nodes": len(mine)}
+    before = rss()
+    kubelet = KubeletProcess(
+        api=ApiClient(bus, actor="kubelet"), nodes=mine, heartbeat_period=HEARTBEAT
+    )
+    t0 = time.perf_counter()
+    await kubelet.start()
+    results["ready_s"] = round(time.perf_counter() - t0, 2)
+    after = rss()
+    results["rss_mib"] = round(after / KIB / KIB, 1)
+    results["rss_per_node_kib"] = round((after - before) / len(mine) / KIB, 1)
+    other = churner = None
+    try:
+        await asyncio.sleep(HEARTBEAT)  # every node has started heartbeating
+        results["alone"] = await measure(bus, steady)
+
+        other = await start_process(
+            sys.executable, "-m", "drasim.kubelet", "--nats-url", nats_url, "--prefix", prefix,
+            "--cluster", str(path), "--shard", "1/2", "--log-level", "WARNING",
+        )  # fmt: skip
+        await asyncio.sleep(HEARTBEAT)
+        results["beside_another_process"] = await measure(bus, steady)
+
+        for label, targets in (("pods_on_other_nodes", theirs), ("pods_on_own_nodes", mine)):
+            churner = await asyncio.create_subprocess_exec(
+                sys.executable, __file__, "--churn", nats_url, prefix,
+                ",".join(n.name for n in targets[:200]),
+            )  # fmt: skip
+            await asyncio.sleep(3)
+            results[f"while_{label}_churn_at_20_per_s"] = await measure(bus, steady)
+            churner.kill()
+            await churner.wait()
+            churner = None
+    finally:
+        if churner is not None:
+            churner.kill()
+        if other is not None:
+            await stop_process(other)
+        await kubelet.stop()
+        await bus.close()
+        await stop_process(apistore)
+    return results
+
+
+# --- 3: watch strategies --------------------------------------------------------------------
+
+
+async def bench_watch(nats_url: str, database_url: str, nodes: int, idle: float) -> dict:
+    prefix = f"bench{uuid.uuid4().hex[:6]}"
+    apistore = await start_process(
+        sys.executable, "-m", "drasim.apistore", "--nats-url", nats_url,
+        "--database-url", database_url, "--prefix", prefix, "--log-level", "WARNING",
+    )  # fmt: skip
+    names = [f"node-{i}" for i in range(nodes)]
+    results = {}
+    try:
+        for strategy in ("one_consumer_n_filters", "n_consumers_one_filter_each"):
+            bus = await Bus.connect(nats_url, prefix=prefix, name=strategy)
+            _, rv = await ApiClient(bus, actor="bench").list(core_v1.Pod)
+
+            async def drain(events: object) -> None:
+                async for _ in events:  # type: ignore[attr-defined]
+                    pass
+
+            t0 = time.perf_counter()
+            if strategy == "one_consumer_n_filters":
+                tasks = [
+                    asyncio.create_task(
+                        drain(watch_nodes_raw(bus, "pods", names, resource_version=rv))
+                    )
+                ]
+            else:
+                tasks = [
+                    asyncio.create_task(drain(watch_raw(bus, "pods", resource_version=rv, node=n)))
+                    for n in names
+                ]
+            # The consumers exist on the server once the generators have subscribed; no
+            # client-side event says so, hence the poll.
+            stream = subjects.stream(prefix)
+            while (await bus.js.stream_info(stream)).state.consumer_count < len(tasks):  # noqa: ASYNC110
+                await asyncio.sleep(0.05)
+            setup = time.perf_counter() - t0
+            await asyncio.sleep(2)
+            figures = await measure(bus, idle)
+            results[strategy] = {
+                "consumers": len(tasks),
+                "setup_s": round(setup, 2),
+                "idle_bus_msgs_received_per_s": figures["bus_msgs_received_per_s"],
+            }
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+            await bus.close()
+    finally:
+        await stop_process(apistore)
+    return results
+
+
+# --- 4: drasim up -------------------------------------------------------------------------
+
+
+async def bench_up(nodes: int, kubelets: int, workdir: Path) -> dict:
+    path = workdir / "up.yaml"
+    path.write_text(cluster_yaml(nodes, mixed=True))
+    data_dir = workdir / "up"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("DRASIM_")}
+    drasim = shutil.which("drasim") or str(Path(sys.executable).parent / "drasim")
+    t0 = time.perf_counter()
+    process = await asyncio.create_subprocess_exec(
+        drasim, "up", "--data-dir", str(data_dir), "--cluster", str(path),
+        "--kubelets", str(kubelets),
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT, env=env,
+    )  # fmt: skip
+    results: dict = {"nodes": nodes, "kubelet_processes": kubelets}
+    assert process.stdout is not None
+    try:
+        async for raw in process.stdout:
+            line = raw.decode()
+            if line.startswith("[up] deviceclass") and "services_ready_s" not in results:
+                results["services_ready_s"] = round(time.perf_counter() - t0, 2)
+            if line.startswith("ready:"):
+                results["ready_s"] = round(time.perf_counter() - t0, 2)
+                results["kubelets_ready_s"] = round(
+                    results["ready_s"] - results.get("services_ready_s", 0.0), 2
+                )
+                break
+        else:
+            raise SystemExit("drasim up ended before it was ready")
+        info = cluster.load_cluster(data_dir)
+        assert info is not None
+        bus = await Bus.connect(info.nats_url, prefix=info.prefix, name="bench")
+        results["nodes_registered"] = await count_nodes(ApiClient(bus, actor="bench"))
+        await bus.close()
+    finally:
+        await stop_process(process)
+    return results
+
+
+async def count_nodes(api: ApiClient) -> int:
+    """Nodes, listed 200 at a time: 2,000 Nodes in one answer exceed NATS' 1 MB payload."""
+    token, total = "", 0
+    while True:
+        data = await api.request(messages.List(resource="nodes", limit=200, continue_token=token))
+        page = messages.list_result_decoder.decode(data)
+        total += len(page.items)
+        token = page.continue_token
+        if not token:
+            return total
+
+
+# --- main ---------------------------------------------------------------------------------
+
+
+async def fresh_database(database_url: str) -> str:
+    name = f"bench_{uuid.uuid4().hex[:8]}"
+    conn = await asyncpg.connect(database_url)
+    await conn.execute(f'CREATE DATABASE "{name}"')
+    await conn.close()
+    return database_url.rsplit("/", 1)[0] + f"/{name}"
+
+
+async def run(args: argparse.Namespace, nats_url: str, database_url: str, workdir: Path) -> dict:
+    results: dict = {}
+    if "hosting" in args.phases:
+        database = await fresh_database(database_url)
+        results["hosting"] = await bench_hosting(
+            nats_url, database, args.nodes, args.steady, workdir
+        )
+        print(json.dumps({"hosting": results["hosting"]}), file=sys.stderr, flush=True)
+    if "watch" in args.phases:
+        database = await fresh_database(database_url)
+        results["watch_strategies"] = await bench_watch(nats_url, database, args.nodes, idle=10)
+        print(json.dumps(results["watch_strategies"]), file=sys.stderr, flush=True)
+    if "up" in args.phases:
+        results["drasim_up"] = await bench_up(2 * args.nodes, 2, workdir)
+    return results
+
+
+def main() -> None:
+    if sys.argv[1:2] == ["--churn"]:
+        nats_url, prefix, nodes = sys.argv[2:5]
+        asyncio.run(churn(nats_url, prefix, nodes.split(","), rate=20.0))
+        return
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--nodes", type=int, default=1000, help="nodes one process hosts")
+    parser.add_argument("--steady", type=float, default=30.0, help="seconds per measurement")
+    parser.add_argument(
+        "--phases",
+        type=lambda text: set(text.split(",")),
+        default={"hosting", "watch", "up"},
+        help="which of hosting,watch,up to run (default: all)",
+    )
+    parser.add_argument("--json", type=Path, help="also write the results here")
+    args = parser.parse_args()
+    config = Config.from_env()
+    with (
+        tempfile.TemporaryDirectory(prefix="drasim-kubelet-bench-") as tmp,
+        contextlib.ExitStack() as stack,
+    ):
+        workdir = Path(tmp)
+        (workdir / "infra").mkdir()
+        nats_url = config.nats_url or stack.enter_context(EmbeddedNats(workdir / "infra")).url
+        database_url = (
+            config.database_url or stack.enter_context(EmbeddedPostgres(workdir / "infra")).url
+        )
+        results = asyncio.run(run(args, nats_url, database_url, workdir))
+    text = json.dumps(results, indent=2)
+    print(text)
+    if args.json:
+        args.json.write_text(text + "\n")
+
+
+if __name__ == "__main__":
+    main()

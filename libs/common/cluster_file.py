@@ -1,0 +1,341 @@
+"""Cluster files and node profiles: what `drasim up --cluster FILE` builds.
+
+A cluster file lists node pools and, optionally, DeviceClasses to create:
+
+    apiVersion: drasim.io/v1alpha1
+    kind: Cluster
+    deviceClasses: [<resource.k8s.io/v1 DeviceClass>, ...]
+    profiles: [<NodeProfile>, ...]          # optional, inline
+    pools:
+      - name: dra-gpu                       # nodes dra-gpu-0, dra-gpu-1, ...
+        namePrefix: dra-gpu-                # the default: "<name>-"
+        count: 2
+        profile: gpu-8                      # inline, built-in, or a path (.yaml)
+        labels: {zone: a}
+        taints: [{key: gpu, effect: NoSchedule}]
+        devices:                            # per device group of the profile
+          gpu: {exposure: dra}              # or device-plugin (+ extendedResourceName)
+
+A node profile describes the hardware a node's probe finds:
+
+    apiVersion: drasim.io/v1alpha1
+    kind: NodeProfile
+    name: gpu-8
+    cpu: "96"
+    memory: 768Gi
+    pods: 110
+    devices:
+      - name: gpu                           # the device group (kind) pools refer to
+        driver: gpu.example.com             # the DRA driver publishing them
+        count: 8                            # devices gpu-0 .. gpu-7
+        attributes: {type: gpu, model: X, driverVersion: {version: 1.0.0}}
+        capacity: {memory: 80Gi}
+
+A node exposes each device group through exactly one of a DRA driver (ResourceSlices) and a
+device plugin (node capacity under `extendedResourceName`), as KEP-5004 requires of one node.
+A group a pool does not mention is exposed through DRA. A bad file is refused as a whole with
+the file and the field named: `cluster.yaml: field pools[0].count: Expected `int`, got `str``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal, TypeVar
+
+import msgspec
+import yaml
+
+from drasim.common import codec, profiles
+from drasim.common.api import core_v1, resource_v1, resources, validation
+from drasim.common.quantity import Quantity
+
+__all__ = [
+    "API_VERSION",
+    "Cluster",
+    "ClusterFileError",
+    "ClusterSpec",
+    "DeviceExposure",
+    "DeviceGroup",
+    "Exposure",
+    "NodeConfig",
+    "NodePool",
+    "NodeProfile",
+    "load",
+    "load_profile",
+    "parse_shard",
+]
+
+API_VERSION = "drasim.io/v1alpha1"
+
+T = TypeVar("T")
+
+Exposure = Literal["dra", "device-plugin"]
+DRA: Exposure = "dra"
+DEVICE_PLUGIN: Exposure = "device-plugin"
+
+
+class ClusterFileError(ValueError):
+    """A cluster file or profile that cannot be used; the message names file and field."""
+
+
+class _Struct(msgspec.Struct, kw_only=True, rename="camel", forbid_unknown_fields=True):
+    """Strict: a misspelt field is an error, not a silently ignored line."""
+
+
+AttributeValue = str | int | bool | resource_v1.DeviceAttribute
+"""A plain scalar, or the typed form (`{version: 1.0.0}`) for what a scalar cannot say."""
+
+
+class DeviceGroup(_Struct, kw_only=True):
+    """`count` identical devices of one kind, published by `driver` when exposed via DRA."""
+
+    name: str
+    driver: str
+    count: int
+    device_name_prefix: str = ""  # default "<name>-": devices gpu-0, gpu-1, ...
+    attributes: dict[str, AttributeValue] = {}
+    capacity: dict[str, Quantity] = {}
+
+    def device_names(self) -> list[str]:
+        prefix = self.device_name_prefix or f"{self.name}-"
+        return [f"{prefix}{i}" for i in range(self.count)]
+
+
+class NodeProfile(_Struct, kw_only=True):
+    """A node's hardware: what its probe reports and its Node advertises."""
+
+    api_version: str = API_VERSION
+    kind: str = "NodeProfile"
+    name: str = ""
+    cpu: Quantity
+    memory: Quantity
+    pods: int = 110
+    ephemeral_storage: Quantity | None = None
+    devices: list[DeviceGroup] = []
+
+    def group(self, name: str) -> DeviceGroup | None:
+        return next((g for g in self.devices if g.name == name), None)
+
+
+class DeviceExposure(_Struct, kw_only=True):
+    """How a pool's nodes expose one device group (KEP-5004: DRA or a device plugin)."""
+
+    exposure: Exposure = DRA
+    # Required for device-plugin; for dra it documents the name the DeviceClass maps, which
+    # `drasim node migrate --to device-plugin` then advertises.
+    extended_resource_name: str = ""
+
+
+class NodePool(_Struct, kw_only=True):
+    name: str
+    count: int = 1
+    profile: str
+    name_prefix: str = ""  # default "<name>-"
+    labels: dict[str, str] = {}
+    taints: list[core_v1.Taint] = []
+    devices: dict[str, DeviceExposure] = {}
+
+    def node_names(self) -> list[str]:
+        prefix = self.name_prefix or f"{self.name}-"
+        return [f"{prefix}{i}" for i in range(self.count)]
+
+
+class ClusterSpec(_Struct, kw_only=True):
+    api_version: str = API_VERSION
+    kind: str = "Cluster"
+    device_classes: list[resource_v1.DeviceClass] = []
+    profiles: list[NodeProfile] = []
+    pools: list[NodePool]
+
+
+@dataclass(frozen=True)
+class NodeConfig:
+    """One node of the cluster, as its kubelet builds it."""
+
+    name: str
+    index: int  # position in the whole cluster's node list; addresses derive from it
+    pool: NodePool
+    profile: NodeProfile
+
+    def exposure(self, group: str) -> DeviceExposure:
+        return self.pool.devices.get(group) or DeviceExposure()
+
+
+@dataclass(frozen=True)
+class Cluster:
+    source: Path
+    spec: ClusterSpec
+    nodes: list[NodeConfig] = field(default_factory=list)
+
+    def shard(self, index: int, count: int) -> list[NodeConfig]:
+        """The nodes kubelet process `index` of `count` hosts: every count-th node."""
+        return self.nodes[index::count]
+
+    def pool(self, name: str) -> NodePool | None:
+        return next((p for p in self.spec.pools if p.name == name), None)
+
+
+def parse_shard(text: str) -> tuple[int, int]:
+    """`i/n` → (i, n) with 0 <= i < n."""
+    index, sep, count = text.partition("/")
+    try:
+        i, n = int(index), int(count)
+    except ValueError:
+        i = n = -1
+    if not sep or n < 1 or not 0 <= i < n:
+        raise ValueError(f"shard {text!r} is not i/n with 0 <= i < n")
+    return i, n
+
+
+def load(path: Path | str | None = None) -> Cluster:
+    """Read, decode and check a cluster file (the KEP example when `path` is None)."""
+    source = Path(path) if path is not None else profiles.DEFAULT_CLUSTER
+    spec = _decode(source, ClusterSpec)
+    _check_kind(source, spec.api_version, spec.kind, "Cluster")
+    errs = _check_device_classes(spec)
+    inline = {p.name: p for p in spec.profiles}
+    for i, profile in enumerate(spec.profiles):
+        errs += [(f"profiles[{i}].{path}", msg) for path, msg in _check_profile(profile)]
+    nodes: list[NodeConfig] = []
+    seen: dict[str, str] = {}
+    for i, pool in enumerate(spec.pools):
+        where = f"pools[{i}]"
+        profile = _resolve_profile(source, pool.profile, inline, f"{where}.profile")
+        errs += [(f"{where}.{path}", msg) for path, msg in _check_pool(pool, profile)]
+        for name in pool.node_names():
+            if name in seen:
+                errs.append((f"{where}.namePrefix", f"node {name} is also in pool {seen[name]}"))
+            seen[name] = pool.name
+            nodes.append(NodeConfig(name=name, index=len(nodes), pool=pool, profile=profile))
+    _raise(source, errs)
+    return Cluster(source=source, spec=spec, nodes=nodes)
+
+
+# --- decoding --------------------------------------------------------------------------
+
+
+def _decode(source: Path, type_: type[T]) -> T:
+    try:
+        text = source.read_text()
+    except OSError as exc:
+        raise ClusterFileError(f"{source}: {exc.strerror}") from exc
+    try:
+        documents = codec.load_yaml_documents(text)
+    except yaml.YAMLError as exc:
+        raise ClusterFileError(f"{source}: not valid YAML: {exc}") from exc
+    if len(documents) != 1 or not isinstance(documents[0], dict):
+        raise ClusterFileError(f"{source}: expected one YAML mapping")
+    try:
+        return codec.convert(documents[0], type_)
+    except msgspec.ValidationError as exc:
+        _raise(source, [(e.field, e.message) for e in codec.decode_errors(exc)])
+        raise  # unreachable: _raise always raises for a non-empty list
+
+
+def _check_kind(source: Path, api_version: str, kind: str, want: str) -> None:
+    if api_version != API_VERSION:
+        _raise(source, [("apiVersion", f"must be {API_VERSION}")])
+    if kind != want:
+        _raise(source, [("kind", f"must be {want}")])
+
+
+def _resolve_profile(
+    source: Path, ref: str, inline: dict[str, NodeProfile], where: str
+) -> NodeProfile:
+    """An inline profile, a built-in one, or a file relative to the cluster file."""
+    if ref in inline:
+        return inline[ref]
+    builtin = profiles.builtin_profile(ref)
+    if builtin is not None:
+        path = builtin
+    elif ref.endswith((".yaml", ".yml")):
+        path = source.parent / ref
+    else:
+        known = ", ".join(sorted({*inline, *profiles.builtin_profile_names()}))
+        _raise(source, [(where, f'unknown profile "{ref}" (known: {known}; or a .yaml path)')])
+    return load_profile(path)
+
+
+def load_profile(path: Path) -> NodeProfile:
+    """Read, decode and check one profile file; unnamed, it takes the file's name."""
+    profile = _decode(path, NodeProfile)
+    _check_kind(path, profile.api_version, profile.kind, "NodeProfile")
+    if not profile.name:
+        profile.name = path.stem
+    _raise(path, list(_check_profile(profile)))
+    return profile
+
+
+def _raise(source: Path, errs: list[tuple[str, str]]) -> None:
+    if errs:
+        problems = "; ".join(f"field {path}: {message}" for path, message in errs)
+        raise ClusterFileError(f"{source}: {problems}")
+
+
+# --- checks ------------------------------------------------------------------------------
+
+
+def _check_profile(profile: NodeProfile) -> Iterator[tuple[str, str]]:
+    for path, quantity in (("cpu", profile.cpu), ("memory", profile.memory)):
+        if quantity <= Quantity():
+            yield path, "must be greater than 0"
+    if profile.pods < 1:
+        yield "pods", "must be greater than 0"
+    device_names: dict[tuple[str, str], str] = {}
+    for i, group in enumerate(profile.devices):
+        where = f"devices[{i}]"
+        yield from _each(f"{where}.name", validation.is_dns1123_label(group.name))
+        yield from _each(f"{where}.driver", validation.is_dns1123_subdomain(group.driver))
+        if group.count < 0:
+            yield f"{where}.count", "must be greater than or equal to 0"
+        if profile.group(group.name) is not group:
+            yield f"{where}.name", f"duplicate device group {group.name}"
+        for name in group.device_names()[:1]:  # all share the prefix; the first tells
+            yield from _each(f"{where}.deviceNamePrefix", validation.is_dns1123_label(name))
+        for name in group.device_names():
+            other = device_names.setdefault((group.driver, name), group.name)
+            if other != group.name:
+                yield f"{where}.deviceNamePrefix", f"device {name} is also in group {other}"
+                break
+        for name in (*group.attributes, *group.capacity):
+            yield from _each(f"{where}.attributes[{name}]", validation.is_qualified_name(name))
+
+
+def _check_pool(pool: NodePool, profile: NodeProfile) -> Iterator[tuple[str, str]]:
+    yield from _each("name", validation.is_dns1123_label(pool.name))
+    if pool.count < 0:
+        yield "count", "must be greater than or equal to 0"
+    for name in pool.node_names()[:1]:
+        yield from _each("namePrefix", validation.is_dns1123_subdomain(name))
+    for key, value in pool.labels.items():
+        yield from _each(f"labels[{key}]", validation.is_qualified_name(key))
+        yield from _each(f"labels[{key}]", validation.is_valid_label_value(value))
+    for i, taint in enumerate(pool.taints):
+        yield from _each(f"taints[{i}].key", validation.is_qualified_name(taint.key))
+        if taint.effect not in ("NoSchedule", "PreferNoSchedule", "NoExecute"):
+            yield f"taints[{i}].effect", "must be NoSchedule, PreferNoSchedule or NoExecute"
+    for group, exposure in pool.devices.items():
+        where = f"devices[{group}]"
+        if profile.group(group) is None:
+            yield where, f'profile {profile.name} has no device group "{group}"'
+        name = exposure.extended_resource_name
+        if name and not resources.is_extended_resource_name(name):
+            yield f"{where}.extendedResourceName", "must be a valid extended resource name"
+        elif not name and exposure.exposure == DEVICE_PLUGIN:
+            yield f"{where}.extendedResourceName", "required for exposure device-plugin"
+
+
+def _check_device_classes(spec: ClusterSpec) -> list[tuple[str, str]]:
+    """The checks the apistore would make, so a bad class stops `up` before anything runs."""
+    errs = []
+    for i, device_class in enumerate(spec.device_classes):
+        for err in validation.validate(device_class):
+            errs.append((f"deviceClasses[{i}].{err.field}", err.message))
+    return errs
+
+
+def _each(path: str, messages: list[str]) -> Iterator[tuple[str, str]]:
+    for message in messages:
+        yield path, message

@@ -1,0 +1,235 @@
+"""Discovery: `/version`, `/api`, `/apis` and per group-version resource lists.
+
+Built once from the registry, so a kind added there is discovered with no change here.
+kubectl 1.32 first asks `/api` and `/apis` for aggregated discovery (apidiscovery.k8s.io/v2,
+every group, version and resource in one answer) and falls back to the legacy documents.
+"""
+
+from __future__ import annotations
+
+import functools
+import itertools
+from typing import Any
+
+import msgspec
+from aiohttp import web
+
+from drasim.apistore.http import negotiation, options
+from drasim.common.api import registry
+
+# The Kubernetes release whose API drasim serves (resource.k8s.io/v1 and KEP-5004's
+# DeviceClass.spec.extendedResourceName both arrived in 1.34).
+MAJOR, MINOR = "1", "34"
+GIT_VERSION = f"v{MAJOR}.{MINOR}.0-drasim"
+
+VERBS = ["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"]
+SUBRESOURCE_VERBS = {"status": ["get", "patch", "update"], "scale": ["get", "patch", "update"],
+                     "binding": ["create"]}  # fmt: skip
+# The kind a subresource answers with, when it is not the parent's (group, version, kind).
+SUBRESOURCE_KINDS = {"scale": ("autoscaling", "v1", "Scale"), "binding": ("", "v1", "Binding")}
+# `kubectl get all` lists the resources in the `all` category.
+CATEGORIES = {"pods": ["all"], "deployments": ["all"], "replicasets": ["all"]}
+
+_encoder = msgspec.json.Encoder()
+
+
+def group_versions() -> list[tuple[str, str]]:
+    """Every served (group, version), the core group first."""
+    return sorted({(r.group, r.version) for r in registry.RESOURCES})
+
+
+def _resources(group: str, version: str) -> list[registry.ResourceInfo]:
+    return [r for r in registry.RESOURCES if (r.group, r.version) == (group, version)]
+
+
+def _subresources(info: registry.ResourceInfo) -> list[str]:
+    return [s for s in info.subresources if s in options.SUBRESOURCES]
+
+
+def subresource_kind(info: registry.ResourceInfo, sub: str) -> tuple[str, str, str]:
+    """(group, version, kind) a subresource answers with."""
+    return SUBRESOURCE_KINDS.get(sub, (info.group, info.version, info.kind))
+
+
+def _group_version(group: str, version: str) -> str:
+    return f"{group}/{version}" if group else version
+
+
+# -- legacy discovery -------------------------------------------------------------------
+
+
+@functools.cache
+def resource_list(group: str, version: str) -> bytes:
+    """`metav1.APIResourceList` of one group-version, subresources as `pods/status`."""
+    resources: list[dict[str, Any]] = []
+    for info in _resources(group, version):
+        resources.append(
+            {
+                "name": info.plural,
+                "singularName": info.singular,
+                "namespaced": info.namespaced,
+                "kind": info.kind,
+                "verbs": VERBS,
+                **({"shortNames": list(info.short_names)} if info.short_names else {}),
+                **({"categories": CATEGORIES[info.plural]} if info.plural in CATEGORIES else {}),
+            }
+        )
+        for sub in _subresources(info):
+            sub_group, sub_version, sub_kind = subresource_kind(info, sub)
+            resources.append(
+                {
+                    "name": f"{info.plural}/{sub}",
+                    "singularName": "",
+                    "namespaced": info.namespaced,
+                    "group": sub_group,
+                    "version": sub_version,
+                    "kind": sub_kind,
+                    "verbs": SUBRESOURCE_VERBS[sub],
+                }
+            )
+    return _encoder.encode(
+        {
+            "kind": "APIResourceList",
+            "apiVersion": "v1",
+            "groupVersion": _group_version(group, version),
+            "resources": resources,
+        }
+    )
+
+
+def _api_group(group: str) -> dict[str, Any]:
+    versions = [
+        {"groupVersion": _group_version(group, v), "version": v}
+        for g, v in group_versions()
+        if g == group
+    ]
+    return {"name": group, "versions": versions, "preferredVersion": versions[0]}
+
+
+@functools.cache
+def group_list() -> bytes:
+    groups = sorted({g for g, _ in group_versions() if g})
+    return _encoder.encode(
+        {"kind": "APIGroupList", "apiVersion": "v1", "groups": [_api_group(g) for g in groups]}
+    )
+
+
+# -- aggregated discovery (apidiscovery.k8s.io/v2) ----------------------------------------
+
+
+def _discovery_resource(info: registry.ResourceInfo) -> dict[str, Any]:
+    subresources = []
+    for sub in _subresources(info):
+        sub_group, sub_version, sub_kind = subresource_kind(info, sub)
+        subresources.append(
+            {
+                "subresource": sub,
+                "responseKind": {"group": sub_group, "version": sub_version, "kind": sub_kind},
+                "verbs": SUBRESOURCE_VERBS[sub],
+            }
+        )
+    return {
+        "resource": info.plural,
+        "responseKind": {"group": info.group, "version": info.version, "kind": info.kind},
+        "scope": "Namespaced" if info.namespaced else "Cluster",
+        "singularResource": info.singular,
+        "verbs": VERBS,
+        **({"shortNames": list(info.short_names)} if info.short_names else {}),
+        **({"categories": CATEGORIES[info.plural]} if info.plural in CATEGORIES else {}),
+        **({"subresources": subresources} if subresources else {}),
+    }
+
+
+@functools.cache
+def aggregated(*, core: bool) -> bytes:
+    """`APIGroupDiscoveryList` of the core group (`/api`) or of all named groups (`/apis`)."""
+    items = []
+    for group, pairs in itertools.groupby(group_versions(), key=lambda gv: gv[0]):
+        if (group == "") != core:
+            continue
+        versions = [
+            {
+                "version": version,
+                "resources": [_discovery_resource(r) for r in _resources(group, version)],
+                "freshness": "Current",
+            }
+            for _, version in pairs
+        ]
+        items.append({"metadata": {"name": group}, "versions": versions})
+    return _encoder.encode(
+        {
+            "kind": "APIGroupDiscoveryList",
+            "apiVersion": "apidiscovery.k8s.io/v2",
+            "metadata": {},
+            "items": items,
+        }
+    )
+
+
+# -- handlers -----------------------------------------------------------------------------
+
+
+def _json(body: bytes) -> web.Response:
+    return web.Response(body=body, content_type=negotiation.JSON)
+
+
+def _aggregated_or(request: web.Request, *, core: bool, legacy: bytes) -> web.Response:
+    if negotiation.wants(request, negotiation.AGGREGATED_DISCOVERY):
+        return web.Response(
+            body=aggregated(core=core),
+            headers={"Content-Type": negotiation.AGGREGATED_DISCOVERY.content_type},
+        )
+    return _json(legacy)
+
+
+async def version(request: web.Request) -> web.Response:
+    return _json(
+        _encoder.encode(
+            {
+                "major": MAJOR,
+                "minor": MINOR,
+                "gitVersion": GIT_VERSION,
+                "gitCommit": "",
+                "gitTreeState": "clean",
+                "buildDate": "",
+                "goVersion": "",
+                "compiler": "drasim",
+                "platform": "linux/amd64",
+            }
+        )
+    )
+
+
+async def core_versions(request: web.Request) -> web.Response:
+    """`/api`: the core group's versions."""
+    legacy = _encoder.encode(
+        {
+            "kind": "APIVersions",
+            "versions": ["v1"],
+            "serverAddressByClientCIDRs": [
+                {"clientCIDR": "0.0.0.0/0", "serverAddress": request.host}
+            ],
+        }
+    )
+    return _aggregated_or(request, core=True, legacy=legacy)
+
+
+async def groups(request: web.Request) -> web.Response:
+    """`/apis`: every named group."""
+    return _aggregated_or(request, core=False, legacy=group_list())
+
+
+async def group(request: web.Request) -> web.Response:
+    """`/apis/<group>`: one group's versions."""
+    name = request.match_info["group"]
+    if not any(g == name for g, _ in group_versions()):
+        raise options.not_found()
+    return _json(_encoder.encode({"kind": "APIGroup", "apiVersion": "v1", **_api_group(name)}))
+
+
+async def resources(request: web.Request) -> web.Response:
+    """`/api/v1` and `/apis/<group>/<version>`: one group-version's resources."""
+    key = (request.match_info.get("group", ""), request.match_info["version"])
+    if key not in group_versions():
+        raise options.not_found()
+    return _json(resource_list(*key))

@@ -1,0 +1,18 @@
+"""What the application keeps for its handlers (`AppKey`s), in one place."""
+
+from __future__ import annotations
+
+import asyncio
+
+from aiohttp import web
+
+from drasim.apistore.core import ApiCore
+from drasim.common.bus.client import Bus
+
+CORE = web.AppKey("core", ApiCore)
+BUS = web.AppKey("bus", Bus)
+TOKEN = web.AppKey("token", str)
+# How often an idle watch that asked for bookmarks gets one (Kubernetes: about a minute).
+BOOKMARK_INTERVAL = web.AppKey("bookmark_interval", float)
+# Open watch handlers, cancelled at shutdown: a watch never ends on its own.
+WATCHES = web.AppKey("watches", set[asyncio.Task[object]])

@@ -1,0 +1,57 @@
+"""Bearer-token authentication, and the one place errors become `metav1.Status` answers."""
+
+from __future__ import annotations
+
+import hmac
+import logging
+
+from aiohttp import web
+from aiohttp.typedefs import Handler
+
+from drasim.apistore.http import keys, responses
+from drasim.common import errors
+
+log = logging.getLogger(__name__)
+
+# Reasons for refusals aiohttp makes itself (or handlers raise as aiohttp exceptions).
+_REASONS = {
+    405: "MethodNotAllowed",
+    406: "NotAcceptable",
+    413: "RequestEntityTooLarge",
+    415: "UnsupportedMediaType",
+}
+
+
+@web.middleware
+async def errors_to_status(request: web.Request, handler: Handler) -> web.StreamResponse:
+    """Every `ApiError`, aiohttp refusal or bug leaves as a `Status`."""
+    try:
+        return await handler(request)
+    except errors.ApiError as exc:
+        return responses.status_response(exc.to_status())
+    except web.HTTPException as exc:
+        if exc.status < 400:
+            raise
+        if exc.status == 404:
+            err = errors.NotFound("the server could not find the requested resource")
+            return responses.status_response(err.to_status())
+        reason = _REASONS.get(exc.status, "")
+        status = errors.Status(message=exc.text or "", reason=reason, code=exc.status)
+        return responses.status_response(status)
+    except Exception as exc:
+        log.exception("%s %s failed", request.method, request.path)
+        return responses.status_response(
+            errors.InternalError(f"{type(exc).__name__}: {exc}").to_status()
+        )
+
+
+@web.middleware
+async def authenticate(request: web.Request, handler: Handler) -> web.StreamResponse:
+    """401 unless `Authorization: Bearer <token>` carries the cluster's token."""
+    scheme, _, token = request.headers.get("Authorization", "").partition(" ")
+    expected = request.app[keys.TOKEN]
+    if scheme.lower() != "bearer" or not hmac.compare_digest(
+        token.strip().encode(), expected.encode()
+    ):
+        raise errors.Unauthorized("Unauthorized")
+    return await handler(request)

@@ -1,0 +1,447 @@
+"""OpenAPI v3 documents (`/openapi/v3`), generated from the msgspec API types.
+
+kubectl reads them for two things: `kubectl explain` finds a kind's schema by its
+`x-kubernetes-group-version-kind` (reached from a path of the resource) and prints field
+types and descriptions; `kubectl apply`/`create` look for a `fieldValidation` parameter on
+each kind's PATCH operation and, finding it, leave unknown-field checks to the server.
+Schemas are named as upstream (`io.k8s.api.core.v1.Pod`); lists carry the patch strategy
+and merge key the apistore's strategic merge patch uses, so clients merge the same way.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+from typing import Any
+
+import msgspec
+import msgspec.inspect as mi
+from aiohttp import web
+
+from drasim.apistore import patches
+from drasim.apistore.http import discovery, negotiation, options
+from drasim.common.api import registry
+from drasim.common.quantity import Quantity
+
+_PACKAGES = {
+    "drasim.common.api.meta_v1": "io.k8s.apimachinery.pkg.apis.meta.v1",
+    "drasim.common.api.core_v1": "io.k8s.api.core.v1",
+    "drasim.common.api.apps_v1": "io.k8s.api.apps.v1",
+    "drasim.common.api.coordination_v1": "io.k8s.api.coordination.v1",
+    "drasim.common.api.resource_v1": "io.k8s.api.resource.v1",
+}
+QUANTITY = "io.k8s.apimachinery.pkg.api.resource.Quantity"
+INT_OR_STRING = "io.k8s.apimachinery.pkg.util.intstr.IntOrString"
+_API_CONVENTIONS = (
+    "https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md"
+)
+
+# Field descriptions, by "<type>.<jsonName>" (upstream's text, shortened where long). The
+# type modules stay free of documentation strings; fields not listed here have none.
+DESCRIPTIONS: dict[str, str] = {
+    "apiVersion": (
+        "APIVersion defines the versioned schema of this representation of an object. "
+        "Servers should convert recognized schemas to the latest internal value, and may "
+        f"reject unrecognized values. More info: {_API_CONVENTIONS}#resources"
+    ),
+    "kind": (
+        "Kind is a string value representing the REST resource this object represents. "
+        "Servers may infer this from the endpoint the client submits requests to. Cannot be "
+        f"updated. In CamelCase. More info: {_API_CONVENTIONS}#types-kinds"
+    ),
+    "metadata": f"Standard object's metadata. More info: {_API_CONVENTIONS}#metadata",
+    "spec": f"Spec defines the desired state of the object. More info: {_API_CONVENTIONS}"
+    "#spec-and-status",
+    "status": "Status represents the current state of the object, populated by the system. "
+    f"Read-only. More info: {_API_CONVENTIONS}#spec-and-status",
+    "ObjectMeta.name": (
+        "Name must be unique within a namespace. Is required when creating resources, "
+        "although some resources may allow a client to request the generation of an "
+        "appropriate name automatically. Cannot be updated."
+    ),
+    "ObjectMeta.generateName": (
+        "GenerateName is an optional prefix, used by the server, to generate a unique name "
+        "ONLY IF the Name field has not been provided."
+    ),
+    "ObjectMeta.namespace": (
+        "Namespace defines the space within which each name must be unique. An empty "
+        'namespace is equivalent to the "default" namespace.'
+    ),
+    "ObjectMeta.labels": (
+        "Map of string keys and values that can be used to organize and categorize (scope "
+        "and select) objects."
+    ),
+    "ObjectMeta.annotations": (
+        "Annotations is an unstructured key value map stored with a resource that may be set "
+        "by external tools to store and retrieve arbitrary metadata."
+    ),
+    "ObjectMeta.resourceVersion": (
+        "An opaque value that represents the internal version of this object that can be "
+        "used by clients to determine when objects have changed. In drasim it is the "
+        "sequence number of the event that last wrote the object."
+    ),
+    "ObjectMeta.ownerReferences": (
+        "List of objects depended by this object. If ALL objects in the list have been "
+        "deleted, this object will be garbage collected."
+    ),
+    "ObjectMeta.finalizers": (
+        "Must be empty before the object is deleted from the registry. Each entry is an "
+        "identifier for the responsible component that will remove the entry from the list."
+    ),
+    "Namespace": "Namespace provides a scope for Names.",
+    "Node": "Node is a worker node; drasim's kubelet emulators register and run them.",
+    "Pod": (
+        "Pod is a collection of containers that can run on a host. This resource is "
+        "created by clients and scheduled onto hosts."
+    ),
+    "Event": "Event is a report of an event somewhere in the cluster.",
+    "ResourceQuota": "ResourceQuota sets aggregate quota restrictions enforced per namespace",
+    "Lease": "Lease defines a lease concept.",
+    "Deployment": "Deployment enables declarative updates for Pods and ReplicaSets.",
+    "ReplicaSet": (
+        "ReplicaSet ensures that a specified number of pod replicas are running at any given time."
+    ),
+    "DeviceClass": (
+        "DeviceClass is a vendor- or admin-provided resource that contains device "
+        "configuration and selectors. It can be referenced in the device requests of a "
+        "claim to apply these presets. Cluster scoped."
+    ),
+    "ResourceSlice": (
+        "ResourceSlice represents one or more resources in a pool of similar resources, "
+        "managed by a common driver."
+    ),
+    "ResourceClaim": (
+        "ResourceClaim describes a request for access to resources in the cluster, for use "
+        "by workloads. The scheduler also creates one per pod for the pod's extended "
+        "resources backed by DRA (KEP-5004)."
+    ),
+    "ResourceClaimTemplate": ("ResourceClaimTemplate is used to produce ResourceClaim objects."),
+    "DeviceClass.spec": "Spec defines what can be allocated and how to configure it.",
+    "DeviceClassSpec.selectors": (
+        "Each selector must be satisfied by a device which is claimed via this class."
+    ),
+    "DeviceClassSpec.config": (
+        "Config defines configuration parameters that apply to each device that is claimed "
+        "via this class. They are passed to the driver, but are not considered while "
+        "allocating the claim."
+    ),
+    "DeviceClassSpec.extendedResourceName": (
+        "ExtendedResourceName is the extended resource name for the devices of this class. "
+        "The devices of this class can be used to satisfy a pod's extended resource "
+        "requests. It has the same format as the name of a pod's extended resource. It "
+        "should be unique among all the device classes in a cluster. If two device classes "
+        "have the same name, then the class created later is picked to satisfy a pod's "
+        "extended resource requests. If two classes are created at the same time, then the "
+        "name of the class lexicographically sorted first is picked."
+    ),
+    "CELDeviceSelector.expression": (
+        "Expression is a CEL expression which evaluates a single device. It must evaluate "
+        "to true when the device under consideration satisfies the desired criteria, and "
+        "false when it does not."
+    ),
+    "PodStatus.extendedResourceClaimStatus": (
+        "Status of extended resource claim backed by DRA: the ResourceClaim the scheduler "
+        "created for the pod's extended resource requests, and which of its device requests "
+        "serves which container's extended resource."
+    ),
+    "PodExtendedResourceClaimStatus.requestMappings": (
+        "RequestMappings identifies the mapping of <container, extended resource backed by "
+        "DRA> to device request in the generated ResourceClaim."
+    ),
+    "PodExtendedResourceClaimStatus.resourceClaimName": (
+        "ResourceClaimName is the name of the ResourceClaim that was generated for the Pod "
+        "in the namespace of the Pod."
+    ),
+    "ContainerExtendedResourceRequest.containerName": (
+        "The name of the container requesting resources."
+    ),
+    "ContainerExtendedResourceRequest.resourceName": (
+        "The name of the extended resource in that container which gets backed by DRA."
+    ),
+    "ContainerExtendedResourceRequest.requestName": (
+        "The name of the request in the special ResourceClaim which corresponds to the "
+        "extended resource."
+    ),
+    "ResourceRequirements.limits": (
+        "Limits describes the maximum amount of compute resources allowed, e.g. example.com/gpu: 1."
+    ),
+    "ResourceRequirements.requests": (
+        "Requests describes the minimum amount of compute resources required. If omitted "
+        "for a container, it defaults to Limits if that is explicitly specified."
+    ),
+    "PodSpec.nodeName": (
+        "NodeName indicates in which node this pod is scheduled. It is set by the scheduler "
+        "through the pods/binding subresource."
+    ),
+    "PodSpec.resourceClaims": (
+        "ResourceClaims defines which ResourceClaims must be allocated and reserved before "
+        "the Pod is allowed to start."
+    ),
+    "DeploymentSpec.replicas": (
+        "Number of desired pods. This is a pointer to distinguish between explicit zero and "
+        "not specified. Defaults to 1."
+    ),
+    "ReplicaSetSpec.replicas": (
+        "Replicas is the number of desired pods. This is a pointer to distinguish between "
+        "explicit zero and unspecified. Defaults to 1."
+    ),
+    "ResourceClaimStatus.allocation": (
+        "Allocation is set once the claim has been allocated successfully."
+    ),
+    "ResourceClaimStatus.reservedFor": (
+        "ReservedFor indicates which entities are currently allowed to use the claim. A Pod "
+        "which references a ResourceClaim which is not reserved for that Pod will not be "
+        "started."
+    ),
+}
+
+
+def schema_name(cls: type) -> str:
+    """The upstream name of a type's schema, e.g. `io.k8s.api.resource.v1.DeviceClass`."""
+    return f"{_PACKAGES[cls.__module__]}.{cls.__name__}"
+
+
+def _ref(name: str) -> dict[str, Any]:
+    return {"$ref": f"#/components/schemas/{name}"}
+
+
+class _Components:
+    """The schemas one document needs, each added the first time a field refers to it."""
+
+    def __init__(self) -> None:
+        self.schemas: dict[str, dict[str, Any]] = {}
+
+    def add_kind(self, info: registry.ResourceInfo) -> str:
+        shape = mi.type_info(info.type)
+        assert isinstance(shape, mi.StructType)
+        name = self._struct(shape)
+        gvk = {"group": info.group, "kind": info.kind, "version": info.version}
+        self.schemas[name]["x-kubernetes-group-version-kind"] = [gvk]
+        return name
+
+    def _struct(self, shape: mi.StructType) -> str:
+        name = schema_name(shape.cls)
+        if name in self.schemas:
+            return name
+        schema: dict[str, Any] = {"type": "object"}
+        self.schemas[name] = schema  # before the fields, so a cycle refers to it
+        description = DESCRIPTIONS.get(shape.cls.__name__) or shape.cls.__doc__
+        if description:
+            schema["description"] = description.strip()
+        schema["properties"] = {
+            field.encode_name: self._field(shape.cls.__name__, field) for field in shape.fields
+        }
+        return name
+
+    def _field(self, owner: str, field: mi.Field) -> dict[str, Any]:
+        schema = self._schema(field.type)
+        if _is_list(field.type):
+            schema.update(_list_extensions(field.encode_name))
+        description = DESCRIPTIONS.get(f"{owner}.{field.encode_name}")
+        if description is None and owner in _KIND_NAMES:
+            description = DESCRIPTIONS.get(field.encode_name)
+        if description:
+            if "$ref" in schema:
+                schema = {"allOf": [schema]}
+            schema["description"] = description
+        return schema
+
+    def _schema(self, shape: mi.Type) -> dict[str, Any]:
+        if isinstance(shape, mi.StrType):
+            return {"type": "string"}
+        if isinstance(shape, mi.BoolType):
+            return {"type": "boolean"}
+        if isinstance(shape, mi.IntType):
+            return {"type": "integer", "format": "int64"}
+        if isinstance(shape, mi.FloatType):
+            return {"type": "number", "format": "double"}
+        if isinstance(shape, mi.LiteralType):
+            return {"type": "string", "enum": list(shape.values)}
+        if isinstance(shape, mi.ListType):
+            return {"type": "array", "items": self._schema(shape.item_type)}
+        if isinstance(shape, mi.DictType):
+            if isinstance(shape.value_type, mi.AnyType):
+                return {"type": "object", "x-kubernetes-preserve-unknown-fields": True}
+            return {"type": "object", "additionalProperties": self._schema(shape.value_type)}
+        if isinstance(shape, mi.StructType):
+            return _ref(self._struct(shape))
+        if isinstance(shape, mi.CustomType) and shape.cls is Quantity:
+            self.schemas[QUANTITY] = {
+                "type": "string",
+                "description": "Quantity is a fixed-point representation of a number, "
+                "written as 1, 500m, 2Gi or 1e3.",
+            }
+            return _ref(QUANTITY)
+        if isinstance(shape, mi.UnionType):
+            members = [t for t in shape.types if not isinstance(t, mi.NoneType)]
+            if {type(t) for t in members} == {mi.IntType, mi.StrType}:
+                self.schemas[INT_OR_STRING] = {
+                    "type": "string",
+                    "format": "int-or-string",
+                    "x-kubernetes-int-or-string": True,
+                    "description": 'A number or a string, e.g. 1 or "25%".',
+                }
+                return _ref(INT_OR_STRING)
+            if len(members) == 1:
+                return self._schema(members[0])
+        # Any, or a shape with no OpenAPI counterpart: whatever JSON the field holds.
+        return {"x-kubernetes-preserve-unknown-fields": True}
+
+
+_KIND_NAMES = frozenset(r.type.__name__ for r in registry.RESOURCES)
+
+
+def _is_list(shape: mi.Type) -> bool:
+    members = shape.types if isinstance(shape, mi.UnionType) else (shape,)
+    return any(isinstance(t, mi.ListType) for t in members)
+
+
+def _list_extensions(field: str) -> dict[str, Any]:
+    """How the list merges: by key, as a set, or whole (atomic)."""
+    key = patches.MERGE_KEYS.get(field)
+    if key is not None:
+        return {
+            "x-kubernetes-list-type": "map",
+            "x-kubernetes-list-map-keys": [key],
+            "x-kubernetes-patch-merge-key": key,
+            "x-kubernetes-patch-strategy": "merge",
+        }
+    if field in patches.MERGE_SETS:
+        return {"x-kubernetes-list-type": "set", "x-kubernetes-patch-strategy": "merge"}
+    return {"x-kubernetes-list-type": "atomic"}
+
+
+# -- paths ------------------------------------------------------------------------------
+
+
+def _query(*names: str) -> list[dict[str, Any]]:
+    return [{"name": n, "in": "query", "schema": _PARAMETER_TYPES[n]} for n in names]
+
+
+_PARAMETER_TYPES: dict[str, dict[str, Any]] = {
+    **{n: {"type": "string"} for n in ("labelSelector", "fieldSelector", "continue",
+       "resourceVersion", "dryRun", "fieldManager", "fieldValidation", "propagationPolicy")},
+    **{n: {"type": "integer"} for n in ("limit", "timeoutSeconds", "gracePeriodSeconds")},
+    **{n: {"type": "boolean"} for n in ("watch", "allowWatchBookmarks", "force",
+       "orphanDependents")},
+}  # fmt: skip
+_LIST = _query(
+    "labelSelector", "fieldSelector", "limit", "continue", "resourceVersion", "watch",
+    "allowWatchBookmarks", "timeoutSeconds",
+)  # fmt: skip
+_WRITE = _query("dryRun", "fieldManager", "fieldValidation")
+_DELETE = _query("dryRun", "gracePeriodSeconds", "propagationPolicy", "orphanDependents")
+_PATH_PARAMETERS = {
+    name: {"name": name, "in": "path", "required": True, "schema": {"type": "string"}}
+    for name in ("namespace", "name")
+}
+
+
+def _operation(
+    action: str, gvk: dict[str, str], parameters: list[dict[str, Any]], response: str | None
+) -> dict[str, Any]:
+    ok: dict[str, Any] = {"description": "OK"}
+    if response is not None:
+        ok["content"] = {negotiation.JSON: {"schema": _ref(response)}}
+    return {
+        "operationId": f"{action}{gvk['kind']}",
+        "x-kubernetes-action": action,
+        "x-kubernetes-group-version-kind": gvk,
+        "parameters": parameters,
+        "responses": {"200": ok},
+    }
+
+
+def _paths(info: registry.ResourceInfo, kind_schema: str) -> dict[str, dict[str, Any]]:
+    prefix = f"/apis/{info.group}/{info.version}" if info.group else f"/api/{info.version}"
+    gvk = {"group": info.group, "kind": info.kind, "version": info.version}
+    scope = "/namespaces/{namespace}" if info.namespaced else ""
+    collection = f"{prefix}{scope}/{info.plural}"
+    in_scope = [_PATH_PARAMETERS["namespace"]] if info.namespaced else []
+    paths = {
+        collection: {
+            "parameters": in_scope,
+            "get": _operation("list", gvk, _LIST, None),
+            "post": _operation("post", gvk, _WRITE, kind_schema),
+            "delete": _operation("deletecollection", gvk, _DELETE + _LIST, None),
+        },
+        f"{collection}/{{name}}": {
+            "parameters": [*in_scope, _PATH_PARAMETERS["name"]],
+            "get": _operation("get", gvk, [], kind_schema),
+            "put": _operation("put", gvk, _WRITE, kind_schema),
+            "patch": _operation("patch", gvk, [*_WRITE, *_query("force")], kind_schema),
+            "delete": _operation("delete", gvk, _DELETE, kind_schema),
+        },
+    }
+    if info.namespaced:
+        paths[f"{prefix}/{info.plural}"] = {"get": _operation("list", gvk, _LIST, None)}
+    for sub in info.subresources:
+        if sub not in options.SUBRESOURCES:
+            continue
+        sub_group, sub_version, sub_kind = discovery.subresource_kind(info, sub)
+        sub_gvk = {"group": sub_group, "kind": sub_kind, "version": sub_version}
+        own = sub_kind == info.kind
+        item: dict[str, Any] = {"parameters": [*in_scope, _PATH_PARAMETERS["name"]]}
+        if "create" in discovery.SUBRESOURCE_VERBS[sub]:
+            item["post"] = _operation("post", sub_gvk, _WRITE, None)
+        else:
+            item["get"] = _operation("get", sub_gvk, [], kind_schema if own else None)
+            item["put"] = _operation("put", sub_gvk, _WRITE, kind_schema if own else None)
+            item["patch"] = _operation(
+                "patch", sub_gvk, [*_WRITE, *_query("force")], kind_schema if own else None
+            )
+        paths[f"{collection}/{{name}}/{sub}"] = item
+    return paths
+
+
+# -- documents --------------------------------------------------------------------------
+
+
+def _document_path(group: str, version: str) -> str:
+    return f"apis/{group}/{version}" if group else f"api/{version}"
+
+
+@functools.cache
+def documents() -> dict[str, bytes]:
+    """One document per served group-version, by its path under `/openapi/v3/`."""
+    out = {}
+    for group, version in discovery.group_versions():
+        components = _Components()
+        paths: dict[str, Any] = {}
+        for info in registry.RESOURCES:
+            if (info.group, info.version) == (group, version):
+                paths.update(_paths(info, components.add_kind(info)))
+        out[_document_path(group, version)] = msgspec.json.encode(
+            {
+                "openapi": "3.0.0",
+                "info": {"title": "Kubernetes", "version": discovery.GIT_VERSION},
+                "paths": paths,
+                "components": {"schemas": dict(sorted(components.schemas.items()))},
+            }
+        )
+    return out
+
+
+@functools.cache
+def index() -> bytes:
+    """`/openapi/v3`: where each group-version's document is, with a hash of its content
+    so that clients may cache it for good."""
+    paths = {
+        path: {
+            "serverRelativeURL": f"/openapi/v3/{path}?hash="
+            + hashlib.sha256(body).hexdigest().upper()
+        }
+        for path, body in documents().items()
+    }
+    return msgspec.json.encode({"paths": paths})
+
+
+async def serve_index(request: web.Request) -> web.Response:
+    return web.Response(body=index(), content_type=negotiation.JSON)
+
+
+async def serve_document(request: web.Request) -> web.Response:
+    body = documents().get(request.match_info["path"].strip("/"))
+    if body is None:
+        raise options.not_found()
+    return web.Response(body=body, content_type=negotiation.JSON)

@@ -1,0 +1,201 @@
+"""What a request asks for: the resource its path names and the options its query carries.
+
+Paths follow Kubernetes' request-info rules: `/api/v1/...` or `/apis/<group>/<version>/...`,
+then `[namespaces/<ns>/]<plural>[/<name>[/<subresource>]]`, except that
+`namespaces/<name>/status` is the namespace's own subresource.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import msgspec
+from aiohttp import web
+from multidict import MultiMapping
+
+from drasim.apistore.mutations import Context
+from drasim.common import errors
+from drasim.common.api import registry
+
+# Subresources served over HTTP (of those the registry lists, pods/ephemeralcontainers is not).
+SUBRESOURCES = frozenset({"status", "scale", "binding"})
+_NAMESPACE_SUBRESOURCES = frozenset({"status", "finalize"})
+FIELD_VALIDATION = ("Ignore", "Warn", "Strict")
+INCLUDE_OBJECT = ("None", "Metadata", "Object")
+# Go's strconv.ParseBool, which Kubernetes uses for query flags (the Python client sends True).
+_TRUE = frozenset({"1", "t", "T", "true", "TRUE", "True"})
+_FALSE = frozenset({"0", "f", "F", "false", "FALSE", "False"})
+
+
+@dataclass(frozen=True, slots=True)
+class Target:
+    """The resource a path names; `name` is "" for a collection."""
+
+    info: registry.ResourceInfo
+    namespace: str = ""
+    name: str = ""
+    subresource: str = ""
+
+
+def not_found() -> errors.NotFound:
+    return errors.NotFound("the server could not find the requested resource")
+
+
+def target(request: web.Request) -> Target:
+    """The served resource, namespace, name and subresource the URL path names, or 404."""
+    group = request.match_info.get("group", "")
+    version = request.match_info["version"]
+    parts = request.match_info["path"].strip("/").split("/")
+    namespace = ""
+    if parts[0] == "namespaces" and len(parts) > 1:
+        namespace = parts[1]
+        if len(parts) > 2 and parts[2] not in _NAMESPACE_SUBRESOURCES:
+            parts = parts[2:]
+    if len(parts) > 3 or not all(parts):
+        raise not_found()
+    plural, name, subresource = (*parts, "", "")[:3]
+    try:
+        info = registry.by_plural(plural)
+    except errors.NotFound:
+        raise not_found() from None
+    if (info.group, info.version) != (group, version):
+        raise not_found()
+    if info.plural == "namespaces":
+        namespace = ""
+    if namespace and not info.namespaced:
+        raise not_found()
+    if subresource and (subresource not in SUBRESOURCES or subresource not in info.subresources):
+        raise not_found()
+    return Target(info, namespace, name, subresource)
+
+
+def context(request: web.Request) -> Context:
+    """Who asks: the field manager if given (kubectl names itself there), else the client's
+    product name from User-Agent; recorded with every write in the event log."""
+    agent = request.headers.get("User-Agent", "").split("/", 1)[0].strip()
+    actor = request.query.get("fieldManager") or agent or "http"
+    return Context(actor=actor, traceparent=request.headers.get("traceparent", ""))
+
+
+# -- query parameters -------------------------------------------------------------------
+
+
+def flag(query: MultiMapping[str], name: str) -> bool:
+    value = query.get(name, "")
+    if value in _TRUE:
+        return True
+    if value in _FALSE or value == "":
+        return False
+    raise errors.BadRequest(f"invalid value {value!r} for {name}: want true or false")
+
+
+def integer(query: MultiMapping[str], name: str) -> int | None:
+    value = query.get(name)
+    if value is None or value == "":
+        return None
+    try:
+        return int(value)
+    except ValueError:
+        raise errors.BadRequest(f"invalid value {value!r} for {name}: want an integer") from None
+
+
+def dry_run(values: list[str]) -> bool:
+    """`dryRun=All` runs every check and writes nothing; no other value exists."""
+    for value in values:
+        if value != "All":
+            raise errors.BadRequest(f'invalid dry run value "{value}": only "All" is supported')
+    return bool(values)
+
+
+def field_validation(query: MultiMapping[str]) -> str:
+    """Strict, Warn (Kubernetes' default) or Ignore: what unknown fields in a body cause."""
+    value = query.get("fieldValidation") or "Warn"
+    if value not in FIELD_VALIDATION:
+        raise errors.BadRequest(
+            f"fieldValidation parameter unsupported: {value!r} (want one of "
+            f"{', '.join(FIELD_VALIDATION)})"
+        )
+    return value
+
+
+def include_object(query: MultiMapping[str]) -> str:
+    """What each Table row carries: nothing, the object's metadata (default) or the object."""
+    value = query.get("includeObject") or "Metadata"
+    if value not in INCLUDE_OBJECT:
+        raise errors.BadRequest(
+            f"includeObject {value!r} is not one of {', '.join(INCLUDE_OBJECT)}"
+        )
+    return value
+
+
+@dataclass(frozen=True, slots=True)
+class ListOptions:
+    """`metav1.ListOptions` as list and watch read them."""
+
+    label_selector: str = ""
+    field_selector: str = ""
+    limit: int = 0
+    continue_token: str = ""
+    resource_version: str = ""
+    timeout_seconds: int | None = None
+    allow_watch_bookmarks: bool = False
+
+    @classmethod
+    def from_query(cls, query: MultiMapping[str]) -> ListOptions:
+        return cls(
+            label_selector=query.get("labelSelector", ""),
+            field_selector=query.get("fieldSelector", ""),
+            limit=max(integer(query, "limit") or 0, 0),
+            continue_token=query.get("continue", ""),
+            resource_version=query.get("resourceVersion", ""),
+            timeout_seconds=integer(query, "timeoutSeconds"),
+            allow_watch_bookmarks=flag(query, "allowWatchBookmarks"),
+        )
+
+
+class Preconditions(msgspec.Struct, kw_only=True, rename="camel"):
+    uid: str | None = None
+    resource_version: str | None = None
+
+
+class DeleteOptions(msgspec.Struct, kw_only=True, rename="camel"):
+    """`metav1.DeleteOptions`, the body of a DELETE (its fields may also come as query)."""
+
+    kind: str = ""
+    api_version: str = ""
+    grace_period_seconds: int | None = None
+    propagation_policy: str | None = None
+    orphan_dependents: bool | None = None
+    preconditions: Preconditions | None = None
+    dry_run: list[str] = []
+
+    def policy(self) -> str:
+        """The propagation policy; the deprecated `orphanDependents` maps onto it."""
+        if self.propagation_policy:
+            return self.propagation_policy
+        if self.orphan_dependents is not None:
+            return "Orphan" if self.orphan_dependents else "Background"
+        return ""
+
+
+_delete_options_decoder = msgspec.json.Decoder(DeleteOptions)
+
+
+def delete_options(body: bytes, query: MultiMapping[str]) -> DeleteOptions:
+    """DeleteOptions from the body (kubectl, client libraries) overlaid by the query."""
+    try:
+        opts = _delete_options_decoder.decode(body) if body.strip() else DeleteOptions()
+    except msgspec.DecodeError as exc:
+        raise errors.BadRequest(f"invalid DeleteOptions: {exc}") from exc
+    grace = integer(query, "gracePeriodSeconds")
+    return msgspec.structs.replace(
+        opts,
+        grace_period_seconds=opts.grace_period_seconds if grace is None else grace,
+        propagation_policy=query.get("propagationPolicy") or opts.propagation_policy,
+        orphan_dependents=(
+            flag(query, "orphanDependents")
+            if "orphanDependents" in query
+            else opts.orphan_dependents
+        ),
+        dry_run=[*opts.dry_run, *query.getall("dryRun", [])],
+    )

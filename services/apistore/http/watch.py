@@ -1,0 +1,208 @@
+"""`?watch=1`: Kubernetes' chunked stream of JSON watch events, one per line.
+
+The events come from the apistore's event stream (`client.watch_raw`), whose sequence is
+the resourceVersion, so a watch from resourceVersion R sees every later change once, in
+order. Without R (or with "0") the watch first sends every current object as ADDED, as
+Kubernetes does. A selector filters the stream; an object that stops matching leaves with a
+DELETED event, as in Kubernetes. History the stream no longer holds ends the watch with an
+ERROR event carrying a 410 Expired Status, on which clients relist.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator
+from typing import TypeAlias
+
+import msgspec
+from aiohttp import web
+
+from drasim.apistore.http import keys, negotiation, options, responses, tables
+from drasim.common import client, errors, selection
+from drasim.common.bus import messages
+
+# Events buffered between the stream and a slow client before the stream waits.
+_BUFFER = 1024
+# Kinds whose event subjects carry `spec.nodeName`, so a node's watch reads only its events.
+_NODE_ROUTED = frozenset({"pods", "resourceslices"})
+
+# What the stream hands the watch: an event with its resourceVersion, or how it ended.
+_Item: TypeAlias = tuple[int, messages.WatchEvent] | errors.ApiError | None
+
+
+class _UidMeta(msgspec.Struct):
+    uid: str = ""
+
+
+class _Uid(msgspec.Struct):
+    """The one field watch filtering needs besides what the selector reads."""
+
+    metadata: _UidMeta = msgspec.field(default_factory=_UidMeta)
+
+
+_uid_decoder = msgspec.json.Decoder(_Uid)
+
+
+class _Encoder:
+    """Watch events in the representation the client accepts (JSON objects or Tables)."""
+
+    def __init__(self, request: web.Request, target: options.Target) -> None:
+        self.info = target.info
+        self.table = negotiation.wants(request, negotiation.TABLE)
+        self.include_object = options.include_object(request.query)
+        self._headers = True  # a Table stream defines its columns in the first event only
+
+    def event(self, type_: str, data: bytes) -> bytes:
+        if self.table:
+            data = tables.table(
+                self.info, [data], include_object=self.include_object, headers=self._headers
+            )
+            self._headers = False
+        return messages.encoder.encode(messages.WatchEvent(type=type_, object=msgspec.Raw(data)))
+
+    def bookmark(self, resource_version: int) -> bytes:
+        marker = {
+            "kind": self.info.kind,
+            "apiVersion": self.info.api_version,
+            "metadata": {"resourceVersion": str(resource_version)},
+        }
+        return msgspec.json.encode({"type": "BOOKMARK", "object": marker})
+
+    @staticmethod
+    def error(err: errors.ApiError) -> bytes:
+        status = msgspec.Raw(responses.status_body(err.to_status()))
+        return msgspec.json.encode({"type": "ERROR", "object": status})
+
+
+async def serve(
+    request: web.Request, target: options.Target, opts: options.ListOptions
+) -> web.StreamResponse:
+    """Stream events until `timeoutSeconds`, the client leaves, or the server stops."""
+    info = target.info
+    namespace_term = f"metadata.namespace={target.namespace}" if target.namespace else ""
+    fields = ",".join(term for term in (opts.field_selector, namespace_term) if term)
+    chosen = selection.Selection(info.plural, opts.label_selector, fields)
+    start = _resource_version(opts.resource_version)
+    encoder = _Encoder(request, target)
+    core = request.app[keys.CORE]
+    initial: list[msgspec.Raw] = []
+    if start is None:
+        listing = messages.list_result_decoder.decode(
+            await core.handle(
+                messages.List(
+                    resource=info.plural,
+                    namespace=target.namespace,
+                    label_selector=opts.label_selector,
+                    field_selector=opts.field_selector,
+                ),
+                options.context(request),
+            )
+        )
+        initial, start = listing.items, listing.resource_version
+
+    response = web.StreamResponse(headers={"Content-Type": negotiation.JSON})
+    response.enable_chunked_encoding()
+    await response.prepare(request)
+    task = asyncio.current_task()
+    assert task is not None
+    watches = request.app[keys.WATCHES]
+    watches.add(task)
+    try:
+        async with asyncio.timeout(opts.timeout_seconds):
+            await _stream(request, response, encoder, chosen, initial, start, opts)
+    except TimeoutError:
+        pass  # timeoutSeconds is up: the watch ends normally and the client re-watches
+    finally:
+        watches.discard(task)
+    with contextlib.suppress(ConnectionError):
+        await response.write_eof()
+    return response
+
+
+async def _stream(
+    request: web.Request,
+    response: web.StreamResponse,
+    encoder: _Encoder,
+    chosen: selection.Selection,
+    initial: list[msgspec.Raw],
+    start: int,
+    opts: options.ListOptions,
+) -> None:
+    info = encoder.info
+    # Objects this watch has shown as matching; the key to DELETED events for objects that
+    # stop matching a selector (complete only when the watch began with a list).
+    shown: set[str] = set()
+    for existing in initial:
+        shown.add(_uid_decoder.decode(existing).metadata.uid)
+        await response.write(encoder.event("ADDED", bytes(existing)) + b"\n")
+    node = chosen.equals("spec.nodeName") if info.plural in _NODE_ROUTED else None
+    queue: asyncio.Queue[_Item] = asyncio.Queue(_BUFFER)
+    events = client.watch_raw(request.app[keys.BUS], info.plural, resource_version=start, node=node)
+    pump = asyncio.create_task(_pump(events, queue), name=f"http-watch-{info.plural}")
+    interval = request.app[keys.BOOKMARK_INTERVAL] if opts.allow_watch_bookmarks else None
+    last = start
+    try:
+        while True:
+            try:
+                item = await asyncio.wait_for(queue.get(), timeout=interval)
+            except TimeoutError:
+                await response.write(encoder.bookmark(last) + b"\n")
+                continue
+            if item is None:
+                return  # the stream ended (the server is stopping): the client re-watches
+            if isinstance(item, errors.ApiError):
+                await response.write(encoder.error(item) + b"\n")
+                return
+            last, event = item
+            type_ = _visible_as(event, chosen, shown)
+            if type_ is not None:
+                await response.write(encoder.event(type_, bytes(event.object)) + b"\n")
+    finally:
+        pump.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await pump
+
+
+async def _pump(
+    events: AsyncIterator[tuple[int, messages.WatchEvent]], queue: asyncio.Queue[_Item]
+) -> None:
+    """Move events from the stream into the queue, then what ended it: an error (410
+    Expired) or None."""
+    try:
+        async for item in events:
+            await queue.put(item)
+    except errors.ApiError as exc:
+        await queue.put(exc)
+    else:
+        await queue.put(None)
+
+
+def _visible_as(
+    event: messages.WatchEvent, chosen: selection.Selection, shown: set[str]
+) -> str | None:
+    """The event type this watch sends for a stream event, or None to skip it."""
+    data = bytes(event.object)
+    if chosen.everything():
+        return event.type
+    uid = _uid_decoder.decode(data).metadata.uid
+    if chosen.matches(data):
+        if event.type == "DELETED":
+            shown.discard(uid)
+        else:
+            shown.add(uid)
+        return event.type
+    if uid in shown:
+        shown.discard(uid)
+        return "DELETED"
+    return None
+
+
+def _resource_version(value: str) -> int | None:
+    """The resourceVersion to watch from; None (empty or "0") means "list first"."""
+    if value in ("", "0"):
+        return None
+    try:
+        return int(value)
+    except ValueError:
+        raise errors.BadRequest(f"invalid resourceVersion {value!r}") from None

@@ -1,0 +1,234 @@
+"""ReplicaSet controller: `spec.replicas` pods of the template (upstream pkg/controller/replicaset).
+
+Pods are named `<replicaset>-<5 random>` (generateName), carry the template's labels,
+annotations and finalizers and a controller ownerReference to the ReplicaSet, and copy its
+pod spec. Pods are found through that ownerReference; orphans matching the selector are not
+adopted (upstream adopts them). Scaling down deletes the pods that matter least first, in
+upstream's order (`controller.ActivePodsWithRanks`): unscheduled before scheduled, Pending
+before Unknown before Running, not ready before ready, more pods of the set on the same node
+before fewer, ready for less time before longer, more restarts before fewer, newer before
+older. Status (replicas, fullyLabeledReplicas, readyReplicas, availableReplicas,
+observedGeneration) is written through the status subresource.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections import Counter
+from collections.abc import Awaitable, Callable
+from datetime import datetime
+from typing import Any
+
+from drasim.common import errors, labels
+from drasim.common.api import apps_v1, core_v1, meta_v1
+from drasim.common.client import ApiClient
+from drasim.common.informer import Informer, Key, key_of
+from drasim.controllers import owners, podutil, status_patch
+from drasim.controllers.queue import WorkQueue
+
+log = logging.getLogger(__name__)
+
+# Upstream `burstReplicas`: at most this many pods are created or deleted by one sync.
+BURST_REPLICAS = 500
+# Upstream `controller.SlowStartInitialBatchSize`: creations go out in batches of 1, 2, 4, ...
+# and stop at the first batch with an error, so a doomed create (quota, a bad template) is
+# tried a few times rather than 500 times.
+SLOW_START_INITIAL_BATCH_SIZE = 1
+
+
+def replicas(spec: apps_v1.ReplicaSetSpec | apps_v1.DeploymentSpec) -> int:
+    """`spec.replicas`, defaulted to 1 as the API server would."""
+    return 1 if spec.replicas is None else spec.replicas
+
+
+def pod_from_template(rs: apps_v1.ReplicaSet) -> core_v1.Pod:
+    """`controller.GetPodFromTemplate`: a new pod of the set, named by the API server."""
+    template = rs.spec.template
+    return core_v1.Pod(
+        metadata=meta_v1.ObjectMeta(
+            generate_name=f"{rs.metadata.name}-",
+            namespace=rs.metadata.namespace,
+            labels=dict(template.metadata.labels),
+            annotations=dict(template.metadata.annotations),
+            finalizers=list(template.metadata.finalizers),
+            owner_references=[owners.new_controller_ref(rs)],
+        ),
+        spec=template.spec,
+    )
+
+
+def pods_to_delete(pods: list[core_v1.Pod], count: int) -> list[core_v1.Pod]:
+    """The `count` pods a scale-down removes, in upstream's `ActivePodsWithRanks` order."""
+    colocated = Counter(p.spec.node_name for p in pods if p.spec.node_name)
+    return sorted(pods, key=lambda p: _deletion_order(p, colocated))[:count]
+
+
+_PHASE_ORDER = {"Pending": 0, "Unknown": 1, "Running": 2}
+
+
+def _deletion_order(pod: core_v1.Pod, colocated: Counter[str]) -> tuple[Any, ...]:
+    """Smaller sorts first and is deleted first; a missing timestamp counts as newest."""
+    ready = podutil.is_pod_ready(pod)
+    condition = podutil.ready_condition(pod)
+    ready_since = podutil.parse_time(condition.last_transition_time) if condition else None
+    created = podutil.parse_time(pod.metadata.creation_timestamp)
+    restarts = max((c.restart_count for c in pod.status.container_statuses), default=0)
+    return (
+        bool(pod.spec.node_name),
+        _PHASE_ORDER.get(pod.status.phase, 0),
+        ready,
+        -colocated[pod.spec.node_name] if pod.spec.node_name else 0,
+        # Both ready: the one ready for less time goes first.
+        _newest_first(ready_since) if ready else 0.0,
+        -restarts,
+        _newest_first(created),
+    )
+
+
+def _newest_first(when: datetime | None) -> float:
+    return -when.timestamp() if when is not None else float("-inf")
+
+
+async def slow_start_batch(count: int, call: Callable[[], Awaitable[object]]) -> None:
+    """`controller.slowStartBatch`: `call` `count` times in batches of 1, 2, 4, ...
+
+    Stops after the first batch with a failure and raises its first error.
+    """
+    done, batch = 0, SLOW_START_INITIAL_BATCH_SIZE
+    while done < count:
+        size = min(batch, count - done)
+        results = await asyncio.gather(*(call() for _ in range(size)), return_exceptions=True)
+        failures = [r for r in results if isinstance(r, BaseException)]
+        if failures:
+            raise failures[0]
+        done += size
+        batch *= 2
+
+
+class ReplicaSetController:
+    """Reconciles each ReplicaSet's pods toward `spec.replicas` and reports its status."""
+
+    def __init__(
+        self,
+        api: ApiClient,
+        *,
+        pods: Informer[core_v1.Pod],
+        replica_sets: Informer[apps_v1.ReplicaSet],
+        concurrency: int = 16,
+    ) -> None:
+        self.api = api
+        self.pods = pods
+        self.replica_sets = replica_sets
+        self.queue: WorkQueue[Key] = WorkQueue("replicaset", self.sync, concurrency=concurrency)
+        self._pods_by_owner = owners.OwnerIndex(kind="ReplicaSet", api_version="apps/v1")
+        self._pods_by_owner.attach(pods)
+        # Upstream's "expectations": the resourceVersion of this controller's last pod write
+        # per ReplicaSet. Until the pod cache has seen it, a sync would count stale pods and
+        # create or delete twice; the write's own event requeues the ReplicaSet.
+        self._written: dict[Key, int] = {}
+        replica_sets.add_handlers(
+            on_add=self._enqueue,
+            on_update=lambda _old, new: self._enqueue(new),
+            on_delete=self._enqueue,
+        )
+        pods.add_handlers(
+            on_add=self._enqueue_owner,
+            on_update=self._on_pod_update,
+            on_delete=self._enqueue_owner,
+        )
+
+    def _enqueue(self, rs: apps_v1.ReplicaSet) -> None:
+        self.queue.add(key_of(rs))
+
+    def _enqueue_owner(self, pod: core_v1.Pod) -> None:
+        ref = owners.controller_ref(pod, kind="ReplicaSet", api_version="apps/v1")
+        if ref is not None:
+            self.queue.add((pod.metadata.namespace, ref.name))
+
+    def _on_pod_update(self, old: core_v1.Pod, new: core_v1.Pod) -> None:
+        self._enqueue_owner(new)
+        if old.metadata.controller_ref() != new.metadata.controller_ref():
+            self._enqueue_owner(old)
+
+    async def sync(self, key: Key) -> None:
+        namespace, name = key
+        rs = self.replica_sets.get(name, namespace)
+        if rs is None:
+            self._written.pop(key, None)
+            return
+        if self.pods.resource_version < self._written.get(key, 0):
+            return
+        owned = (self.pods.cache.get(k) for k in self._pods_by_owner.keys(rs.metadata.uid))
+        active = [p for p in owned if p is not None and podutil.is_pod_active(p)]
+        try:
+            if rs.metadata.deletion_timestamp is None:
+                await self._manage_replicas(key, rs, active)
+        finally:
+            await self._update_status(key, rs, active)
+
+    async def _manage_replicas(
+        self, key: Key, rs: apps_v1.ReplicaSet, active: list[core_v1.Pod]
+    ) -> None:
+        diff = len(active) - replicas(rs.spec)
+        if diff < 0:
+            want = min(-diff, BURST_REPLICAS)
+            created: list[core_v1.Pod] = []
+
+            async def create() -> None:
+                created.append(await self.api.create(pod_from_template(rs)))
+
+            try:
+                await slow_start_batch(want, create)
+            finally:
+                self._note_written(key, created)
+        elif diff > 0:
+            victims = pods_to_delete(active, min(diff, BURST_REPLICAS))
+            results = await asyncio.gather(
+                *(self._delete_pod(pod) for pod in victims), return_exceptions=True
+            )
+            self._note_written(key, [r for r in results if isinstance(r, core_v1.Pod)])
+            failures = [r for r in results if isinstance(r, BaseException)]
+            if failures:
+                raise failures[0]
+
+    async def _delete_pod(self, pod: core_v1.Pod) -> core_v1.Pod | None:
+        try:
+            meta = pod.metadata
+            return await self.api.delete(
+                core_v1.Pod, meta.name, namespace=meta.namespace, uid=meta.uid
+            )
+        except errors.NotFound:
+            return None
+
+    def _note_written(self, key: Key, pods: list[core_v1.Pod]) -> None:
+        versions = [int(p.metadata.resource_version) for p in pods]
+        if versions:
+            self._written[key] = max(self._written.get(key, 0), *versions)
+
+    async def _update_status(
+        self, key: Key, rs: apps_v1.ReplicaSet, active: list[core_v1.Pod]
+    ) -> None:
+        now = podutil.now()
+        min_ready = rs.spec.min_ready_seconds
+        template_labels = labels.from_match_labels(rs.spec.template.metadata.labels)
+        ready = [p for p in active if podutil.is_pod_ready(p)]
+        status = apps_v1.ReplicaSetStatus(
+            replicas=len(active),
+            fully_labeled_replicas=sum(template_labels.matches(p.metadata.labels) for p in active),
+            ready_replicas=len(ready),
+            available_replicas=sum(podutil.is_pod_available(p, min_ready, now) for p in ready),
+            observed_generation=rs.metadata.generation,
+            conditions=rs.status.conditions,
+        )
+        if status != rs.status:
+            await self.api.patch(
+                apps_v1.ReplicaSet,
+                rs.metadata.name,
+                status_patch.merge_patch(status),
+                namespace=rs.metadata.namespace,
+                subresource="status",
+            )
+        # Ready pods become available `minReadySeconds` later, and no event says when.
+        if min_ready and status.ready_replicas > status.available_replicas:
+            self.queue.add_after(key, float(min_ready))

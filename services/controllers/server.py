@@ -1,0 +1,80 @@
+"""The controller manager: every drasim controller in one process, as kube-controller-manager.
+
+Controllers share one informer per kind (the handlers of all controllers run on each
+event) and each has its own work queue and API client (its actor in the event log).
+`start()` returns once every cache is synced and the queues run; `stop()` ends them in
+reverse order. Tests run it in-process; `python -m drasim.controllers` runs it as a service.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from drasim.common.api import apps_v1, core_v1, resource_v1
+from drasim.common.bus.client import Bus
+from drasim.common.client import ApiClient
+from drasim.common.informer import Informer
+from drasim.controllers.deployment import DeploymentController
+from drasim.controllers.queue import WorkQueue
+from drasim.controllers.replicaset import ReplicaSetController
+from drasim.controllers.resourceclaim import ResourceClaimController
+
+
+class ControllerManager:
+    """Deployment, ReplicaSet and ResourceClaim controllers over shared informers."""
+
+    def __init__(self, bus: Bus, *, resource_claim_concurrency: int = 256) -> None:
+        informer_client = ApiClient(bus, actor="controller-manager")
+        self.pods = Informer(informer_client, core_v1.Pod)
+        self.resource_claims = Informer(informer_client, resource_v1.ResourceClaim)
+        self.resource_claim_templates = Informer(informer_client, resource_v1.ResourceClaimTemplate)
+        self.replica_sets = Informer(informer_client, apps_v1.ReplicaSet)
+        self.deployments = Informer(informer_client, apps_v1.Deployment)
+        self.deployment = DeploymentController(
+            ApiClient(bus, actor="deployment-controller"),
+            deployments=self.deployments,
+            replica_sets=self.replica_sets,
+            pods=self.pods,
+        )
+        self.replica_set = ReplicaSetController(
+            ApiClient(bus, actor="replicaset-controller"),
+            pods=self.pods,
+            replica_sets=self.replica_sets,
+        )
+        self.resource_claim = ResourceClaimController(
+            ApiClient(bus, actor="resourceclaim-controller"),
+            pods=self.pods,
+            claims=self.resource_claims,
+            templates=self.resource_claim_templates,
+            concurrency=resource_claim_concurrency,
+        )
+
+    @property
+    def informers(self) -> list[Informer[Any]]:
+        return [
+            self.pods,
+            self.resource_claims,
+            self.resource_claim_templates,
+            self.replica_sets,
+            self.deployments,
+        ]
+
+    @property
+    def queues(self) -> list[WorkQueue[Any]]:
+        return [self.deployment.queue, self.replica_set.queue, self.resource_claim.queue]
+
+    async def start(self) -> None:
+        """Fill the caches (retrying until the apistore answers), then run the queues, so
+        that no controller acts on a partial picture of the cluster."""
+        for informer in self.informers:
+            informer.start()
+        await asyncio.gather(*(informer.wait_synced() for informer in self.informers))
+        for queue in self.queues:
+            queue.start()
+
+    async def stop(self) -> None:
+        for queue in self.queues:
+            await queue.stop()
+        for informer in self.informers:
+            await informer.stop()

@@ -1,0 +1,361 @@
+"""The DRA driver shim: one driver's kubelet plugin on one node.
+
+- Publishes the node's healthy devices of its groups as one resource pool (named after the
+  node) of ResourceSlices, at most 128 devices each (spec §9); every change is written as a
+  new pool generation, so the scheduler never mixes old and new slices.
+- Answers NodePrepareResources / NodeUnprepareResources (`dra_api`) for claims allocated
+  on this node, the special claim of extended resources included: it reads the claim,
+  refuses devices that are not its own or not healthy, and returns CDI device ids whose
+  CDI edits set `<request with '-' → '_'>=true` (spec §4.8). Prepare is idempotent per
+  claim UID and checkpointed, so a restarted process answers from the checkpoint instead
+  of preparing again (`prepare_count` counts real preparations).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from pathlib import Path
+
+import msgspec
+from nats.aio.msg import Msg
+from nats.aio.subscription import Subscription
+
+from drasim.common import codec, errors
+from drasim.common.api import meta_v1, resource_v1
+from drasim.common.bus.client import Bus
+from drasim.common.client import ApiClient
+from drasim.common.cluster_file import AttributeValue
+from drasim.drivers import cdi, dra_api
+from drasim.drivers.checkpoint import Checkpoint
+from drasim.drivers.probe import Probe, ProbedDevice
+
+__all__ = ["DraDriver", "DriverCheckpoint", "PreparedClaim"]
+
+log = logging.getLogger(__name__)
+
+MAX_DEVICES_PER_SLICE = 128  # ResourceSliceMaxDevices (spec §9)
+
+
+class PreparedClaim(msgspec.Struct, kw_only=True):
+    namespace: str
+    name: str
+    devices: list[dra_api.PreparedDevice]
+
+
+class DriverCheckpoint(msgspec.Struct, kw_only=True):
+    prepared: dict[str, PreparedClaim] = {}  # by claim UID
+
+
+class DraDriver:
+    """`driver`'s plugin on `node`, serving the device groups in `groups`."""
+
+    def __init__(
+        self,
+        *,
+        api: ApiClient,
+        bus: Bus,
+        node: str,
+        driver: str,
+        probe: Probe,
+        cdi_registry: cdi.Registry,
+        checkpoint_path: Path | None = None,
+    ) -> None:
+        self.api = api
+        self.bus = bus
+        self.node = node
+        self.driver = driver
+        self.pool = node  # one pool per node, named after it, as node-local drivers do
+        self.groups: set[str] = set()
+        self.prepare_count = 0
+        self._probe = probe
+        self._cdi = cdi_registry
+        self._checkpoint = Checkpoint(checkpoint_path, DriverCheckpoint, DriverCheckpoint)
+        self._state = self._checkpoint.load()
+        for uid, claim in self._state.prepared.items():
+            self._add_cdi_specs(uid, claim)
+        self._node_uid = ""
+        self._sub: Subscription | None = None
+        self._slices: dict[str, resource_v1.ResourceSlice] | None = None  # None: not read yet
+        self._generation = 0
+        self._publish_lock = asyncio.Lock()
+        self._republish: set[asyncio.Task[None]] = set()
+        probe.watch(self._on_health_change)
+
+    # -- lifecycle ---------------------------------------------------------------------
+    async def serve(self, groups: set[str], *, node_uid: str) -> None:
+        """Answer the kubelet and publish `groups` (replacing what was served before)."""
+        self.groups = set(groups)
+        self._node_uid = node_uid
+        if self._sub is None:
+            subject = dra_api.plugin_subject(self.bus.prefix, self.node, self.driver)
+            self._sub = await self.bus.nc.subscribe(subject, cb=self._on_request)
+        await self.publish()
+
+    async def withdraw(self) -> None:
+        """Stop serving the node (its exposure moved to a device plugin): slices go too."""
+        self.groups = set()
+        await self.publish()
+        await self.close()
+
+    async def close(self) -> None:
+        """Stop answering; published slices stay, as when a driver restarts."""
+        for task in list(self._republish):
+            task.cancel()
+        await asyncio.gather(*self._republish, return_exceptions=True)
+        if self._sub is not None:
+            with contextlib.suppress(Exception):
+                await self._sub.unsubscribe()
+            self._sub = None
+
+    def devices(self) -> list[ProbedDevice]:
+        """Every device of the served groups, healthy or not."""
+        return [
+            d
+            for d in self._probe.devices()
+            if d.driver == self.driver and d.group.name in self.groups
+        ]
+
+    def prepared_devices(self) -> dict[str, set[str]]:
+        """Device name → UIDs of the prepared claims using it."""
+        found: dict[str, set[str]] = {}
+        for uid, claim in self._state.prepared.items():
+            for device in claim.devices:
+                found.setdefault(device.device_name, set()).add(uid)
+        return found
+
+    # -- ResourceSlices ----------------------------------------------------------------
+    async def publish(self) -> None:
+        """Make the pool's slices list exactly the healthy devices (a no-op if they do)."""
+        async with self._publish_lock:
+            if self._slices is None:
+                listed, _ = await self.api.list(
+                    resource_v1.ResourceSlice,
+                    field_selector=f"spec.nodeName={self.node},spec.driver={self.driver}",
+                )
+                self._slices = {s.metadata.name: s for s in listed}
+                self._generation = max((s.spec.pool.generation for s in listed), default=0)
+            healthy = [_slice_device(d) for d in self.devices() if d.healthy]
+            chunks = [
+                healthy[i : i + MAX_DEVICES_PER_SLICE]
+                for i in range(0, len(healthy), MAX_DEVICES_PER_SLICE)
+            ] or [[]]
+            if not self.groups:
+                chunks = []
+            wanted = {f"{self.node}-{self.driver}-{i}": devices for i, devices in enumerate(chunks)}
+            if self._published(wanted):
+                return
+            self._generation += 1
+            for name, devices in wanted.items():
+                self._slices[name] = await self._write_slice(name, devices, len(wanted))
+            for name in [n for n in self._slices if n not in wanted]:
+                with contextlib.suppress(errors.NotFound):
+                    await self.api.delete(resource_v1.ResourceSlice, name)
+                del self._slices[name]
+
+    def _published(self, wanted: dict[str, list[resource_v1.Device]]) -> bool:
+        assert self._slices is not None
+        if self._slices.keys() != wanted.keys():
+            return False
+        generations = {s.spec.pool.generation for s in self._slices.values()}
+        return len(generations) <= 1 and all(
+            codec.encode(self._slices[name].spec.devices) == codec.encode(devices)
+            for name, devices in wanted.items()
+        )
+
+    async def _write_slice(
+        self, name: str, devices: list[resource_v1.Device], count: int
+    ) -> resource_v1.ResourceSlice:
+        assert self._slices is not None
+        spec = resource_v1.ResourceSliceSpec(
+            driver=self.driver,
+            pool=resource_v1.ResourcePool(
+                name=self.pool, generation=self._generation, resource_slice_count=count
+            ),
+            node_name=self.node,
+            devices=devices,
+        )
+        current = self._slices.get(name)
+        while True:
+            if current is None:
+                obj = resource_v1.ResourceSlice(
+                    metadata=meta_v1.ObjectMeta(
+                        name=name,
+                        owner_references=[
+                            meta_v1.OwnerReference(
+                                api_version="v1", kind="Node", name=self.node, uid=self._node_uid
+                            )
+                        ],
+                    ),
+                    spec=spec,
+                )
+                try:
+                    return await self.api.create(obj)
+                except errors.AlreadyExists:
+                    current = await self.api.get(resource_v1.ResourceSlice, name)
+                    continue
+            current.spec = spec
+            try:
+                return await self.api.update(current)
+            except errors.Conflict:
+                current = await self.api.get(resource_v1.ResourceSlice, name)
+            except errors.NotFound:
+                current = None
+
+    def _on_health_change(self, device: ProbedDevice) -> None:
+        """An unhealthy device leaves the slice; a recovered one comes back."""
+        if device.driver == self.driver and device.group.name in self.groups:
+            task = asyncio.get_running_loop().create_task(
+                self.publish(), name=f"publish-{self.node}-{self.driver}"
+            )
+            self._republish.add(task)
+            task.add_done_callback(self._republished)
+
+    def _republished(self, task: asyncio.Task[None]) -> None:
+        self._republish.discard(task)
+        if not task.cancelled() and task.exception() is not None:
+            log.error("%s on %s: republishing failed: %s", self.driver, self.node, task.exception())
+
+    # -- NodePrepareResources / NodeUnprepareResources ---------------------------------
+    async def _on_request(self, msg: Msg) -> None:
+        request = dra_api.decode_request(msg.data)
+        try:
+            match request:
+                case dra_api.NodePrepareResourcesRequest():
+                    response: msgspec.Struct = await self.node_prepare_resources(request)
+                case dra_api.NodeUnprepareResourcesRequest():
+                    response = self.node_unprepare_resources(request)
+        except Exception as exc:  # answer at once rather than let the kubelet time out
+            log.exception("%s on %s: %s failed", self.driver, self.node, type(request).__name__)
+            error = f"{self.driver} on {self.node}: {exc}"
+            if isinstance(request, dra_api.NodePrepareResourcesRequest):
+                response = dra_api.NodePrepareResourcesResponse(
+                    claims={
+                        c.uid: dra_api.NodePrepareResourceResponse(error=error)
+                        for c in request.claims
+                    }
+                )
+            else:
+                response = dra_api.NodeUnprepareResourcesResponse(
+                    claims={
+                        c.uid: dra_api.NodeUnprepareResourceResponse(error=error)
+                        for c in request.claims
+                    }
+                )
+        await msg.respond(dra_api.encode(response))
+
+    async def node_prepare_resources(
+        self, request: dra_api.NodePrepareResourcesRequest
+    ) -> dra_api.NodePrepareResourcesResponse:
+        results = {}
+        for claim in request.claims:
+            prepared = self._state.prepared.get(claim.uid)
+            if prepared is not None:
+                results[claim.uid] = dra_api.NodePrepareResourceResponse(devices=prepared.devices)
+                continue
+            try:
+                devices = await self._prepare(claim)
+            except _PrepareError as exc:
+                results[claim.uid] = dra_api.NodePrepareResourceResponse(error=str(exc))
+                continue
+            prepared = PreparedClaim(namespace=claim.namespace, name=claim.name, devices=devices)
+            self._state.prepared[claim.uid] = prepared
+            self._add_cdi_specs(claim.uid, prepared)
+            self.prepare_count += 1
+            results[claim.uid] = dra_api.NodePrepareResourceResponse(devices=devices)
+        self._checkpoint.save(self._state)
+        return dra_api.NodePrepareResourcesResponse(claims=results)
+
+    def node_unprepare_resources(
+        self, request: dra_api.NodeUnprepareResourcesRequest
+    ) -> dra_api.NodeUnprepareResourcesResponse:
+        """Idempotent: a claim this driver does not hold is already unprepared."""
+        for claim in request.claims:
+            prepared = self._state.prepared.pop(claim.uid, None)
+            if prepared is not None:
+                for device in prepared.devices:
+                    for cdi_id in device.cdi_device_ids:
+                        self._cdi.remove(cdi_id)
+        self._checkpoint.save(self._state)
+        return dra_api.NodeUnprepareResourcesResponse(
+            claims={c.uid: dra_api.NodeUnprepareResourceResponse() for c in request.claims}
+        )
+
+    async def _prepare(self, ref: dra_api.Claim) -> list[dra_api.PreparedDevice]:
+        try:
+            claim = await self.api.get(resource_v1.ResourceClaim, ref.name, namespace=ref.namespace)
+        except errors.ApiError as exc:
+            raise _PrepareError(f"fetch ResourceClaim {ref.namespace}/{ref.name}: {exc}") from exc
+        if claim.metadata.uid != ref.uid:
+            raise _PrepareError(
+                f"ResourceClaim {ref.namespace}/{ref.name} has UID {claim.metadata.uid}, "
+                f"not {ref.uid}"
+            )
+        allocation = claim.status.allocation
+        if allocation is None:
+            raise _PrepareError(f"ResourceClaim {ref.namespace}/{ref.name} is not allocated")
+        own = {d.name: d for d in self.devices()}
+        by_device: dict[str, dra_api.PreparedDevice] = {}
+        for result in allocation.devices.results:
+            if result.driver != self.driver:
+                continue
+            device = own.get(result.device) if result.pool == self.pool else None
+            if device is None:
+                raise _PrepareError(
+                    f"device {result.driver}/{result.pool}/{result.device} of ResourceClaim "
+                    f"{ref.namespace}/{ref.name} is not a device of driver {self.driver} "
+                    f"on node {self.node}"
+                )
+            if not device.healthy:
+                raise _PrepareError(f"device {self.driver}/{self.pool}/{device.name} is unhealthy")
+            prepared = by_device.get(device.name)
+            if prepared is None:
+                prepared = by_device[device.name] = dra_api.PreparedDevice(
+                    pool_name=self.pool,
+                    device_name=device.name,
+                    request_names=[],
+                    cdi_device_ids=[
+                        cdi.device_id(self.driver, device.group.name, f"{ref.uid}-{device.name}")
+                    ],
+                    share_id=result.share_id,
+                )
+            prepared.request_names.append(result.request)
+        return list(by_device.values())
+
+    def _add_cdi_specs(self, uid: str, claim: PreparedClaim) -> None:
+        for device in claim.devices:
+            env = {_env_name(request): "true" for request in device.request_names}
+            for cdi_id in device.cdi_device_ids:
+                self._cdi.add(cdi_id, env)
+
+
+class _PrepareError(Exception):
+    """One claim could not be prepared; the message goes back to the kubelet."""
+
+
+def _env_name(request: str) -> str:
+    """`container-0-request-0` → `container_0_request_0` (a subrequest's `/` too)."""
+    return request.replace("-", "_").replace("/", "_")
+
+
+def _slice_device(device: ProbedDevice) -> resource_v1.Device:
+    attributes = {name: _attribute(value) for name, value in device.attributes.items()}
+    attributes["index"] = resource_v1.DeviceAttribute(int_value=device.index)
+    return resource_v1.Device(
+        name=device.name,
+        attributes=attributes,
+        capacity={
+            name: resource_v1.DeviceCapacity(value=value) for name, value in device.capacity.items()
+        },
+    )
+
+
+def _attribute(value: AttributeValue) -> resource_v1.DeviceAttribute:
+    if isinstance(value, resource_v1.DeviceAttribute):
+        return value
+    if isinstance(value, bool):  # before int: a bool is an int in Python
+        return resource_v1.DeviceAttribute(bool_value=value)
+    if isinstance(value, int):
+        return resource_v1.DeviceAttribute(int_value=value)
+    return resource_v1.DeviceAttribute(string_value=value)

@@ -1,0 +1,108 @@
+"""Hardware probes: what a node has (machine resources, devices) and whether each device is
+healthy.
+
+Drivers and the kubelet only see the `Probe` protocol, so a probe of real hardware (NVML,
+sysfs) could replace `EmulatedProbe`, which reads a node profile and lets `drasim node
+fault` flip device health (issue item 5).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Protocol, runtime_checkable
+
+from drasim.common.cluster_file import AttributeValue, DeviceGroup, NodeProfile
+from drasim.common.quantity import Quantity
+
+__all__ = ["EmulatedProbe", "HealthListener", "Probe", "ProbedDevice"]
+
+
+@dataclass(slots=True)
+class ProbedDevice:
+    """One device as found on the node; its group's attributes are shared, not copied."""
+
+    name: str
+    group: DeviceGroup
+    index: int  # position within its group, published as the `index` attribute
+    healthy: bool = True
+
+    @property
+    def driver(self) -> str:
+        return self.group.driver
+
+    @property
+    def attributes(self) -> dict[str, AttributeValue]:
+        return self.group.attributes
+
+    @property
+    def capacity(self) -> dict[str, Quantity]:
+        return self.group.capacity
+
+
+HealthListener = Callable[[ProbedDevice], None]
+"""Called after a device's health changed (it carries the new health)."""
+
+
+@runtime_checkable
+class Probe(Protocol):
+    def machine(self) -> dict[str, Quantity]:
+        """Node capacity apart from devices: cpu, memory, pods, ephemeral-storage."""
+        ...
+
+    def devices(self) -> list[ProbedDevice]: ...
+
+    def watch(self, listener: HealthListener) -> None:
+        """Call `listener` on every health change from now on."""
+        ...
+
+
+@dataclass
+class EmulatedProbe:
+    """The hardware of a node profile; every device starts healthy."""
+
+    profile: NodeProfile
+    _devices: list[ProbedDevice] = field(init=False)
+    _listeners: list[HealthListener] = field(init=False, default_factory=list)
+
+    def __post_init__(self) -> None:
+        self._devices = [
+            ProbedDevice(name=name, group=group, index=i)
+            for group in self.profile.devices
+            for i, name in enumerate(group.device_names())
+        ]
+
+    def machine(self) -> dict[str, Quantity]:
+        found = {
+            "cpu": self.profile.cpu,
+            "memory": self.profile.memory,
+            "pods": Quantity(self.profile.pods),
+        }
+        if self.profile.ephemeral_storage is not None:
+            found["ephemeral-storage"] = self.profile.ephemeral_storage
+        return found
+
+    def devices(self) -> list[ProbedDevice]:
+        return self._devices
+
+    def watch(self, listener: HealthListener) -> None:
+        self._listeners.append(listener)
+
+    def find(self, name: str) -> ProbedDevice:
+        """A device by `name`, or by `driver/name` where several drivers use the name."""
+        driver, _, device = name.rpartition("/")
+        found = [d for d in self._devices if d.name == device and driver in ("", d.driver)]
+        if len(found) != 1:
+            known = ", ".join(f"{d.driver}/{d.name}" for d in self._devices) or "none"
+            problem = "is ambiguous" if found else "does not exist"
+            raise KeyError(f"device {name} {problem} (devices: {known})")
+        return found[0]
+
+    def set_health(self, name: str, *, healthy: bool) -> ProbedDevice:
+        """Emulate a device failing or recovering; listeners hear of a change only."""
+        device = self.find(name)
+        if device.healthy != healthy:
+            device.healthy = healthy
+            for listener in self._listeners:
+                listener(device)
+        return device

@@ -1,0 +1,66 @@
+"""`python -m drasim.kubelet --cluster FILE --shard i/n`: one kubelet process.
+
+It hosts every n-th node of the cluster file starting at node i (`drasim up --kubelets n`
+starts n of them), prints `READY` once all its nodes are registered and their pods listed,
+and runs until SIGTERM or SIGINT.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from drasim.common import cluster_file, service
+from drasim.common.bus.client import Bus
+from drasim.common.client import ApiClient
+from drasim.kubelet.run import KubeletProcess
+
+
+def _add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--cluster", type=Path, help="cluster file (default: the KEP-5004 example cluster)"
+    )
+    parser.add_argument("--shard", default="0/1", help="i/n: host every n-th node from node i")
+    parser.add_argument(
+        "--state-dir", type=Path, help="where nodes keep their checkpoints (default: memory)"
+    )
+    parser.add_argument(
+        "--heartbeat-seconds", type=float, default=10.0, help="Lease renewal period"
+    )
+
+
+def main(argv: list[str] | None = None) -> int:
+    config, args = service.parse_args("kubelet", argv, add=_add_arguments)
+    if not config.nats_url:
+        print("drasim-kubelet: --nats-url is required", file=sys.stderr)
+        return 2
+    try:
+        cluster = cluster_file.load(args.cluster)
+        index, count = cluster_file.parse_shard(args.shard)
+    except ValueError as exc:  # ClusterFileError is one
+        print(f"drasim-kubelet: {exc}", file=sys.stderr)
+        return 2
+    nodes = cluster.shard(index, count)
+
+    async def serve() -> None:
+        bus = await Bus.connect(config.nats_url, prefix=config.prefix, name=f"kubelet-{index}")
+        kubelet = KubeletProcess(
+            api=ApiClient(bus, actor="kubelet"),
+            nodes=nodes,
+            state_dir=args.state_dir,
+            heartbeat_period=args.heartbeat_seconds,
+        )
+        try:
+            await kubelet.start()
+            service.announce_ready(f"kubelet shard={index}/{count} nodes={len(nodes)}")
+            await service.wait_for_signal()
+        finally:
+            await kubelet.stop()
+            await bus.close()
+
+    return service.run("kubelet", serve, config.log_level)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,187 @@
+"""The kubelet's DRA manager for one node (upstream `pkg/kubelet/cm/dra/manager.go`).
+
+Prepare (spec §4.2): a pod's claims are its `spec.resourceClaims` (a template's claim is
+named in `status.resourceClaimStatuses`) plus the special claim named in
+`status.extendedResourceClaimStatus`. Each is read from the API; the pod must be in its
+`status.reservedFor` (ownership is not checked, so the scheduler-made special claim
+passes); its drivers come from the allocation results, and each driver gets one
+NodePrepareResources call for all of the pod's claims it serves.
+
+Claims are cached by (namespace, name) with the pods using them, and unprepared when the
+last of those pods goes (§4.6). The cache is checkpointed, so a restarted kubelet still
+knows what it prepared: it neither prepares a running pod's claims again nor forgets to
+unprepare those of a pod deleted while it was down.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import msgspec
+
+from drasim.common import errors
+from drasim.common.api import core_v1, resource_v1
+from drasim.common.bus.client import Bus
+from drasim.common.client import ApiClient
+from drasim.drivers import dra_api
+from drasim.drivers.checkpoint import Checkpoint
+from drasim.drivers.errors import TemporaryError
+
+__all__ = ["ClaimInfo", "DraManager", "DraManagerState", "claim_names"]
+
+
+class ClaimInfo(msgspec.Struct, kw_only=True):
+    """One claim on this node: who uses it and what each driver prepared for it."""
+
+    namespace: str
+    name: str
+    uid: str
+    drivers: list[str]
+    pod_uids: set[str] = set()
+    prepared: dict[str, list[dra_api.PreparedDevice]] = {}  # by driver, once prepared
+
+    def is_prepared(self) -> bool:
+        return self.prepared.keys() >= set(self.drivers)
+
+    def ref(self) -> dra_api.Claim:
+        return dra_api.Claim(namespace=self.namespace, uid=self.uid, name=self.name)
+
+
+class DraManagerState(msgspec.Struct, kw_only=True):
+    claims: list[ClaimInfo] = []
+
+
+def claim_names(pod: core_v1.Pod) -> list[str]:
+    """The ResourceClaims a pod uses, the special claim last (spec §4.2)."""
+    names = []
+    for pod_claim in pod.spec.resource_claims:
+        if pod_claim.resource_claim_name:
+            names.append(pod_claim.resource_claim_name)
+            continue
+        status = next(
+            (s for s in pod.status.resource_claim_statuses if s.name == pod_claim.name), None
+        )
+        if status is None:
+            raise TemporaryError(
+                f"pod {pod.metadata.name}: the ResourceClaim of pod claim {pod_claim.name} "
+                "has not been created yet"
+            )
+        if status.resource_claim_name:  # None: no claim was needed
+            names.append(status.resource_claim_name)
+    extended = pod.status.extended_resource_claim_status
+    if extended is not None:
+        names.append(extended.resource_claim_name)
+    return names
+
+
+class DraManager:
+    def __init__(
+        self, *, api: ApiClient, bus: Bus, node: str, checkpoint_path: Path | None = None
+    ) -> None:
+        self.api = api
+        self.bus = bus
+        self.node = node
+        self._checkpoint = Checkpoint(checkpoint_path, DraManagerState, DraManagerState)
+        self.claims: dict[tuple[str, str], ClaimInfo] = {
+            (c.namespace, c.name): c for c in self._checkpoint.load().claims
+        }
+
+    def claims_of(self, pod_uid: str) -> list[ClaimInfo]:
+        return [c for c in self.claims.values() if pod_uid in c.pod_uids]
+
+    async def prepare(self, pod: core_v1.Pod) -> dict[str, ClaimInfo]:
+        """Prepare every claim of `pod`; claim name → its prepared info.
+
+        Raises `TemporaryError` with upstream's messages: a claim that cannot be read, is
+        not reserved for the pod, or that a driver failed to prepare.
+        """
+        namespace, uid = pod.metadata.namespace, pod.metadata.uid
+        found: dict[str, ClaimInfo] = {}
+        for name in claim_names(pod):
+            info = self.claims.get((namespace, name))
+            if info is None or uid not in info.pod_uids or not info.is_prepared():
+                info = await self._admit_claim(pod, name, info)
+            found[name] = info
+        self._save()
+        by_driver: dict[str, list[ClaimInfo]] = {}
+        for info in found.values():
+            for driver in info.drivers:
+                if driver not in info.prepared:
+                    by_driver.setdefault(driver, []).append(info)
+        for driver, infos in by_driver.items():
+            client = dra_api.DraPluginClient(self.bus, node=self.node, driver=driver)
+            response = await client.prepare([info.ref() for info in infos])
+            for info in infos:
+                result = response.claims.get(info.uid)
+                if result is None or result.error:
+                    self._save()
+                    problem = result.error if result else "no result for the claim"
+                    raise TemporaryError(
+                        f"NodePrepareResources failed for ResourceClaim {info.name}: {problem}"
+                    )
+                info.prepared[driver] = result.devices
+            self._save()
+        return found
+
+    async def _admit_claim(self, pod: core_v1.Pod, name: str, info: ClaimInfo | None) -> ClaimInfo:
+        namespace = pod.metadata.namespace
+        try:
+            claim = await self.api.get(resource_v1.ResourceClaim, name, namespace=namespace)
+        except errors.ApiError as exc:
+            raise TemporaryError(f"fetch ResourceClaim {name}: {exc.message}") from exc
+        claim_uid = claim.metadata.uid
+        if info is not None and info.uid != claim_uid:
+            raise TemporaryError(
+                f"old ResourceClaim with same name {name} and different UID {info.uid} "
+                "still exists (previous pod not terminated?)"
+            )
+        if not any(ref.uid == pod.metadata.uid for ref in claim.status.reserved_for):
+            raise TemporaryError(
+                f"pod {pod.metadata.name} ({pod.metadata.uid}) is not allowed to use "
+                f"ResourceClaim {name} ({claim_uid})"
+            )
+        allocation = claim.status.allocation
+        if allocation is None:
+            raise TemporaryError(f"ResourceClaim {name} ({claim_uid}) is not allocated")
+        drivers = sorted({r.driver for r in allocation.devices.results})
+        if "" in drivers:
+            raise TemporaryError(f"ResourceClaim {name}: an allocation result has no driver")
+        if info is None:
+            info = ClaimInfo(namespace=namespace, name=name, uid=claim_uid, drivers=drivers)
+            self.claims[(namespace, name)] = info
+        info.pod_uids.add(pod.metadata.uid)
+        return info
+
+    async def unprepare(self, pod_uid: str) -> None:
+        """Release the pod's claims; unprepare those no pod uses any more (spec §4.6).
+
+        Claims left unused by an earlier failed call are retried too, which is what
+        upstream's reconcile loop does.
+        """
+        for info in self.claims_of(pod_uid):
+            info.pod_uids.discard(pod_uid)
+        self._save()
+        unused = [info for info in self.claims.values() if not info.pod_uids]
+        by_driver: dict[str, list[ClaimInfo]] = {}
+        for info in unused:
+            for driver in info.prepared:
+                by_driver.setdefault(driver, []).append(info)
+        for driver, infos in by_driver.items():
+            client = dra_api.DraPluginClient(self.bus, node=self.node, driver=driver)
+            response = await client.unprepare([info.ref() for info in infos])
+            for info in infos:
+                result = response.claims.get(info.uid)
+                if result is None or result.error:
+                    self._save()
+                    problem = result.error if result else "no result for the claim"
+                    raise TemporaryError(
+                        f"NodeUnprepareResources failed for ResourceClaim {info.name}: {problem}"
+                    )
+                del info.prepared[driver]
+        for info in unused:
+            if not info.prepared:
+                del self.claims[(info.namespace, info.name)]
+        self._save()
+
+    def _save(self) -> None:
+        self._checkpoint.save(DraManagerState(claims=list(self.claims.values())))

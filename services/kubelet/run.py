@@ -1,0 +1,142 @@
+"""One kubelet process: many nodes as asyncio tasks. Every task is spawned and stopped here.
+
+- registration: every node registers (Node, Lease, ResourceSlices), a few at a time;
+- `pod-watch`: one watch of the pods bound to all hosted nodes (`watch.PodWatch`); each
+  event is admitted by its node at once, in order, then queued under ("pods", uid);
+- workers: `queueing.WorkQueues`, one per pod with work in flight;
+- `heartbeat-<node>`: one Lease-renewing task per node;
+- control: one subscription per node for `drasim node fault|migrate` (`control`).
+
+A process that is killed leaves its nodes' state in the API and in the checkpoints under
+`state_dir`; a new process with the same nodes takes over without preparing anything again.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from pathlib import Path
+
+from nats.aio.msg import Msg
+from nats.aio.subscription import Subscription
+
+from drasim.common.api import core_v1
+from drasim.common.client import ApiClient
+from drasim.common.cluster_file import NodeConfig
+from drasim.kubelet import control
+from drasim.kubelet.node import GroupInUse, NodeAgent
+from drasim.kubelet.queueing import Key, WorkQueues
+from drasim.kubelet.watch import PodWatch
+
+__all__ = ["KubeletProcess"]
+
+log = logging.getLogger(__name__)
+
+REGISTER_CONCURRENCY = 64
+
+PodEvent = tuple[str, core_v1.Pod]
+
+
+class KubeletProcess:
+    def __init__(
+        self,
+        *,
+        api: ApiClient,
+        nodes: list[NodeConfig],
+        state_dir: Path | None = None,
+        heartbeat_period: float = 10.0,
+    ) -> None:
+        self.api = api
+        self.agents = {
+            n.name: NodeAgent(
+                config=n,
+                api=api,
+                bus=api.bus,
+                state_dir=state_dir,
+                heartbeat_period=heartbeat_period,
+            )
+            for n in nodes
+        }
+        self.queues: WorkQueues[PodEvent] = WorkQueues(self._sync)
+        self.watch = PodWatch(api, list(self.agents), self._on_pod_event)
+        self._tasks: list[asyncio.Task[None]] = []
+        self._subs: list[Subscription] = []
+        self._by_subject = {
+            control.node_subject(api.bus.prefix, name): agent for name, agent in self.agents.items()
+        }
+        for agent in self.agents.values():
+            agent.requeue = self._requeue
+
+    async def start(self) -> None:
+        """Register every node, then watch their pods; returns once the pods are listed."""
+        limit = asyncio.Semaphore(REGISTER_CONCURRENCY)
+
+        async def register(agent: NodeAgent) -> None:
+            async with limit:
+                await agent.register()
+
+        await asyncio.gather(*(register(a) for a in self.agents.values()))
+        for subject in self._by_subject:
+            self._subs.append(await self.api.bus.nc.subscribe(subject, cb=self._on_control))
+        if self.agents:  # a shard may be empty: more processes than nodes
+            self._tasks.append(asyncio.create_task(self.watch.run(), name="pod-watch"))
+            await self.watch.synced.wait()
+        for name, agent in self.agents.items():
+            self._tasks.append(
+                asyncio.create_task(agent.heartbeat_forever(), name=f"heartbeat-{name}")
+            )
+
+    async def stop(self) -> None:
+        for sub in self._subs:
+            with contextlib.suppress(Exception):
+                await sub.unsubscribe()
+        self._subs.clear()
+        for task in self._tasks:
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+        self._tasks.clear()
+        await self.queues.stop()
+        await asyncio.gather(*(agent.close() for agent in self.agents.values()))
+
+    # -- pods ---------------------------------------------------------------------------
+    def _on_pod_event(self, event_type: str, pod: core_v1.Pod) -> None:
+        agent = self.agents.get(pod.spec.node_name)
+        if agent is None:
+            return
+        try:
+            agent.admit(event_type, pod)
+        except Exception:
+            log.exception("node %s: admitting pod %s failed", agent.name, pod.metadata.name)
+        self.queues.put(("pods", pod.metadata.uid), (event_type, pod))
+
+    def _requeue(self, namespace: str, name: str) -> None:
+        pod = self.watch.cache.get((namespace, name))
+        if pod is not None:
+            self.queues.put(("pods", pod.metadata.uid), ("MODIFIED", pod))
+
+    async def _sync(self, key: Key, event: PodEvent) -> None:
+        event_type, pod = event
+        await self.agents[pod.spec.node_name].sync_pod(event_type, pod)
+
+    # -- control ------------------------------------------------------------------------
+    async def _on_control(self, msg: Msg) -> None:
+        agent = self._by_subject[msg.subject]
+        try:
+            command = control.decode_command(msg.data)
+            match command:
+                case control.SetDeviceHealth():
+                    message = await agent.set_device_health(command.device, healthy=command.healthy)
+                case control.SetExposure():
+                    message = await agent.set_exposure(
+                        command.group, command.exposure, command.extended_resource_name
+                    )
+            reply = control.ControlReply(ok=True, message=message)
+        except GroupInUse as exc:
+            reply = control.ControlReply(ok=False, message=str(exc), pods=exc.pods)
+        except (KeyError, ValueError) as exc:
+            reply = control.ControlReply(ok=False, message=str(exc.args[0]))
+        except Exception as exc:
+            log.exception("node %s: command failed", agent.name)
+            reply = control.ControlReply(ok=False, message=f"node/{agent.name}: {exc}")
+        await msg.respond(control.encode(reply))

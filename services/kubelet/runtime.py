@@ -1,0 +1,274 @@
+"""The emulated container runtime: which devices and environment each container gets, and
+the pod status of a pod whose containers run.
+
+Devices per container (spec §4.4): a device plugin's Allocate answer for the container;
+for the special claim, for every non-zero DRA-capable request of the container and every
+`extendedResourceClaimStatus.requestMappings` entry naming that container and resource,
+the CDI ids of the prepared devices serving the mapping's request (the mapping is the only
+source of truth; DeviceClasses are not consulted); for `resources.claims`, the devices of
+the named claim (or of its one request). The environment is what the CDI specs of those
+devices and the plugins' answers set.
+
+What each container got is recorded twice on the pod:
+- `status.{initContainerStatuses,containerStatuses}[].allocatedResourcesStatus` (KEP-4680,
+  spec §1.2.4): per resource its device ids and health; a claim's resource is named
+  `claim:<claim>/<request>`, its devices `<driver>/<pool>/<device>`;
+- the annotation `drasim.io/container-devices` (`CONTAINER_DEVICES_ANNOTATION`): per
+  container the CDI device ids and environment the runtime gave it, e.g.
+  `{"con0": {"cdiDevices": ["gpu.example.com/gpu=<claim uid>-gpu-0"],
+  "env": {"container_0_request_0": "true"}}}`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+
+import msgspec
+
+from drasim.common.api import core_v1, resources
+from drasim.drivers import cdi, dra_api
+from drasim.drivers.device_plugin import AllocateResponse
+from drasim.drivers.errors import TemporaryError
+from drasim.kubelet.dra_manager import ClaimInfo
+
+__all__ = [
+    "CONTAINER_DEVICES_ANNOTATION",
+    "Assignment",
+    "ContainerDevices",
+    "assign_devices",
+    "decode_container_devices",
+    "encode_container_devices",
+    "running_status",
+]
+
+CONTAINER_DEVICES_ANNOTATION = "drasim.io/container-devices"
+
+HEALTHY = "Healthy"
+UNHEALTHY = "Unhealthy"
+
+
+class ContainerDevices(msgspec.Struct, kw_only=True, omit_defaults=True, rename="camel"):
+    """What the runtime gave one container."""
+
+    cdi_devices: list[str] = []
+    env: dict[str, str] = {}
+
+
+_annotation_encoder = msgspec.json.Encoder(order="sorted")
+_annotation_decoder = msgspec.json.Decoder(dict[str, ContainerDevices])
+
+
+def encode_container_devices(devices: Mapping[str, ContainerDevices]) -> str:
+    return _annotation_encoder.encode(dict(devices)).decode()
+
+
+def decode_container_devices(text: str) -> dict[str, ContainerDevices]:
+    return _annotation_decoder.decode(text)
+
+
+@dataclass
+class Assignment:
+    """One container's devices: for the runtime and for the pod status."""
+
+    devices: ContainerDevices = field(default_factory=ContainerDevices)
+    resource_status: list[core_v1.ResourceStatus] = field(default_factory=list)
+
+
+def assign_devices(
+    pod: core_v1.Pod,
+    *,
+    claims: Mapping[str, ClaimInfo],
+    plugin_allocations: Mapping[str, Mapping[str, AllocateResponse]],
+    health: Mapping[tuple[str, str], bool],
+    cdi_registry: cdi.Registry,
+) -> dict[str, Assignment]:
+    """Container name → its devices, for init and regular containers (never ephemeral).
+
+    `claims` are the pod's prepared claims by name, `plugin_allocations` the device
+    plugins' answers by container and resource, `health` maps (driver or resource name,
+    device) to whether the device is healthy now.
+    """
+    assigned: dict[str, Assignment] = {}
+    for container in pod.spec.all_containers():
+        assignment = Assignment()
+        for resource, response in sorted(plugin_allocations.get(container.name, {}).items()):
+            assignment.devices.cdi_devices += response.cdi_device_ids
+            assignment.devices.env.update(response.envs)
+            assignment.resource_status.append(
+                _status(
+                    resource, [(d, health.get((resource, d), False)) for d in response.device_ids]
+                )
+            )
+        dra_ids: list[str] = []
+        for status_name, driver_devices in _claim_devices(pod, container, claims):
+            for _, device in driver_devices:
+                dra_ids += device.cdi_device_ids
+            assignment.resource_status.append(
+                _status(
+                    status_name,
+                    [
+                        (
+                            f"{driver}/{device.pool_name}/{device.device_name}",
+                            health.get((driver, device.device_name), False),
+                        )
+                        for driver, device in driver_devices
+                    ],
+                )
+            )
+        assignment.devices.cdi_devices += dra_ids
+        assignment.devices.env.update(cdi_registry.env(dra_ids))
+        assigned[container.name] = assignment
+    return assigned
+
+
+def _claim_devices(
+    pod: core_v1.Pod, container: core_v1.Container, claims: Mapping[str, ClaimInfo]
+) -> list[tuple[str, list[tuple[str, dra_api.PreparedDevice]]]]:
+    """(status name, [(driver, prepared device)]) for every claim request the container
+    uses: special-claim mappings first (spec §4.4), then `resources.claims`."""
+    found: list[tuple[str, list[tuple[str, dra_api.PreparedDevice]]]] = []
+    namespace = pod.metadata.namespace
+    extended = pod.status.extended_resource_claim_status
+    if extended is not None:
+        for resource, quantity in sorted(resources.container_requests(container).items()):
+            if quantity.is_zero() or not resources.is_dra_capable_name(resource):
+                continue
+            for mapping in extended.request_mappings:
+                if mapping.container_name != container.name or mapping.resource_name != resource:
+                    continue
+                info = claims.get(extended.resource_claim_name)
+                if info is None:
+                    raise TemporaryError(
+                        f"unable to get claim info for claim {extended.resource_claim_name} "
+                        f"in namespace {namespace}"
+                    )
+                found.append(
+                    (
+                        f"claim:{info.name}/{mapping.request_name}",
+                        _devices_of(info, mapping.request_name),
+                    )
+                )
+    pod_claims = _pod_claim_names(pod)
+    for use in container.resources.claims:
+        name = pod_claims.get(use.name)
+        info = claims.get(name) if name else None
+        if info is None:
+            raise TemporaryError(
+                f"unable to get claim info for claim {name or use.name} in namespace {namespace}"
+            )
+        status_name = f"claim:{info.name}/{use.request}" if use.request else f"claim:{info.name}"
+        found.append((status_name, _devices_of(info, use.request)))
+    return found
+
+
+def _devices_of(info: ClaimInfo, request: str) -> list[tuple[str, dra_api.PreparedDevice]]:
+    """Prepared devices serving `request` (a subrequest `r/s` serves `r`); all if ''."""
+    return [
+        (driver, device)
+        for driver, devices in sorted(info.prepared.items())
+        for device in devices
+        if not request or request in {r.split("/", 1)[0] for r in device.request_names}
+    ]
+
+
+def _pod_claim_names(pod: core_v1.Pod) -> dict[str, str]:
+    """Pod claim name → ResourceClaim name, where known."""
+    found = {s.name: s.resource_claim_name for s in pod.status.resource_claim_statuses}
+    for pod_claim in pod.spec.resource_claims:
+        if pod_claim.resource_claim_name:
+            found[pod_claim.name] = pod_claim.resource_claim_name
+    return {k: v for k, v in found.items() if v}
+
+
+def _status(name: str, devices: list[tuple[str, bool]]) -> core_v1.ResourceStatus:
+    return core_v1.ResourceStatus(
+        name=name,
+        resources=[
+            core_v1.ResourceHealth(resource_id=device, health=HEALTHY if ok else UNHEALTHY)
+            for device, ok in devices
+        ],
+    )
+
+
+# --- pod status -------------------------------------------------------------------------
+
+
+def _now() -> str:
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def running_status(
+    pod: core_v1.Pod,
+    assigned: Mapping[str, Assignment],
+    *,
+    host_ip: str,
+    pod_ip: str,
+) -> core_v1.PodStatus:
+    """The status of `pod` with every container started: regular init containers have
+    completed, sidecars and regular containers run. Times already recorded are kept, so
+    computing it again for a running pod gives the same status."""
+    now = _now()
+    status = pod.status
+    earlier = {s.name: s for s in (*status.init_container_statuses, *status.container_statuses)}
+
+    def started(name: str) -> str:
+        previous = earlier.get(name)
+        if previous is not None and previous.state.running is not None:
+            return previous.state.running.started_at or now
+        if previous is not None and previous.state.terminated is not None:
+            return previous.state.terminated.started_at or now
+        return now
+
+    def container_status(
+        container: core_v1.Container, *, completed: bool
+    ) -> core_v1.ContainerStatus:
+        at = started(container.name)
+        if completed:
+            state = core_v1.ContainerState(
+                terminated=core_v1.ContainerStateTerminated(
+                    exit_code=0, reason="Completed", started_at=at, finished_at=at,
+                    container_id=_container_id(pod, container),
+                )
+            )  # fmt: skip
+        else:
+            state = core_v1.ContainerState(running=core_v1.ContainerStateRunning(started_at=at))
+        return core_v1.ContainerStatus(
+            name=container.name,
+            state=state,
+            ready=True,
+            restart_count=0,
+            image=container.image,
+            image_id=f"drasim://{container.image}",
+            container_id=_container_id(pod, container),
+            started=not completed,
+            allocated_resources_status=assigned[container.name].resource_status,
+        )
+
+    conditions = {c.type: c for c in status.conditions}
+    for kind in ("PodReadyToStartContainers", "Initialized", "ContainersReady", "Ready"):
+        previous = conditions.get(kind)
+        if previous is None or previous.status != "True":
+            conditions[kind] = core_v1.PodCondition(
+                type=kind, status="True", last_transition_time=now
+            )
+    return msgspec.structs.replace(
+        status,
+        phase="Running",
+        conditions=list(conditions.values()),
+        host_ip=host_ip,
+        host_ips=[core_v1.HostIP(ip=host_ip)],
+        pod_ip=pod_ip,
+        pod_ips=[core_v1.PodIP(ip=pod_ip)],
+        start_time=status.start_time or now,
+        init_container_statuses=[
+            container_status(c, completed=not resources.is_restartable_init_container(c))
+            for c in pod.spec.init_containers
+        ],
+        container_statuses=[container_status(c, completed=False) for c in pod.spec.containers],
+    )
+
+
+def _container_id(pod: core_v1.Pod, container: core_v1.Container) -> str:
+    return f"drasim://{pod.metadata.uid}/{container.name}"

@@ -1,1 +1,0 @@
-"""The apistore fixtures (`server`, `bus`, `api`) live in tests/conftest.py for every package."""

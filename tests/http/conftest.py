@@ -1,0 +1,125 @@
+"""An apistore with its HTTP API (HTTPS, bearer token) in this test's event loop, and the
+ways tests talk to it: aiohttp, kubectl and the official Kubernetes Python client."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import shutil
+import ssl
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import aiohttp
+import pytest
+
+from drasim.apistore.server import ApiServer
+from drasim.cli import kubeconfig
+from drasim.common.bus.client import Bus
+from drasim.common.client import ApiClient
+
+TOKEN = "test-token"
+KUBECTL = shutil.which("kubectl")
+# A kubectl command that does not finish by then has hung (a watch, a wait).
+KUBECTL_TIMEOUT = 20.0
+
+
+@dataclass
+class Cluster:
+    """One test's apistore, reachable over HTTPS at `url` with `kubeconfig`."""
+
+    server: ApiServer
+    url: str
+    kubeconfig: Path
+    ca_cert: Path
+    cache_dir: Path
+    api: ApiClient  # the NATS client, for writes a test makes behind the HTTP API's back
+
+    def ssl_context(self) -> ssl.SSLContext:
+        return ssl.create_default_context(cafile=self.ca_cert)
+
+
+@pytest.fixture(scope="session")
+def certs(tmp_path_factory: pytest.TempPathFactory) -> kubeconfig.ServingCerts:
+    return kubeconfig.ensure_serving_certs(tmp_path_factory.mktemp("pki"))
+
+
+@pytest.fixture
+async def cluster(fresh, certs, tmp_path) -> AsyncIterator[Cluster]:
+    """An apistore with the HTTP API on a free port, and a kubeconfig for it."""
+    tls = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    tls.load_cert_chain(certs.cert, certs.key)
+    server = await ApiServer.start(
+        nats_url=fresh.nats_url,
+        database_url=fresh.database_url,
+        prefix=fresh.prefix,
+        http_port=0,
+        http_token=TOKEN,
+        http_tls=tls,
+    )
+    bus = await Bus.connect(fresh.nats_url, prefix=fresh.prefix, name="test")
+    try:
+        assert server.http is not None
+        url = f"https://127.0.0.1:{server.http.port}"
+        path = tmp_path / "kubeconfig"
+        kubeconfig.write(path, url, TOKEN, certs.ca_cert, name="drasim-test")
+        yield Cluster(
+            server, url, path, certs.ca_cert, tmp_path / "kube-cache", ApiClient(bus, actor="test")
+        )
+    finally:
+        await bus.close()
+        await server.stop()
+
+
+@pytest.fixture
+async def http(cluster: Cluster) -> AsyncIterator[aiohttp.ClientSession]:
+    """An aiohttp session that authenticates as the cluster's user."""
+    async with aiohttp.ClientSession(
+        base_url=cluster.url,
+        headers={"Authorization": f"Bearer {TOKEN}"},
+        connector=aiohttp.TCPConnector(ssl=cluster.ssl_context()),
+    ) as session:
+        yield session
+
+
+@dataclass
+class Completed:
+    returncode: int
+    stdout: str
+    stderr: str
+
+
+@pytest.fixture
+def kubectl(cluster: Cluster):
+    """Run kubectl against the cluster without blocking its event loop."""
+    if KUBECTL is None:
+        pytest.skip("kubectl is not installed on this machine")
+
+    async def run(*args: str, input: str | None = None, check: bool = True) -> Completed:
+        process = await asyncio.create_subprocess_exec(
+            KUBECTL,
+            "--kubeconfig",
+            str(cluster.kubeconfig),
+            "--cache-dir",
+            str(cluster.cache_dir),
+            *args,
+            stdin=asyncio.subprocess.PIPE if input is not None else asyncio.subprocess.DEVNULL,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+            env=kubectl_env(),
+        )
+        out, err = await asyncio.wait_for(
+            process.communicate(input.encode() if input is not None else None), KUBECTL_TIMEOUT
+        )
+        done = Completed(process.returncode or 0, out.decode(), err.decode())
+        if check and done.returncode != 0:
+            raise AssertionError(f"kubectl {' '.join(args)} failed:\n{done.stderr}")
+        return done
+
+    return run
+
+
+def kubectl_env() -> dict[str, str]:
+    """The environment without a KUBECONFIG of the machine's own."""
+    return {k: v for k, v in os.environ.items() if k != "KUBECONFIG"}

@@ -1,0 +1,220 @@
+"""kubectl against the apistore's HTTP API, as a user runs it: the KEP's manifests apply
+unchanged and every command prints what it prints against a real cluster."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+
+import yaml
+
+from drasim.common.api import apps_v1, core_v1
+from tests.builders import make_claim, make_pod
+from tests.http.conftest import KUBECTL, TOKEN, kubectl_env
+
+# The KEP's example: a class whose devices pods request as `example.com/gpu`, and a
+# Deployment whose pods do.
+DEVICE_CLASS = """\
+apiVersion: resource.k8s.io/v1
+kind: DeviceClass
+metadata:
+  name: gpu.example.com
+spec:
+  selectors:
+  - cel:
+      expression: device.driver == "gpu.example.com"
+  extendedResourceName: example.com/gpu
+"""
+DEPLOYMENT = """\
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: gpu-deployment
+  labels:
+    app: gpu-app
+spec:
+  replicas: 2
+  selector:
+    matchLabels:
+      app: gpu-app
+  template:
+    metadata:
+      labels:
+        app: gpu-app
+    spec:
+      containers:
+      - name: app
+        image: registry.k8s.io/pause:3.10
+        resources:
+          limits:
+            example.com/gpu: 1
+"""
+EXTENDED_RESOURCE_CLAIM_STATUS = {
+    "requestMappings": [
+        {
+            "containerName": "con0",
+            "resourceName": "example.com/gpu",
+            "requestName": "container-0-request-0",
+        }
+    ],
+    "resourceClaimName": "gpu-pod-extended-resources-x7k2p",
+}
+
+
+async def test_apply_kep_manifests_then_get_and_reapply(kubectl):
+    manifests = DEVICE_CLASS + "---\n" + DEPLOYMENT
+    applied = await kubectl("apply", "-f", "-", input=manifests)
+    assert applied.stdout.splitlines() == [
+        "deviceclass.resource.k8s.io/gpu.example.com created",
+        "deployment.apps/gpu-deployment created",
+    ]
+    classes = await kubectl("get", "deviceclasses")
+    assert classes.stdout.splitlines()[0].split() == ["NAME", "AGE"]
+    assert classes.stdout.splitlines()[1].startswith("gpu.example.com ")
+    spec = await kubectl("get", "deviceclass", "gpu.example.com", "-o", "jsonpath={.spec}")
+    assert json.loads(spec.stdout)["extendedResourceName"] == "example.com/gpu"
+    again = await kubectl("apply", "-f", "-", input=manifests)
+    assert "deviceclass.resource.k8s.io/gpu.example.com unchanged" in again.stdout
+    changed = await kubectl(
+        "apply", "-f", "-", input=DEPLOYMENT.replace("replicas: 2", "replicas: 4")
+    )
+    assert changed.stdout.strip() == "deployment.apps/gpu-deployment configured"
+    replicas = await kubectl("get", "deploy", "gpu-deployment", "-o", "jsonpath={.spec.replicas}")
+    assert replicas.stdout == "4"
+
+
+async def test_server_side_apply(kubectl):
+    first = await kubectl("apply", "--server-side", "-f", "-", input=DEPLOYMENT)
+    assert first.stdout.strip() == "deployment.apps/gpu-deployment serverside-applied"
+    scaled = DEPLOYMENT.replace("replicas: 2", "replicas: 3")
+    await kubectl("apply", "--server-side", "-f", "-", input=scaled)
+    got = yaml.safe_load((await kubectl("get", "deploy", "gpu-deployment", "-o", "yaml")).stdout)
+    assert got["spec"]["replicas"] == 3
+    assert got["spec"]["template"]["spec"]["containers"][0]["name"] == "app"
+
+
+async def test_get_pods_wide_yaml_and_describe(cluster, kubectl):
+    pod = make_pod("gpu-pod").limits({"example.com/gpu": "1"}).node("worker-1").obj()
+    await cluster.api.create(pod)
+    status = json.dumps({"status": {"extendedResourceClaimStatus": EXTENDED_RESOURCE_CLAIM_STATUS}})
+    patched = await kubectl(
+        "patch", "pod", "gpu-pod", "--subresource=status", "--type=merge", "-p", status
+    )
+    assert patched.stdout.strip() == "pod/gpu-pod patched"
+
+    wide = (await kubectl("get", "pods", "-o", "wide")).stdout.splitlines()
+    assert wide[0].split() == [
+        "NAME", "READY", "STATUS", "RESTARTS", "AGE", "IP", "NODE", "NOMINATED", "NODE",
+    ]  # fmt: skip
+    assert wide[1].split()[:4] == ["gpu-pod", "0/1", "Pending", "0"]
+    assert wide[1].split()[6] == "worker-1"
+
+    as_yaml = yaml.safe_load((await kubectl("get", "pod", "gpu-pod", "-o", "yaml")).stdout)
+    assert as_yaml["status"]["extendedResourceClaimStatus"] == EXTENDED_RESOURCE_CLAIM_STATUS
+    assert as_yaml["spec"]["containers"][0]["resources"]["limits"] == {"example.com/gpu": "1"}
+
+    described = (await kubectl("describe", "pod", "gpu-pod")).stdout
+    assert "Name:         gpu-pod" in described
+    assert "Node:         worker-1" in described
+    assert "example.com/gpu:  1" in described
+
+
+async def test_get_resourceclaims(cluster, kubectl):
+    await cluster.api.create(make_claim("gpu-pod-extended-resources-x7k2p"))
+    lines = (await kubectl("get", "resourceclaims")).stdout.splitlines()
+    assert lines[0].split() == ["NAME", "STATE", "AGE"]
+    assert lines[1].split()[:2] == ["gpu-pod-extended-resources-x7k2p", "pending"]
+
+
+async def test_get_pods_watch_streams_changes(cluster, kubectl):
+    await cluster.api.create(make_pod("watched").obj())
+    assert KUBECTL is not None
+    process = await asyncio.create_subprocess_exec(
+        KUBECTL, "--kubeconfig", str(cluster.kubeconfig), "--cache-dir", str(cluster.cache_dir),
+        "get", "pods", "-w", "--output-watch-events",
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, env=kubectl_env(),
+    )  # fmt: skip
+    assert process.stdout is not None
+    try:
+
+        async def line() -> list[str]:
+            return (await asyncio.wait_for(process.stdout.readline(), 20)).decode().split()
+
+        assert (await line())[:2] == ["EVENT", "NAME"]
+        assert (await line())[:2] == ["ADDED", "watched"]
+        await cluster.api.create(make_pod("newcomer").obj())
+        assert (await line())[:2] == ["ADDED", "newcomer"]
+        await cluster.api.delete(core_v1.Pod, "watched", namespace="default")
+        assert (await line())[:2] == ["DELETED", "watched"]
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            process.kill()
+        await process.wait()
+
+
+async def test_delete_removes_the_pod_and_its_claim(cluster, kubectl):
+    pod = await cluster.api.create(make_pod("doomed").obj())
+    await cluster.api.create(make_claim("doomed-extended-resources-x7k2p", owner=pod))
+    deleted = await kubectl("delete", "pod", "doomed")
+    assert deleted.stdout.strip() == 'pod "doomed" deleted'
+    missing = await kubectl("get", "pod", "doomed", check=False)
+    assert missing.returncode == 1
+    assert missing.stderr.strip() == 'Error from server (NotFound): pods "doomed" not found'
+    claims = await kubectl("get", "resourceclaims")
+    assert claims.stderr.strip() == "No resources found in default namespace."
+
+
+async def test_scale_deployment(cluster, kubectl):
+    await kubectl("apply", "-f", "-", input=DEPLOYMENT)
+    scaled = await kubectl("scale", "deployment", "gpu-deployment", "--replicas=5")
+    assert scaled.stdout.strip() == "deployment.apps/gpu-deployment scaled"
+    deployment = await cluster.api.get(apps_v1.Deployment, "gpu-deployment", namespace="default")
+    assert deployment.spec.replicas == 5
+
+
+async def test_explain_device_class_extended_resource_name(kubectl):
+    explained = (await kubectl("explain", "deviceclass.spec.extendedResourceName")).stdout
+    assert explained.splitlines()[:3] == [
+        "GROUP:      resource.k8s.io",
+        "KIND:       DeviceClass",
+        "VERSION:    v1",
+    ]
+    assert "FIELD: extendedResourceName <string>" in explained
+    assert "ExtendedResourceName is the extended resource name for the devices of this" in (
+        explained
+    )
+
+
+async def test_invalid_manifest_names_the_field(kubectl):
+    bad = DEVICE_CLASS.replace("example.com/gpu\n", "deviceclass.resource.kubernetes.io/gpu\n")
+    failed = await kubectl("apply", "-f", "-", input=bad, check=False)
+    assert failed.returncode == 1
+    assert failed.stderr.strip() == (
+        'The DeviceClass "gpu.example.com" is invalid: spec.extendedResourceName: Invalid '
+        'value: "deviceclass.resource.kubernetes.io/gpu": must be a valid extended resource name'
+    )
+
+
+async def test_unknown_fields_strict_by_default_warned_on_request(kubectl):
+    unknown = DEVICE_CLASS.replace("  selectors:", "  fooBar: 1\n  selectors:")
+    strict = await kubectl("apply", "-f", "-", input=unknown, check=False)
+    assert strict.returncode == 1
+    assert strict.stderr.strip() == (
+        'Error from server (BadRequest): error when creating "STDIN": DeviceClass in version '
+        '"v1" cannot be handled as a DeviceClass: strict decoding error: unknown field '
+        '"spec.fooBar"'
+    )
+    warned = await kubectl("apply", "--validate=warn", "-f", "-", input=unknown)
+    assert 'Warning: unknown field "spec.fooBar"' in warned.stderr
+    assert warned.stdout.strip() == "deviceclass.resource.k8s.io/gpu.example.com created"
+
+
+async def test_without_a_valid_token_kubectl_is_refused(kubectl):
+    refused = await kubectl("--token", TOKEN + "-wrong", "get", "pods", check=False)
+    assert refused.returncode == 1
+    # Discovery is refused first, hence client-go's wording rather than the Status message.
+    assert refused.stderr.splitlines()[-1] == (
+        "error: You must be logged in to the server (the server has asked for the client to "
+        "provide credentials)"
+    )

@@ -1,0 +1,79 @@
+"""Kubelet processes in the test's event loop, over the in-process apistore."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Awaitable, Callable
+from pathlib import Path
+
+import pytest
+
+from drasim.common import cluster_file
+from drasim.common.client import ApiClient
+from drasim.kubelet.run import KubeletProcess
+
+# A DRA node with 8 GPUs, a device-plugin node with 2, and a node with both: GPUs through
+# DRA and FPGAs through a device plugin (`example.com/fpga`).
+CLUSTER = """
+apiVersion: drasim.io/v1alpha1
+kind: Cluster
+profiles:
+  - name: gpu-and-fpga
+    cpu: "8"
+    memory: 32Gi
+    devices:
+      - {name: gpu, driver: gpu.example.com, count: 4, attributes: {type: gpu}}
+      - {name: fpga, driver: fpga.example.com, count: 2}
+pools:
+  - name: dra
+    profile: gpu-8
+    devices: {gpu: {exposure: dra, extendedResourceName: example.com/gpu}}
+  - name: dp
+    profile: gpu-2
+    devices: {gpu: {exposure: device-plugin, extendedResourceName: example.com/gpu}}
+  - name: mixed
+    profile: gpu-and-fpga
+    devices:
+      fpga: {exposure: device-plugin, extendedResourceName: example.com/fpga}
+"""
+
+DRA_NODE, DP_NODE, MIXED_NODE = "dra-0", "dp-0", "mixed-0"
+
+StartKubelet = Callable[..., Awaitable[KubeletProcess]]
+
+
+@pytest.fixture
+def cluster_path(tmp_path: Path) -> Path:
+    path = tmp_path / "cluster.yaml"
+    path.write_text(CLUSTER)
+    return path
+
+
+@pytest.fixture
+def cluster(cluster_path: Path) -> cluster_file.Cluster:
+    return cluster_file.load(cluster_path)
+
+
+@pytest.fixture
+async def start_kubelet(
+    api: ApiClient,
+    cluster: cluster_file.Cluster,
+    tmp_path: Path,
+) -> AsyncIterator[StartKubelet]:
+    """Start a kubelet process hosting the test cluster's nodes (all, or those named)."""
+    running: list[KubeletProcess] = []
+
+    async def start(*names: str, state_dir: Path | None = tmp_path / "nodes") -> KubeletProcess:
+        nodes = [n for n in cluster.nodes if not names or n.name in names]
+        kubelet = KubeletProcess(api=api, nodes=nodes, state_dir=state_dir)
+        running.append(kubelet)
+        await kubelet.start()
+        return kubelet
+
+    yield start
+    for kubelet in running:
+        await kubelet.stop()
+
+
+@pytest.fixture
+async def kubelet(start_kubelet: StartKubelet) -> KubeletProcess:
+    return await start_kubelet()

@@ -1,0 +1,148 @@
+"""Cluster files and node profiles: the built-in ones load, bad ones are refused with the
+file and the field named (issue item 1)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from drasim.cli.main import main
+from drasim.common import cluster_file, profiles
+
+
+def test_the_default_cluster_is_the_kep_example() -> None:
+    cluster = cluster_file.load()
+    assert [(n.name, n.profile.name, n.exposure("gpu").exposure) for n in cluster.nodes] == [
+        ("dra-gpu-0", "gpu-8", "dra"),
+        ("dp-gpu-0", "gpu-2", "device-plugin"),
+    ]
+    (device_class,) = cluster.spec.device_classes
+    assert device_class.metadata.name == "gpu.example.com"
+    assert device_class.spec.extended_resource_name == "example.com/gpu"
+    assert profiles.builtin_profile_names() == ["cpu-only", "gpu-2", "gpu-8"]
+    for name in profiles.builtin_profile_names():
+        path = profiles.builtin_profile(name)
+        assert path is not None
+        cluster_file.load_profile(path)
+
+
+def test_nodes_are_sharded_round_robin(tmp_path: Path) -> None:
+    path = tmp_path / "c.yaml"
+    path.write_text(
+        "apiVersion: drasim.io/v1alpha1\nkind: Cluster\n"
+        "pools: [{name: a, count: 3, profile: cpu-only}, {name: b, count: 2, profile: gpu-2,"
+        " namePrefix: gpu-node-}]\n"
+    )
+    cluster = cluster_file.load(path)
+    assert [n.name for n in cluster.nodes] == ["a-0", "a-1", "a-2", "gpu-node-0", "gpu-node-1"]
+    assert [n.name for n in cluster.shard(0, 2)] == ["a-0", "a-2", "gpu-node-1"]
+    assert [n.name for n in cluster.shard(1, 2)] == ["a-1", "gpu-node-0"]
+    assert cluster_file.parse_shard("1/2") == (1, 2)
+    with pytest.raises(ValueError, match="shard '2/2' is not i/n with 0 <= i < n"):
+        cluster_file.parse_shard("2/2")
+
+
+HEAD = "apiVersion: drasim.io/v1alpha1\nkind: Cluster\n"
+
+
+@pytest.mark.parametrize(
+    ("text", "error"),
+    [
+        (
+            HEAD + "pools: [{name: a, count: two, profile: gpu-8}]\n",
+            "field pools[0].count: Expected `int`, got `str`",
+        ),
+        (
+            HEAD + "pools: [{name: a, cnt: 1, profile: gpu-8}]\n",
+            "field pools[0]: Object contains unknown field `cnt`",
+        ),
+        (HEAD + "pools: [{name: a}]\n", "field pools[0].profile: Required value"),
+        (
+            HEAD + "pools: [{name: a, profile: gpu-9}]\n",
+            'field pools[0].profile: unknown profile "gpu-9" (known: cpu-only, gpu-2, gpu-8;'
+            " or a .yaml path)",
+        ),
+        (
+            HEAD
+            + "pools: [{name: a, profile: gpu-2, devices: {gpu: {exposure: device-plugin}}}]\n",
+            "field pools[0].devices[gpu].extendedResourceName: required for exposure device-plugin",
+        ),
+        (
+            HEAD + "pools: [{name: a, profile: gpu-2, devices: {tpu: {exposure: dra}}}]\n",
+            'field pools[0].devices[tpu]: profile gpu-2 has no device group "tpu"',
+        ),
+        (
+            HEAD + "pools: [{name: a, profile: gpu-2, devices: {gpu: {exposure: pcie}}}]\n",
+            "field pools[0].devices[...].exposure: Invalid enum value 'pcie'",
+        ),
+        (
+            HEAD + "pools: [{name: a, count: 2, profile: gpu-2}, {name: b, profile: gpu-2,"
+            " namePrefix: a-}]\n",
+            "field pools[1].namePrefix: node a-0 is also in pool a",
+        ),
+        (
+            HEAD + "pools: [{name: a, profile: gpu-2, taints: [{key: k, effect: Never}]}]\n",
+            "field pools[0].taints[0].effect: must be NoSchedule, PreferNoSchedule or NoExecute",
+        ),
+        (
+            HEAD + "deviceClasses: [{apiVersion: resource.k8s.io/v1, kind: DeviceClass,"
+            " metadata: {name: c}, spec: {extendedResourceName: gpu}}]\npools: []\n",
+            "field deviceClasses[0].spec.extendedResourceName: Invalid value",
+        ),
+        (
+            "apiVersion: v1\nkind: Cluster\npools: []\n",
+            "field apiVersion: must be drasim.io/v1alpha1",
+        ),
+    ],
+    ids=[
+        "wrong-type",
+        "unknown-field",
+        "missing-field",
+        "unknown-profile",
+        "device-plugin-needs-a-name",
+        "unknown-device-group",
+        "unknown-exposure",
+        "duplicate-node",
+        "bad-taint",
+        "bad-device-class",
+        "wrong-api-version",
+    ],
+)
+def test_a_bad_cluster_file_is_refused_naming_file_and_field(
+    tmp_path: Path, text: str, error: str
+) -> None:
+    path = tmp_path / "cluster.yaml"
+    path.write_text(text)
+    with pytest.raises(cluster_file.ClusterFileError) as raised:
+        cluster_file.load(path)
+    assert str(raised.value).startswith(f"{path}: ")
+    assert error in str(raised.value)
+
+
+def test_a_bad_profile_file_is_named_itself(tmp_path: Path) -> None:
+    (tmp_path / "big.yaml").write_text(
+        "apiVersion: drasim.io/v1alpha1\nkind: NodeProfile\ncpu: 8\nmemory: 1Gi\n"
+        "devices: [{name: gpu, driver: gpu.example.com, count: -1}]\n"
+    )
+    (tmp_path / "cluster.yaml").write_text(HEAD + "pools: [{name: a, profile: big.yaml}]\n")
+    with pytest.raises(cluster_file.ClusterFileError) as raised:
+        cluster_file.load(tmp_path / "cluster.yaml")
+    assert str(raised.value) == (
+        f"{tmp_path / 'big.yaml'}: field devices[0].count: must be greater than or equal to 0"
+    )
+
+
+def test_drasim_up_refuses_a_bad_cluster_file_before_starting_anything(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    bad = tmp_path / "cluster.yaml"
+    bad.write_text(HEAD + "pools: [{name: a, count: two, profile: gpu-8}]\n")
+    data_dir = tmp_path / "data"
+
+    assert main(["up", "--data-dir", str(data_dir), "--cluster", str(bad)]) == 1
+
+    assert capsys.readouterr().err == (
+        f"drasim: {bad}: field pools[0].count: Expected `int`, got `str`\n"
+    )
+    assert not data_dir.exists()
