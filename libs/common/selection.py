@@ -17,7 +17,13 @@ FIELD_SELECTORS: dict[str, frozenset[str]] = {
     "pods": frozenset({"spec.nodeName", "status.phase", "spec.schedulerName"}),
     "resourceslices": frozenset({"spec.nodeName", "spec.driver"}),
     "events": frozenset(
-        {"involvedObject.name", "involvedObject.kind", "involvedObject.uid", "reason"}
+        {
+            "involvedObject.name",
+            "involvedObject.namespace",
+            "involvedObject.kind",
+            "involvedObject.uid",
+            "reason",
+        }
     ),
 }
 

@@ -13,57 +13,18 @@ import base64
 import contextlib
 import logging
 from collections.abc import Callable
-from typing import Any
 
 import msgspec
 
 from drasim.apistore import faults, mutations, strategy
 from drasim.apistore.mutations import Context
 from drasim.apistore.store import EventRow, ObjectRow, Store, WriteSession
-from drasim.common import codec, errors, labels
+from drasim.common import codec, errors, selection
 from drasim.common.bus import messages
 
 log = logging.getLogger(__name__)
 
 MAX_BATCH = 512
-
-# Field selectors served per resource (Kubernetes serves a few per kind, always
-# metadata.name and metadata.namespace).
-_FIELD_SELECTORS: dict[str, set[str]] = {
-    "pods": {"spec.nodeName", "status.phase", "spec.schedulerName"},
-    "resourceslices": {"spec.nodeName", "spec.driver"},
-    "events": {"involvedObject.name", "involvedObject.kind", "involvedObject.uid", "reason"},
-}
-
-
-class _MetaLabels(msgspec.Struct):
-    labels: dict[str, str] | None = None
-    name: str = ""
-    namespace: str = ""
-
-
-class _View(msgspec.Struct):
-    """The few fields list filtering reads, decoded instead of the whole object."""
-
-    metadata: _MetaLabels = msgspec.field(default_factory=_MetaLabels)
-    spec: dict[str, Any] | None = None
-    status: dict[str, Any] | None = None
-    involvedObject: dict[str, Any] | None = None  # noqa: N815
-    reason: str | None = None
-
-
-_view_decoder = msgspec.json.Decoder(_View)
-
-
-def _field_value(view: _View, path: str) -> str:
-    head, _, tail = path.partition(".")
-    if head == "metadata":
-        return getattr(view.metadata, tail, "") or ""
-    if head == "reason":
-        return view.reason or ""
-    source = {"spec": view.spec, "status": view.status, "involvedObject": view.involvedObject}
-    value = (source.get(head) or {}).get(tail, "")
-    return "" if value is None else str(value)
 
 
 class ApiCore:
@@ -142,17 +103,8 @@ class ApiCore:
 
     async def list(self, req: messages.List) -> bytes:
         info = mutations.resource_info(req.resource)
-        selector = labels.parse(req.label_selector)
-        fields = labels.parse_field_selector(req.field_selector)
-        allowed = {"metadata.name", "metadata.namespace"} | _FIELD_SELECTORS.get(info.plural, set())
-        for path in fields:
-            if path not in allowed:
-                raise errors.BadRequest(
-                    f'field label not supported: {path} ("{path}" is not a known field selector '
-                    f"for {info.plural})"
-                )
-        node = fields.get("spec.nodeName")
-        name = fields.get("metadata.name")
+        chosen = selection.Selection(info.plural, req.label_selector, req.field_selector)
+        node = chosen.equals("spec.nodeName")
         after = None
         if req.continue_token:
             try:
@@ -163,29 +115,17 @@ class ApiCore:
         rv, rows = await self.store.select_objects(
             info.plural,
             namespace=req.namespace or None if info.namespaced else None,
-            node_name=node[1]
-            if node and node[0] == "=" and info.plural in ("pods", "resourceslices")
-            else None,
-            name=name[1] if name and name[0] == "=" else None,
+            node_name=node if info.plural in ("pods", "resourceslices") else None,
+            name=chosen.equals("metadata.name"),
             after=after,
         )
-        if fields or not selector.empty():
-            kept = []
-            for data in rows:
-                view = _view_decoder.decode(data)
-                if not selector.matches(view.metadata.labels):
-                    continue
-                if all(
-                    (_field_value(view, path) == value) == (op == "=")
-                    for path, (op, value) in fields.items()
-                ):
-                    kept.append(data)
-            rows = kept
+        if not chosen.everything():
+            rows = [data for data in rows if chosen.matches(data)]
         token, remaining = "", 0
         if req.limit and len(rows) > req.limit:
             remaining = len(rows) - req.limit
             rows = rows[: req.limit]
-            last = _view_decoder.decode(rows[-1]).metadata
+            last = selection.view_decoder.decode(rows[-1]).metadata
             token = base64.urlsafe_b64encode(f"{last.namespace}/{last.name}".encode()).decode()
         result = messages.ListResult(
             resource_version=rv,
