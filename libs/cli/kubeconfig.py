@@ -171,3 +171,28 @@ def _write_private(path: Path, text: str) -> None:
     with open(staging, "w", opener=lambda p, flags: os.open(p, flags, 0o600)) as f:
         f.write(text)
     staging.replace(path)
+
+
+def add_parser(subparsers: Any) -> None:
+    p = subparsers.add_parser(
+        "kubeconfig",
+        help="write the API's token, certificates and a kubeconfig into the data directory",
+        description="For an apistore run outside `drasim up` (e.g. docker compose): writes "
+        "<data-dir>/kubeconfig, <data-dir>/http-token and <data-dir>/pki/, kept if present.",
+    )
+    p.add_argument("--server", default="https://127.0.0.1:6443", help="the API's address")
+    p.set_defaults(func=_run)
+
+
+def _run(args: Any) -> int:
+    from drasim.cli import cluster
+    from drasim.common.config import Config
+
+    config = Config.from_env(**cluster.cluster_flags(args))
+    config.data_dir.mkdir(parents=True, exist_ok=True)
+    token = load_or_create_token(config.data_dir)
+    certs = ensure_serving_certs(config.data_dir)
+    path = kubeconfig_path(config.data_dir)
+    write(path, args.server, token, certs.ca_cert, name=config.prefix)
+    print(path)
+    return 0

@@ -18,6 +18,7 @@ from drasim.cli import (
     describe,
     events,
     get,
+    kubeconfig,
     node,
     replay,
     up,
@@ -26,7 +27,7 @@ from drasim.common.config import ConfigError
 from drasim.common.embedded import EmbeddedServerError
 from drasim.common.errors import ApiError
 
-COMMANDS = (up, apply, get, describe, delete, events, replay, node, demo, bench)
+COMMANDS = (up, apply, get, describe, delete, events, replay, node, demo, bench, kubeconfig)
 
 
 def build_parser() -> argparse.ArgumentParser:
