@@ -11,13 +11,9 @@ from dataclasses import dataclass
 from drasim.common.api import core_v1, resource_v1
 from drasim.common.api.validation import RESERVED_FOR_MAX_SIZE
 
-# The scheduler's special claim for extended resources backed by DRA (spec §1.3.1).
-EXTENDED_RESOURCE_CLAIM_ANNOTATION = "resource.kubernetes.io/extended-resource-claim"
-# On claims made from a template: the `pod.spec.resourceClaims[].name` it was made for.
-POD_CLAIM_NAME_ANNOTATION = "resource.kubernetes.io/pod-claim-name"
-# `resourceapi.Finalizer`: set by whoever allocates; the claim controller removes it once
-# the claim is deallocated (spec §1.3.3, §7.1).
-DELETE_PROTECTION_FINALIZER = "resource.kubernetes.io/delete-protection"
+EXTENDED_RESOURCE_CLAIM_ANNOTATION = resource_v1.EXTENDED_RESOURCE_CLAIM_ANNOTATION
+POD_CLAIM_NAME_ANNOTATION = resource_v1.POD_CLAIM_NAME_ANNOTATION
+DELETE_PROTECTION_FINALIZER = resource_v1.DELETE_PROTECTION_FINALIZER
 
 
 @dataclass(frozen=True, slots=True)

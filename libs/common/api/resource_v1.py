@@ -17,6 +17,7 @@ __all__ = [
     "AllocationResult",
     "CELDeviceSelector",
     "CapacityRequirements",
+    "DELETE_PROTECTION_FINALIZER",
     "Counter",
     "CounterSet",
     "Device",
@@ -37,8 +38,11 @@ __all__ = [
     "DeviceSubRequest",
     "DeviceTaint",
     "DeviceToleration",
+    "EXTENDED_RESOURCE_CLAIM_ANNOTATION",
+    "EXTENDED_RESOURCE_CLAIM_ANNOTATION_VALUE",
     "ExactDeviceRequest",
     "OpaqueDeviceConfiguration",
+    "POD_CLAIM_NAME_ANNOTATION",
     "ResourceClaim",
     "ResourceClaimConsumerReference",
     "ResourceClaimSpec",
@@ -53,6 +57,16 @@ __all__ = [
 GROUP_VERSION = "resource.k8s.io/v1"
 ALLOCATION_MODE_EXACT_COUNT = "ExactCount"
 ALLOCATION_MODE_ALL = "All"
+
+# Marks a claim as the scheduler's special claim for extended resources backed by DRA
+# (spec §1.3.1; the KEP said the pod name, §12).
+EXTENDED_RESOURCE_CLAIM_ANNOTATION = "resource.kubernetes.io/extended-resource-claim"
+EXTENDED_RESOURCE_CLAIM_ANNOTATION_VALUE = "true"
+# On claims made from a template: the `pod.spec.resourceClaims[].name` it was made for.
+POD_CLAIM_NAME_ANNOTATION = "resource.kubernetes.io/pod-claim-name"
+# `resourceapi.Finalizer`: set by whoever allocates; the claim controller removes it once
+# the claim is deallocated (spec §1.3.3, §7.1).
+DELETE_PROTECTION_FINALIZER = "resource.kubernetes.io/delete-protection"
 
 
 # --- Shared parts ------------------------------------------------------------------------

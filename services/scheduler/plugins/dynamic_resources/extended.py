@@ -21,11 +21,9 @@ __all__ = [
     "new_special_claim",
 ]
 
-# Marks a claim as the scheduler's special claim (spec §1.3.1; the KEP said pod name, §12).
-EXTENDED_RESOURCE_CLAIM_ANNOTATION = "resource.kubernetes.io/extended-resource-claim"
-EXTENDED_RESOURCE_CLAIM_ANNOTATION_VALUE = "true"
-# The builtin controllers' finalizer, which the scheduler also puts on the claim (§1.3.3).
-DELETE_PROTECTION_FINALIZER = "resource.kubernetes.io/delete-protection"
+EXTENDED_RESOURCE_CLAIM_ANNOTATION = resource_v1.EXTENDED_RESOURCE_CLAIM_ANNOTATION
+EXTENDED_RESOURCE_CLAIM_ANNOTATION_VALUE = resource_v1.EXTENDED_RESOURCE_CLAIM_ANNOTATION_VALUE
+DELETE_PROTECTION_FINALIZER = resource_v1.DELETE_PROTECTION_FINALIZER
 # Deliberately not a valid object name: a claim with it has not been created yet (§3.3.3).
 SPECIAL_CLAIM_IN_MEMORY_NAME = "<extended-resources>"
 # The API server appends random characters to `<pod name>` + this (§9).
