@@ -26,6 +26,8 @@ from drasim.common.bus.client import Bus
 T = TypeVar("T", bound=KubeObject)
 
 _status_decoder = msgspec.json.Decoder(errors.Status)
+# Objects per list page: ~1 KiB each keeps a page well under NATS' 1 MiB payload limit.
+LIST_PAGE = 500
 
 
 class WatchEvent(msgspec.Struct, frozen=True):
@@ -99,18 +101,35 @@ class ApiClient:
         label_selector: str = "",
         field_selector: str = "",
     ) -> tuple[list[T], int]:
-        """All matching objects and the resourceVersion the list is consistent at."""
+        """All matching objects, and the resourceVersion of the list's first page.
+
+        Lists come in pages of `LIST_PAGE` objects, so no answer outgrows the NATS payload
+        limit. Each page is a snapshot of its own; a watch from the first page's
+        resourceVersion replays every change made while the later pages were read, so a
+        cache that keeps the newest version of each object (as `Informer` does) converges.
+        """
         info = registry.by_type(type_)
-        data = await self.request(
-            messages.List(
-                resource=info.plural,
-                namespace=namespace,
-                label_selector=label_selector,
-                field_selector=field_selector,
+        items: list[T] = []
+        first_rv: int | None = None
+        token = ""
+        while True:
+            data = await self.request(
+                messages.List(
+                    resource=info.plural,
+                    namespace=namespace,
+                    label_selector=label_selector,
+                    field_selector=field_selector,
+                    limit=LIST_PAGE,
+                    continue_token=token,
+                )
             )
-        )
-        result = messages.list_result_decoder.decode(data)
-        return [codec.decode(item, type_) for item in result.items], result.resource_version
+            result = messages.list_result_decoder.decode(data)
+            items.extend(codec.decode(item, type_) for item in result.items)
+            if first_rv is None:
+                first_rv = result.resource_version
+            token = result.continue_token
+            if not token:
+                return items, first_rv
 
     async def update(self, obj: T, *, subresource: str = "") -> T:
         """Replace the object; a stale `metadata.resourceVersion` raises `Conflict`."""

@@ -24,6 +24,10 @@ log = logging.getLogger(__name__)
 Key = tuple[str, str]  # (namespace, name)
 
 
+def _version(obj: KubeObject) -> int:
+    return int(obj.metadata.resource_version or 0)
+
+
 def key_of(obj: KubeObject) -> Key:
     return (obj.metadata.namespace or "", obj.metadata.name)
 
@@ -142,6 +146,9 @@ class Informer(Generic[T]):
             if self.namespace and obj.metadata.namespace != self.namespace:
                 continue
             key = key_of(obj)
+            cached = self.cache.get(key)
+            if cached is not None and _version(cached) > event.resource_version:
+                continue  # a later list page already had a newer version of this object
             if event.type == "DELETED":
                 self.cache.pop(key, None)
                 self._call(self._handlers_delete, obj)

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import asyncio
+
 import msgspec
 import pytest
 
-from drasim.common import codec, errors
+from drasim.common import client, codec, errors
 from drasim.common.api import core_v1, resource_v1
 from drasim.common.bus import messages
 from tests.builders import make_claim, make_node, make_pod
@@ -198,3 +200,11 @@ async def test_invalid_object_is_rejected_with_field_path(server, api):
     assert "must be a valid extended resource name" in err.value.message
     assert await _log_length(server) == before
     assert (await api.list(resource_v1.DeviceClass))[0] == []
+
+
+async def test_large_lists_come_in_pages_and_are_complete(api):
+    count = client.LIST_PAGE * 2 + 7
+    await asyncio.gather(*(api.create(make_pod(f"p{i:04d}").obj()) for i in range(count)))
+    pods, rv = await api.list(core_v1.Pod)
+    assert [p.metadata.name for p in pods] == [f"p{i:04d}" for i in range(count)]
+    assert rv >= max(int(p.metadata.resource_version) for p in pods[: client.LIST_PAGE])
