@@ -70,6 +70,7 @@ SAMPLE_INTERVAL = 1.0  # upstream `throughputSampleInterval`
 CREATE_CONCURRENCY = 64  # creates in flight at once (the apistore pipelines them)
 LIST_PAGE = 500  # one list reply must fit in a NATS message
 READY_TIMEOUT = 60.0
+GENERATE_NAME_TRIES = 8
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
@@ -185,7 +186,9 @@ class Template:
     def __init__(self, path: Path) -> None:
         doc = yaml.safe_load(path.read_text())
         self.info = registry.by_api_version_kind(doc["apiVersion"], doc["kind"])
-        self.namespace = doc.get("metadata", {}).get("namespace", "")
+        metadata = doc.get("metadata", {})
+        self.namespace = metadata.get("namespace", "")
+        self.generated = "generateName" in metadata and "name" not in metadata
         self._json = msgspec.json.encode(doc).decode()
         self._static = self._PLACEHOLDER.search(self._json) is None
 
@@ -361,16 +364,34 @@ def percentile(ordered: list[float], q: int) -> float:
 # --- talking to the apistore ---------------------------------------------------------------
 
 
-async def create_raw(api: ApiClient, resource: str, namespace: str, body: bytes) -> str:
-    """Create one object from its JSON; its name (generated ones included)."""
-    data = await api.request(
-        messages.Create(resource=resource, namespace=namespace, object=msgspec.Raw(body))
-    )
-    return _name_decoder.decode(data).metadata.name
+async def create_raw(
+    api: ApiClient, resource: str, namespace: str, body: bytes, *, generated: bool = False
+) -> str:
+    """Create one object from its JSON; its name (generated ones included).
+
+    A `generated` name (metadata.generateName) that collides with an existing one is
+    generated again, as kube-apiserver does (RetryGenerateName, up to 8 tries): 5 random
+    characters collide often among thousands of objects.
+    """
+    request = messages.Create(resource=resource, namespace=namespace, object=msgspec.Raw(body))
+    for attempt in range(GENERATE_NAME_TRIES):
+        try:
+            data = await api.request(request)
+        except errors.AlreadyExists:
+            if not generated or attempt == GENERATE_NAME_TRIES - 1:
+                raise
+            continue
+        return _name_decoder.decode(data).metadata.name
+    raise AssertionError("unreachable")
 
 
 async def create_many(
-    api: ApiClient, resource: str, namespace: str, bodies: Iterable[bytes]
+    api: ApiClient,
+    resource: str,
+    namespace: str,
+    bodies: Iterable[bytes],
+    *,
+    generated: bool = False,
 ) -> list[str]:
     """Create objects from `CREATE_CONCURRENCY` writers; their names, in creation order."""
     items = list(enumerate(bodies))
@@ -379,7 +400,7 @@ async def create_many(
 
     async def writer() -> None:
         for i, body in pending:
-            names[i] = await create_raw(api, resource, namespace, body)
+            names[i] = await create_raw(api, resource, namespace, body, generated=generated)
 
     await asyncio.gather(*(writer() for _ in range(min(CREATE_CONCURRENCY, len(items)))))
     return names
@@ -582,7 +603,11 @@ class Runner:
         start = len(self.node_names)
         with _phase(f"creating {count} nodes"):
             self.node_names += await create_many(
-                self.api, "nodes", "", (template.render(start + i) for i in range(count))
+                self.api,
+                "nodes",
+                "",
+                (template.render(start + i) for i in range(count)),
+                generated=template.generated,
             )
 
     async def _createResourceDriver(self, op: dict[str, Any]) -> None:  # noqa: N802
@@ -605,6 +630,7 @@ class Runner:
                 template.info.plural,
                 namespace,
                 (template.render(i) for i in range(count)),
+                generated=template.generated,
             )
 
     async def _createPods(self, op: dict[str, Any]) -> None:  # noqa: N802
@@ -616,7 +642,7 @@ class Runner:
         bodies = [template.render(i) for i in range(count)]
         if not op.get("collectMetrics"):
             with _phase(f"creating {count} init pods in {namespace} and waiting until bound"):
-                await create_many(self.api, "pods", namespace, bodies)
+                await create_many(self.api, "pods", namespace, bodies, generated=template.generated)
                 stopped = await self._wait_bound(namespace, count)
             if stopped:
                 raise BenchError(f"init pods: {stopped}")
@@ -628,7 +654,9 @@ class Runner:
         with _phase(f"creating {count} measured pods in {namespace} and waiting until bound"):
             self.measure_start = time.monotonic()
             try:
-                self.measured = await create_many(self.api, "pods", namespace, bodies)
+                self.measured = await create_many(
+                    self.api, "pods", namespace, bodies, generated=template.generated
+                )
                 deadline = None if self.timeout is None else self.measure_start + self.timeout
                 # A run that stops early still reports what it measured, and fails.
                 self.incomplete = await self._wait_bound(namespace, count, deadline=deadline)
@@ -955,7 +983,7 @@ def run(args: argparse.Namespace) -> int:
                     keep=args.keep,
                 )
             )
-    except BenchError as err:
+    except (BenchError, errors.ApiError) as err:
         print(f"drasim bench: FAILED {workload.name}: {err}", file=sys.stderr)
         print(f"drasim bench: logs kept in {work_dir}", file=sys.stderr)
         return 1
