@@ -39,9 +39,11 @@ import math
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import uuid
 from collections import Counter
@@ -54,7 +56,7 @@ import msgspec
 import yaml
 
 from drasim.cli import cluster
-from drasim.common import errors
+from drasim.common import errors, service
 from drasim.common.api import registry
 from drasim.common.bus import messages, subjects
 from drasim.common.bus.client import Bus
@@ -767,6 +769,7 @@ async def run_workload(
     timeout: float | None,
     work_dir: Path,
     keep: bool,
+    report: Callable[[Result], None],
 ) -> Result:
     """Run the workload on a fresh database and subject prefix, both removed afterwards
     (unless `keep`): given servers may outlive the run and serve others."""
@@ -857,6 +860,7 @@ async def run_workload(
             incomplete=runner.incomplete,
             ok=twice == 0 and bound == measured,
         )
+        report(result)
         if keep:
             await _keep_running(urls)
         return result
@@ -873,14 +877,13 @@ async def run_workload(
 
 async def _keep_running(urls: dict[str, str]) -> None:
     print(
-        "bench: --keep: the cluster stays up until Ctrl-C; reach it with\n"
+        "bench: --keep: the cluster stays up until Ctrl-C (or SIGTERM); reach it with\n"
         f"  DRASIM_NATS_URL={urls['nats_url']} DRASIM_DATABASE_URL={urls['database_url']} "
         f"DRASIM_PREFIX={urls['prefix']} drasim get pods -A",
         file=sys.stderr,
         flush=True,
     )
-    with contextlib.suppress(asyncio.CancelledError):
-        await asyncio.Event().wait()
+    await service.wait_for_signal()
 
 
 # --- output --------------------------------------------------------------------------------
@@ -970,7 +973,10 @@ def run(args: argparse.Namespace) -> int:
     config = Config.from_env(**cluster.cluster_flags(args))
     work_dir = Path(tempfile.mkdtemp(prefix="drasim-bench-"))
     try:
-        with _infrastructure(config, work_dir) as (nats_url, database_url):
+        with (
+            _terminate_as_interrupt(),
+            _infrastructure(config, work_dir) as (nats_url, database_url),
+        ):
             result = asyncio.run(
                 run_workload(
                     workload,
@@ -981,17 +987,48 @@ def run(args: argparse.Namespace) -> int:
                     timeout=args.timeout,
                     work_dir=work_dir,
                     keep=args.keep,
+                    report=lambda result: _report(result, args.json),
                 )
             )
     except (BenchError, errors.ApiError) as err:
         print(f"drasim bench: FAILED {workload.name}: {err}", file=sys.stderr)
         print(f"drasim bench: logs kept in {work_dir}", file=sys.stderr)
         return 1
+    except KeyboardInterrupt:
+        print(f"drasim bench: interrupted; logs kept in {work_dir}", file=sys.stderr)
+        return 130
+    if result.ok:
+        shutil.rmtree(work_dir, ignore_errors=True)
+    else:
+        print(f"drasim bench: logs kept in {work_dir}", file=sys.stderr)
+    return 0 if result.ok else 1
+
+
+@contextlib.contextmanager
+def _terminate_as_interrupt() -> Any:
+    """SIGTERM ends the run as Ctrl-C does, so the service processes and embedded servers
+    are stopped on the way out (a signal's default action would leave them running)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield  # only the main thread may set handlers (tests run the CLI in a thread)
+        return
+
+    def interrupt(signum: int, frame: Any) -> None:
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGTERM, interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def _report(result: Result, json_path: Path | None) -> None:
+    """The summary line, the table, the JSON file, and why the run failed, if it did."""
     print(summary_line(result))
-    print(table(result))
-    if args.json:
-        args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_bytes(msgspec.json.format(msgspec.json.encode(result)) + b"\n")
+    print(table(result), flush=True)
+    if json_path:
+        json_path.parent.mkdir(parents=True, exist_ok=True)
+        json_path.write_bytes(msgspec.json.format(msgspec.json.encode(result)) + b"\n")
     if result.devices_allocated_twice:
         print(
             f"drasim bench: FAILED: {result.devices_allocated_twice} devices are allocated "
@@ -1004,11 +1041,6 @@ def run(args: argparse.Namespace) -> int:
             "measured pods are bound",
             file=sys.stderr,
         )
-    if result.ok:
-        shutil.rmtree(work_dir, ignore_errors=True)
-    else:
-        print(f"drasim bench: logs kept in {work_dir}", file=sys.stderr)
-    return 0 if result.ok else 1
 
 
 __all__ = ["Result", "Template", "ThroughputCollector", "Workload", "load_workloads", "run"]

@@ -46,8 +46,9 @@ class ApiCore:
         )
         self._writer: asyncio.Task[None] | None = None
         self._batches: set[asyncio.Task[None]] = set()  # batches in flight (two at most)
-        # Batches committed: all, prepared ahead of the lock, and prepared ahead but redone.
-        self.stats = {"batches": 0, "ahead": 0, "redone": 0}
+        # Write batches committed and the requests in them; of the batches, those prepared
+        # ahead of the lock, and those prepared ahead but redone under it.
+        self.stats = {"batches": 0, "requests": 0, "ahead": 0, "redone": 0}
 
     async def start(self) -> None:
         self._writer = asyncio.create_task(self._write_loop(), name="apistore-writer")
@@ -244,14 +245,15 @@ class ApiCore:
         """Apply and commit one batch.
 
         With the previous batch still in flight, the batch is prepared ahead of the write
-        lock: it reads its rows as committed now, overlays the rows the previous batch wrote,
-        numbers its events after the previous batch's and applies its requests while the
-        previous batch writes and commits. Then, once that batch has committed exactly what
-        it announced, it takes the lock and writes only if the log still ends at the previous
-        batch's last event (nobody else committed in between). Otherwise, and without a
-        batch in flight, it takes the lock first and reads and applies under it. Either way
-        the rows a batch applies its requests to are the committed ones, and its events
-        follow the last committed one.
+        lock: it reads its rows as committed now, overlays the rows the previous batch
+        writes, numbers its events after the previous batch's and applies its requests
+        while the previous batch writes and commits. Once that batch has committed exactly
+        what it announced, it writes in one statement that takes the lock and writes only
+        if the log still ends at the previous batch's last event (nobody else committed in
+        between; see `WRITE_BATCH_ALONE`), else it is redone. Without a batch in flight (or
+        to redo one) it takes the lock first, then reads, applies and writes under it.
+        Either way a batch's requests see the rows as committed before it, and its events
+        follow the last committed one, so commit order is resourceVersion order.
         """
         base = await prev.applied if prev is not None else None
         # (A fault plan counts the writes it sees: a batch is applied once under it.)
@@ -263,20 +265,13 @@ class ApiCore:
             if not batch.pending_gc():  # garbage collection reads under the lock
                 upserts, deletes = batch.projection()
                 flight.announce((batch.last_seq, _written(upserts, deletes)), by=batch)
-                if await prev.final:
-                    try:
-                        async with session.transaction() as txn:
-                            if not await txn.write_batch(
-                                batch.events, upserts, deletes, after_seq=after_seq
-                            ):
-                                raise _Retry  # someone else committed first: roll back
-                    except _Retry:
-                        pass
-                    else:
-                        self.stats["ahead"] += 1
-                        self._finish(ready, batch, results, flight)
-                        return
-                self.stats["redone"] += 1
+                if await prev.final and await session.write_batch_alone(
+                    batch.events, upserts, deletes, after_seq=after_seq
+                ):
+                    self.stats["ahead"] += 1
+                    self._finish(ready, batch, results, flight)
+                    return
+                self.stats["redone"] += 1  # someone else committed first: redo
         if prev is not None:
             await prev.final
         async with session.transaction() as txn:
@@ -316,6 +311,7 @@ class ApiCore:
     ) -> None:
         """The batch committed: answer its requests, hand its events to the outbox."""
         self.stats["batches"] += 1
+        self.stats["requests"] += len(ready)
         for (_, _, fut), result in zip(ready, results, strict=True):
             if fut.done():
                 continue
@@ -331,10 +327,6 @@ class ApiCore:
 
 _Item = tuple[messages.Request, Context, asyncio.Future[bytes]]
 Key = tuple[str, str, str]
-
-
-class _Retry(Exception):
-    """A batch prepared ahead of the lock lost the race: roll back and redo it."""
 
 
 class _Flight:

@@ -38,7 +38,7 @@ ACK_TIMEOUT = 10.0
 NO_RESPONDERS = "503"  # status of the answer NATS sends when no stream takes the subject
 # Committed events handed over in memory and not yet published; beyond this (NATS away for
 # long) the oldest are dropped and read back from Postgres when their turn comes.
-MAX_PENDING = 100_000
+MAX_PENDING = 10_000
 # How often the published position is written to Postgres while events keep coming (it is
 # also written whenever the outbox catches up). It only decides where a stream that lost
 # its messages restarts (`_realign`); a position behind the truth republishes a few more.

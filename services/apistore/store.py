@@ -78,10 +78,8 @@ DELETE_OBJECTS = (
 # The guard writes nothing unless the log still ends where the batch was numbered from
 # ($22); a batch prepared ahead of the lock (see `ApiCore`) learns this way that someone
 # else committed first.
-WRITE_BATCH = """
-WITH guard AS (
-    SELECT $22::bigint IS NULL OR coalesce(max(seq), 0) = $22::bigint AS ok FROM events
-), inserted AS (
+_WRITE_BATCH_CTES = """
+inserted AS (
     INSERT INTO events (seq, type, resource, namespace, name, uid, node_name, object, actor,
                         traceparent)
     SELECT * FROM unnest($1::bigint[], $2::text[], $3::text[], $4::text[], $5::text[],
@@ -111,6 +109,23 @@ WITH guard AS (
 )
 SELECT ok FROM guard
 """
+WRITE_BATCH = (
+    "WITH guard AS (SELECT $22::bigint IS NULL OR coalesce(max(seq), 0) = $22::bigint AS ok"
+    " FROM events)," + _WRITE_BATCH_CTES
+)
+# The same as a transaction of its own, for a batch prepared ahead of the lock once the
+# batch before it has committed: the lock (taken before any row is written: every write
+# waits on the guard, and the guard on the lock) keeps it out of other writers'
+# transactions; the guard checks the log still ends where the batch was numbered from.
+# The statement's snapshot predates the lock, so a writer that committed while it waited
+# for the lock is not seen by the guard; that writer numbered its events from the same
+# place, and the events' primary key refuses the second copy of those numbers (a
+# unique violation: the statement writes nothing and the batch is redone).
+WRITE_BATCH_ALONE = (
+    f"WITH locked AS MATERIALIZED (SELECT pg_advisory_xact_lock({WRITE_LOCK_KEY})),"
+    " guard AS (SELECT (SELECT count(*) FROM locked) = 1"
+    " AND coalesce(max(seq), 0) = $22::bigint AS ok FROM events)," + _WRITE_BATCH_CTES
+)
 SELECT_OBJECT = "SELECT object FROM objects WHERE resource = $1 AND namespace = $2 AND name = $3"
 SELECT_EVENTS_AFTER = """
 SELECT seq, type, resource, namespace, name, uid, node_name, object, actor, traceparent,
@@ -169,6 +184,38 @@ def _translate(exc: BaseException) -> errors.ApiError:
     if isinstance(exc, asyncpg.PostgresError):
         return errors.InternalError(f"database error: {exc}")
     return errors.ServiceUnavailable(f"database unavailable: {exc}")
+
+
+def _write_batch_args(
+    events: Sequence[EventRow],
+    upserts: Sequence[ObjectRow],
+    deletes: Sequence[Key],
+    after_seq: int | None,
+) -> list[Any]:
+    return [
+        [e.seq for e in events],
+        [e.type for e in events],
+        [e.resource for e in events],
+        [e.namespace for e in events],
+        [e.name for e in events],
+        [e.uid for e in events],
+        [e.node_name for e in events],
+        [e.object for e in events],
+        [e.actor for e in events],
+        [e.traceparent for e in events],
+        [r.resource for r in upserts],
+        [r.namespace for r in upserts],
+        [r.name for r in upserts],
+        [r.uid for r in upserts],
+        [r.resource_version for r in upserts],
+        [r.node_name for r in upserts],
+        [",".join(r.owner_uids) for r in upserts],
+        [r.object for r in upserts],
+        [k[0] for k in deletes],
+        [k[1] for k in deletes],
+        [k[2] for k in deletes],
+        after_seq,
+    ]
 
 
 class WriteTransaction:
@@ -270,29 +317,7 @@ class WriteTransaction:
         if not events and not upserts and not deletes and after_seq is None:
             return True
         return await self._conn.fetchval(
-            WRITE_BATCH,
-            [e.seq for e in events],
-            [e.type for e in events],
-            [e.resource for e in events],
-            [e.namespace for e in events],
-            [e.name for e in events],
-            [e.uid for e in events],
-            [e.node_name for e in events],
-            [e.object for e in events],
-            [e.actor for e in events],
-            [e.traceparent for e in events],
-            [r.resource for r in upserts],
-            [r.namespace for r in upserts],
-            [r.name for r in upserts],
-            [r.uid for r in upserts],
-            [r.resource_version for r in upserts],
-            [r.node_name for r in upserts],
-            [",".join(r.owner_uids) for r in upserts],
-            [r.object for r in upserts],
-            [k[0] for k in deletes],
-            [k[1] for k in deletes],
-            [k[2] for k in deletes],
-            after_seq,
+            WRITE_BATCH, *_write_batch_args(events, upserts, deletes, after_seq)
         )
 
 
@@ -323,6 +348,30 @@ class WriteSession:
                 raise _translate(exc) from exc
             raise
         return {(r[0], r[1], r[2]): r[3] for r in rows}
+
+    async def write_batch_alone(
+        self,
+        events: Sequence[EventRow],
+        upserts: Sequence[ObjectRow],
+        deletes: Sequence[Key],
+        *,
+        after_seq: int,
+    ) -> bool:
+        """`WriteTransaction.write_batch(..., after_seq=after_seq)` as a transaction of its
+        own, in one round trip (see `WRITE_BATCH_ALONE`); answers whether it wrote."""
+        if not events:
+            return True  # (no event, no row to write either)
+        try:
+            return await self._conn.fetchval(
+                WRITE_BATCH_ALONE, *_write_batch_args(events, upserts, deletes, after_seq)
+            )
+        except asyncpg.UniqueViolationError:
+            return False  # another writer took these numbers first
+        except BaseException as exc:
+            self.broken = True
+            if isinstance(exc, _DRIVER_ERRORS):
+                raise _translate(exc) from exc
+            raise
 
     @contextlib.asynccontextmanager
     async def transaction(self) -> AsyncIterator[WriteTransaction]:
