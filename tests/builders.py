@@ -7,6 +7,19 @@ from typing import Any
 from drasim.common import codec
 from drasim.common.api import core_v1, meta_v1, resource_v1
 
+# KEP-5004's example DeviceClass: devices pods can request as `example.com/gpu`.
+KEP_DEVICE_CLASS_YAML = """\
+apiVersion: resource.k8s.io/v1
+kind: DeviceClass
+metadata:
+  name: gpu.example.com
+spec:
+  selectors:
+  - cel:
+      expression: device.driver == "gpu.example.com"
+  extendedResourceName: example.com/gpu
+"""
+
 
 class PodBuilder:
     def __init__(self, name: str, namespace: str = "default") -> None:

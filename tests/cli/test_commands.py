@@ -8,19 +8,9 @@ import pytest
 
 from drasim.cli.main import main
 from drasim.common.api import core_v1, resource_v1
-from tests.builders import make_claim, make_pod
+from tests.builders import KEP_DEVICE_CLASS_YAML, make_claim, make_pod
 
-DEVICE_CLASS = """\
-apiVersion: resource.k8s.io/v1
-kind: DeviceClass
-metadata:
-  name: gpu.example.com
-spec:
-  selectors:
-  - cel:
-      expression: device.driver == "gpu.example.com"
-  extendedResourceName: example.com/gpu
-"""
+DEVICE_CLASS = KEP_DEVICE_CLASS_YAML
 
 POD = """\
 apiVersion: v1

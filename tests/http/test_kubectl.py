@@ -10,22 +10,10 @@ import json
 import yaml
 
 from drasim.common.api import apps_v1, core_v1
-from tests.builders import make_claim, make_pod
+from tests.builders import KEP_DEVICE_CLASS_YAML, make_claim, make_pod
 from tests.http.conftest import KUBECTL, TOKEN, kubectl_env
 
-# The KEP's example: a class whose devices pods request as `example.com/gpu`, and a
-# Deployment whose pods do.
-DEVICE_CLASS = """\
-apiVersion: resource.k8s.io/v1
-kind: DeviceClass
-metadata:
-  name: gpu.example.com
-spec:
-  selectors:
-  - cel:
-      expression: device.driver == "gpu.example.com"
-  extendedResourceName: example.com/gpu
-"""
+DEVICE_CLASS = KEP_DEVICE_CLASS_YAML
 DEPLOYMENT = """\
 apiVersion: apps/v1
 kind: Deployment

@@ -12,19 +12,9 @@ from drasim.common.api import apps_v1, coordination_v1, core_v1, registry, resou
 from drasim.common.api.meta_v1 import KubeObject
 from drasim.common.errors import FieldError, NotFound
 from drasim.common.quantity import parse_quantity
+from tests.builders import KEP_DEVICE_CLASS_YAML
 
-# The KEP's example: a class whose devices pods can request as `example.com/gpu`.
-DEVICE_CLASS_YAML = """
-apiVersion: resource.k8s.io/v1
-kind: DeviceClass
-metadata:
-  name: gpu.example.com
-spec:
-  selectors:
-  - cel:
-      expression: device.driver == "gpu.example.com"
-  extendedResourceName: example.com/gpu
-"""
+DEVICE_CLASS_YAML = KEP_DEVICE_CLASS_YAML
 
 DEPLOYMENT_YAML = """
 apiVersion: apps/v1
