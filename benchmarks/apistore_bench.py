@@ -300,7 +300,10 @@ def main() -> int:
                 pg.stop()
     width = max(len(k) for k in results)
     for key, value in results.items():
-        shown = f"{value:,.1f}" if isinstance(value, float) else f"{value:,}"
+        if key.startswith("fraction"):
+            shown = f"{value:.3f}"
+        else:
+            shown = f"{value:,.1f}" if isinstance(value, float) else f"{value:,}"
         print(f"{key:<{width}}  {shown}")
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)

@@ -737,20 +737,19 @@ async def check_claims(api: ApiClient) -> tuple[int, int, int, int]:
             f"bench: claim {c.metadata.namespace}/{c.metadata.name} is not allocated",
             file=sys.stderr,
         )
-    allocated = Counter(
-        (d.driver, d.pool, d.device)
-        for c in claims
-        if c.status.allocation is not None
-        for d in c.status.allocation.devices.results
-    )
-    twice = [device for device, n in allocated.items() if n > 1]
-    for driver, pool, device in twice[:10]:
+    holders: dict[tuple[str, str, str], list[str]] = {}
+    for c in claims:
+        for d in c.status.allocation.devices.results if c.status.allocation else ():
+            name = f"{c.metadata.namespace}/{c.metadata.name}"
+            holders.setdefault((d.driver, d.pool, d.device), []).append(name)
+    twice = [device for device, names in holders.items() if len(names) > 1]
+    for device in twice[:10]:
         print(
-            f"bench: DEVICE ALLOCATED TWICE: {driver}/{pool}/{device} "
-            f"({allocated[(driver, pool, device)]} claims)",
+            f"bench: DEVICE ALLOCATED TWICE: {'/'.join(device)} in claims "
+            + ", ".join(holders[device]),
             file=sys.stderr,
         )
-    return len(claims), len(unallocated), len(allocated), len(twice)
+    return len(claims), len(unallocated), len(holders), len(twice)
 
 
 async def bound_measured(api: ApiClient, namespace: str) -> int:
@@ -771,14 +770,15 @@ async def run_workload(
     keep: bool,
     report: Callable[[Result], None],
 ) -> Result:
-    """Run the workload on a fresh database and subject prefix, both removed afterwards
-    (unless `keep`): given servers may outlive the run and serve others."""
+    """Run the workload on a fresh database and subject prefix, both removed after a
+    successful run (unless `keep`): given servers may outlive the run and serve others."""
     server_url, prefix = database_url, f"bench{uuid.uuid4().hex[:8]}"
     database_url = await fresh_database(server_url)
     services = Services(work_dir)
     urls = {"nats_url": nats_url, "database_url": database_url, "prefix": prefix}
     bus = None
     tracker: ClusterTracker | None = None
+    succeeded = False
     try:
         t0 = time.monotonic()
         with _phase(
@@ -860,6 +860,7 @@ async def run_workload(
             incomplete=runner.incomplete,
             ok=twice == 0 and bound == measured,
         )
+        succeeded = result.ok
         report(result)
         if keep:
             await _keep_running(urls)
@@ -870,9 +871,12 @@ async def run_workload(
         if bus is not None:
             await bus.close()
         await services.stop()
-        if not keep:
+        # A failed run keeps its database and stream (the event log shows what happened).
+        if succeeded and not keep:
             await drop_database(server_url, database_url)
             await delete_stream(nats_url, prefix)
+        elif not succeeded:
+            print(f"bench: kept database {database_url}, prefix {prefix}", file=sys.stderr)
 
 
 async def _keep_running(urls: dict[str, str]) -> None:
@@ -1000,7 +1004,7 @@ def run(args: argparse.Namespace) -> int:
     if result.ok:
         shutil.rmtree(work_dir, ignore_errors=True)
     else:
-        print(f"drasim bench: logs kept in {work_dir}", file=sys.stderr)
+        print(f"drasim bench: logs and data kept in {work_dir}", file=sys.stderr)
     return 0 if result.ok else 1
 
 

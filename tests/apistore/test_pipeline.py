@@ -76,6 +76,33 @@ async def test_guarded_write_writes_only_after_the_expected_event(server):
     assert await store.select_object("pods", "default", "g") == b"{}"
 
 
+async def test_write_alone_loses_to_a_writer_that_held_the_lock(server):
+    """The one-statement write of a batch prepared ahead waits for the lock with a snapshot
+    from before it; a writer that commits meanwhile took the same numbers, and the
+    statement writes nothing (see `WRITE_BATCH_ALONE`)."""
+    store: Store = server.store
+    start = await store.max_seq()
+
+    def row(name: str) -> ObjectRow:
+        return ObjectRow("pods", "default", name, f"uid-{name}", start + 1, "", [], b"{}")
+
+    async with store.write_session() as ours, store.write_session() as other:
+        async with other.transaction() as txn:
+            await txn.write_batch([_event(start + 1, "a")], [row("a")], [])
+            racing = asyncio.create_task(
+                ours.write_batch_alone([_event(start + 1, "b")], [row("b")], [], after_seq=start)
+            )
+            await asyncio.sleep(0.3)
+            assert not racing.done()  # waiting for the lock
+        assert await racing is False
+        assert not ours.broken
+        assert await ours.write_batch_alone(
+            [_event(start + 2, "b")], [row("b")], [], after_seq=start + 1
+        )
+    assert [e.name for e in await store.select_events_after(start)] == ["a", "b"]
+    assert await store.select_object("pods", "default", "b") == b"{}"
+
+
 async def test_failed_write_transaction_rolls_back_and_the_next_one_works(server):
     store: Store = server.store
     start = await store.max_seq()
