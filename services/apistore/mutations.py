@@ -120,9 +120,13 @@ def prepare_keys(req: messages.Request) -> list[Key]:
         ns = request_namespace(info, req.namespace, meta.namespace)
         name = meta.name
         if not name and meta.generate_name:
-            name = generate_name(meta.generate_name)
-            _GENERATED[id(req)] = name
-        keys = [key_of(info, ns, name)] if name else []
+            # Several candidates, all read with the batch: the first one free is taken, so
+            # a collision of the 5 random characters retries here, as the apiserver does.
+            candidates = [generate_name(meta.generate_name) for _ in range(GENERATE_NAME_TRIES)]
+            _GENERATED[id(req)] = candidates
+            keys = [key_of(info, ns, candidate) for candidate in candidates]
+        else:
+            keys = [key_of(info, ns, name)] if name else []
         if ns:
             keys.append(("namespaces", "", ns))
         return keys
@@ -130,7 +134,8 @@ def prepare_keys(req: messages.Request) -> list[Key]:
 
 
 # Names chosen for `generateName` creates between `prepare_keys` and `apply` (by request id).
-_GENERATED: dict[int, str] = {}
+_GENERATED: dict[int, list[str]] = {}
+GENERATE_NAME_TRIES = 4
 
 
 def forget_generated_name(req: messages.Request) -> None:
@@ -246,8 +251,13 @@ class Batch:
         meta = obj.metadata
         meta.namespace = request_namespace(info, req.namespace, meta.namespace)
         if not meta.name and meta.generate_name:
-            # (`get`: a batch applied twice, see `ApiCore`, must pick the same name.)
-            meta.name = _GENERATED.get(id(req)) or generate_name(meta.generate_name)
+            # The first candidate no object holds; a batch applied twice (see `ApiCore`)
+            # sees the same rows and so picks the same name.
+            candidates = _GENERATED.get(id(req)) or [generate_name(meta.generate_name)]
+            meta.name = next(
+                (c for c in candidates if not self.has(key_of(info, meta.namespace, c))),
+                candidates[0],
+            )
         errs = validation.validate(obj)
         if errs:
             raise errors.invalid(info.kind, meta.name or "", errs, group=info.group)

@@ -153,10 +153,13 @@ def test_prepare_keys_reads_names_from_the_small_view():
     ]
     pod.metadata.name, pod.metadata.generate_name = "", "web-"
     req = _create(pod)
-    [(_, _, generated), _] = mutations.prepare_keys(req)
-    assert generated.startswith("web-") and len(generated) == len("web-") + 5
+    *candidates, namespace = mutations.prepare_keys(req)
+    assert namespace == ("namespaces", "", "default")
+    assert len(candidates) == mutations.GENERATE_NAME_TRIES
+    generated = candidates[0][2]
+    assert all(c[2].startswith("web-") and len(c[2]) == len("web-") + 5 for c in candidates)
     created = codec.decode(_batch().apply(req, Context()), core_v1.Pod)
-    assert created.metadata.name == generated  # apply uses the name the keys were read for
+    assert created.metadata.name == generated  # apply uses the names the keys were read for
     mutations.forget_generated_name(req)
 
 

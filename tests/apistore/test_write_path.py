@@ -208,3 +208,14 @@ async def test_large_lists_come_in_pages_and_are_complete(api):
     pods, rv = await api.list(core_v1.Pod)
     assert [p.metadata.name for p in pods] == [f"p{i:04d}" for i in range(count)]
     assert rv >= max(int(p.metadata.resource_version) for p in pods[: client.LIST_PAGE])
+
+
+async def test_generate_name_retries_a_colliding_suffix(api, monkeypatch):
+    from drasim.apistore import mutations
+
+    await api.create(make_pod("web-aaaaa").obj())
+    names = iter(["web-aaaaa", "web-bbbbb", "web-ccccc", "web-ddddd"])
+    monkeypatch.setattr(mutations, "generate_name", lambda base: next(names))
+    pod = make_pod("").obj()
+    pod.metadata.generate_name = "web-"
+    assert (await api.create(pod)).metadata.name == "web-bbbbb"
