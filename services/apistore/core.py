@@ -262,8 +262,9 @@ class ApiCore:
             loaded: dict[Key, bytes | None] = dict(await session.select_objects(keys))
             loaded.update(written)
             batch, results = self._apply(ready, loaded, after_seq + 1)
-            if not batch.pending_gc():  # garbage collection reads under the lock
-                upserts, deletes = batch.projection()
+            upserts, deletes = batch.projection()
+            # Garbage collection (which any delete calls for) reads under the lock.
+            if not batch.pending_gc() and not deletes:
                 flight.announce((batch.last_seq, _written(upserts, deletes)), by=batch)
                 if await prev.final and await session.write_batch_alone(
                     batch.events, upserts, deletes, after_seq=after_seq

@@ -78,7 +78,7 @@ DELETE_OBJECTS = (
 # The guard writes nothing unless the log still ends where the batch was numbered from
 # ($22); a batch prepared ahead of the lock (see `ApiCore`) learns this way that someone
 # else committed first.
-_WRITE_BATCH_CTES = """
+_WRITE_EVENTS_AND_UPSERTS = """
 inserted AS (
     INSERT INTO events (seq, type, resource, namespace, name, uid, node_name, object, actor,
                         traceparent)
@@ -96,35 +96,43 @@ inserted AS (
         uid = excluded.uid, resource_version = excluded.resource_version,
         node_name = excluded.node_name, owner_uids = excluded.owner_uids,
         object = excluded.object
-), deleted AS (
+)"""
+_WRITE_DELETES = """, deleted AS (
     DELETE FROM objects WHERE (SELECT ok FROM guard) AND ctid = ANY(ARRAY(
         SELECT o.ctid
-        FROM unnest($19::text[], $20::text[], $21::text[]) AS k(resource, namespace, name)
+        FROM unnest($20::text[], $21::text[], $22::text[]) AS k(resource, namespace, name)
         CROSS JOIN LATERAL (
             SELECT ctid FROM objects
             WHERE resource = k.resource AND namespace = k.namespace AND name = k.name
             LIMIT 1
         ) AS o
     ))
+)"""
+_GUARD = (
+    "WITH guard AS (SELECT $19::bigint IS NULL OR coalesce(max(seq), 0) = $19::bigint AS ok"
+    " FROM events),"
 )
-SELECT ok FROM guard
-"""
-WRITE_BATCH = (
-    "WITH guard AS (SELECT $22::bigint IS NULL OR coalesce(max(seq), 0) = $22::bigint AS ok"
-    " FROM events)," + _WRITE_BATCH_CTES
-)
+WRITE_BATCH = _GUARD + _WRITE_EVENTS_AND_UPSERTS + " SELECT ok FROM guard"
+# With deletes. A plan for `ctid = ANY(...)` that Postgres made while the table was small
+# (and keeps, for a prepared statement) scans the whole table: `write_batch` has it planned
+# afresh each time (deletes are rare: a batch that deletes also collects garbage).
+WRITE_BATCH_DELETING = _GUARD + _WRITE_EVENTS_AND_UPSERTS + _WRITE_DELETES + " SELECT ok FROM guard"
+PLAN_EACH_TIME = "SET LOCAL plan_cache_mode = force_custom_plan"
 # The same as a transaction of its own, for a batch prepared ahead of the lock once the
-# batch before it has committed: the lock (taken before any row is written: every write
-# waits on the guard, and the guard on the lock) keeps it out of other writers'
-# transactions; the guard checks the log still ends where the batch was numbered from.
-# The statement's snapshot predates the lock, so a writer that committed while it waited
-# for the lock is not seen by the guard; that writer numbered its events from the same
-# place, and the events' primary key refuses the second copy of those numbers (a
-# unique violation: the statement writes nothing and the batch is redone).
+# batch before it has committed (never one that deletes: that one collects garbage, under
+# the lock): the lock (taken before any row is written: every write waits on the guard,
+# and the guard on the lock) keeps it out of other writers' transactions; the guard checks
+# the log still ends where the batch was numbered from. The statement's snapshot predates
+# the lock, so a writer that committed while it waited for the lock is not seen by the
+# guard; that writer numbered its events from the same place, and the events' primary key
+# refuses the second copy of those numbers (a unique violation: the statement writes
+# nothing and the batch is redone).
 WRITE_BATCH_ALONE = (
     f"WITH locked AS MATERIALIZED (SELECT pg_advisory_xact_lock({WRITE_LOCK_KEY})),"
     " guard AS (SELECT (SELECT count(*) FROM locked) = 1"
-    " AND coalesce(max(seq), 0) = $22::bigint AS ok FROM events)," + _WRITE_BATCH_CTES
+    " AND coalesce(max(seq), 0) = $19::bigint AS ok FROM events),"
+    + _WRITE_EVENTS_AND_UPSERTS
+    + " SELECT ok FROM guard"
 )
 SELECT_OBJECT = "SELECT object FROM objects WHERE resource = $1 AND namespace = $2 AND name = $3"
 SELECT_EVENTS_AFTER = """
@@ -192,7 +200,7 @@ def _write_batch_args(
     deletes: Sequence[Key],
     after_seq: int | None,
 ) -> list[Any]:
-    return [
+    args: list[Any] = [
         [e.seq for e in events],
         [e.type for e in events],
         [e.resource for e in events],
@@ -211,11 +219,11 @@ def _write_batch_args(
         [r.node_name for r in upserts],
         [",".join(r.owner_uids) for r in upserts],
         [r.object for r in upserts],
-        [k[0] for k in deletes],
-        [k[1] for k in deletes],
-        [k[2] for k in deletes],
         after_seq,
     ]
+    if deletes:
+        args += [[k[0] for k in deletes], [k[1] for k in deletes], [k[2] for k in deletes]]
+    return args
 
 
 class WriteTransaction:
@@ -223,6 +231,7 @@ class WriteTransaction:
 
     def __init__(self, conn: asyncpg.Connection) -> None:
         self._conn = conn
+        self._planning_each_time = False
 
     async def lock_writes(self) -> None:
         await self._conn.execute(LOCK_WRITES, WRITE_LOCK_KEY)
@@ -259,6 +268,7 @@ class WriteTransaction:
         return last_seq, found
 
     async def select_dependents(self, uids: Sequence[str]) -> dict[Key, bytes]:
+        await self._plan_each_time()  # (a plan made on a small table would scan it all)
         rows = await self._conn.fetch(SELECT_DEPENDENTS, list(uids))
         return {(r[0], r[1], r[2]): r[3] for r in rows}
 
@@ -297,6 +307,7 @@ class WriteTransaction:
     async def delete_objects(self, keys: Sequence[Key]) -> None:
         if not keys:
             return
+        await self._plan_each_time()
         await self._conn.execute(
             DELETE_OBJECTS, [k[0] for k in keys], [k[1] for k in keys], [k[2] for k in keys]
         )
@@ -316,9 +327,19 @@ class WriteTransaction:
         """
         if not events and not upserts and not deletes and after_seq is None:
             return True
+        if deletes:
+            await self._plan_each_time()
         return await self._conn.fetchval(
-            WRITE_BATCH, *_write_batch_args(events, upserts, deletes, after_seq)
+            WRITE_BATCH_DELETING if deletes else WRITE_BATCH,
+            *_write_batch_args(events, upserts, deletes, after_seq),
         )
+
+    async def _plan_each_time(self) -> None:
+        """Plan this transaction's statements afresh with the tables as they are now (see
+        `WRITE_BATCH_DELETING`); for the rare batches that delete or collect garbage."""
+        if not self._planning_each_time:
+            await self._conn.execute(PLAN_EACH_TIME)
+            self._planning_each_time = True
 
 
 _DRIVER_ERRORS = (OSError, asyncpg.PostgresError, asyncpg.InterfaceError)
@@ -361,6 +382,8 @@ class WriteSession:
         own, in one round trip (see `WRITE_BATCH_ALONE`); answers whether it wrote."""
         if not events:
             return True  # (no event, no row to write either)
+        if deletes:
+            raise ValueError("a batch that deletes writes under the lock (write_batch)")
         try:
             return await self._conn.fetchval(
                 WRITE_BATCH_ALONE, *_write_batch_args(events, upserts, deletes, after_seq)
