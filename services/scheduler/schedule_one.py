@@ -64,6 +64,9 @@ DEFAULT_SCHEDULER_NAME = "default-scheduler"
 POD_REASON_UNSCHEDULABLE = "Unschedulable"
 POD_REASON_SCHEDULER_ERROR = "SchedulerError"
 
+# Plugin durations are measured in this share of attempts, as upstream.
+PLUGIN_METRICS_SAMPLE_PERCENT = 10
+
 # Events longer than this are cut (`validation.NoteLengthLimit`).
 NOTE_LENGTH_LIMIT = 1024
 
@@ -102,6 +105,7 @@ async def schedule_one(sched: Scheduler) -> None:
         return
 
     state = CycleState()
+    state.record_plugin_metrics = sched.rng.randrange(100) < PLUGIN_METRICS_SAMPLE_PERCENT
     try:
         result, assumed_pod_info, status = await scheduling_cycle(sched, state, pod_info)
     except Exception as err:  # a plugin raised instead of returning a status

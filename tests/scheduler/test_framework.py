@@ -633,7 +633,13 @@ async def test_plugin_durations_are_observed() -> None:
         ],
         observe_plugin_duration=observe,
     )
+    unsampled = CycleState()
+    fwk.find_nodes_that_fit(unsampled, POD, nodes("a", "b"))
+    await fwk.run_reserve_plugins_reserve(unsampled, POD, "b")
+    assert observed == []  # only sampled attempts are timed
+
     state = CycleState()
+    state.record_plugin_metrics = True
     fwk.find_nodes_that_fit(state, POD, nodes("a", "b"))
     await fwk.run_reserve_plugins_reserve(state, POD, "b")
     await fwk.run_pre_bind_plugins(state, POD, "b")
@@ -780,3 +786,41 @@ def test_pod_scheduling_properties_change() -> None:
         "PodUpdatePodGeneratedResourceClaim",
     ]
     assert framework.pod_scheduling_properties_change(old, old) == []
+
+
+# --- percentageOfNodesToScore ------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("num_all_nodes", "percentage", "expected"),
+    [
+        (50, 0, 50),  # a small cluster: every node
+        (99, 0, 99),
+        (100, 0, 100),  # 50 % - 0 % of 100 → 50, raised to the minimum of 100
+        (500, 0, 230),  # 50 % - 4 % = 46 %
+        (5000, 0, 500),  # 50 % - 40 % = 10 %
+        (10000, 0, 500),  # 50 % - 80 % < 5 % → 5 %
+        (1000, 30, 300),
+        (1000, 5, 100),
+    ],
+)
+def test_num_feasible_nodes_to_find(num_all_nodes: int, percentage: int, expected: int) -> None:
+    fwk = Framework([], percentage_of_nodes_to_score=percentage)
+    assert fwk.num_feasible_nodes_to_find(num_all_nodes) == expected
+
+
+def test_filtering_stops_at_enough_feasible_nodes_and_rotates() -> None:
+    log = Recorder()
+    fwk = Framework([FakeFilter(log, reject={"n-3": Status.unschedulable("no")})])
+    all_nodes = nodes(*(f"n-{i}" for i in range(500)))
+    feasible, diagnosis = fwk.find_nodes_that_fit(CycleState(), POD, all_nodes)
+    # 230 feasible of 231 checked (n-3 rejected); the rest are not looked at.
+    assert [n.name for n in feasible] == [f"n-{i}" for i in range(231) if i != 3]
+    assert set(diagnosis.node_to_status) == {"n-3"}
+    # The next attempt starts after the last node checked, wrapping around.
+    feasible, _ = fwk.find_nodes_that_fit(CycleState(), POD, all_nodes)
+    assert feasible[0].name == "n-231"
+    assert [n.name for n in feasible][-1] == "n-460"
+    feasible, _ = fwk.find_nodes_that_fit(CycleState(), POD, all_nodes)
+    assert [n.name for n in feasible][:2] == ["n-461", "n-462"]
+    assert feasible[-1].name == "n-191"  # 39 after n-461, then n-0 … n-191 without n-3
