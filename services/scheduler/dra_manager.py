@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable, Iterator, Set
+from collections.abc import Callable, Container, Iterator, Set
 
 from drasim.common.api import resource_v1
 from drasim.scheduler import framework
@@ -39,6 +39,11 @@ class _AllocatedView(Set[allocator.DeviceID]):
 
     def __init__(self, manager: DraManager) -> None:
         self._m = manager
+
+    @property
+    def parts(self) -> tuple[Container[allocator.DeviceID], Container[allocator.DeviceID]]:
+        """The two containers the view combines, for lookups in hot loops."""
+        return self._m._allocated, self._m._in_flight_devices
 
     def __contains__(self, device: object) -> bool:
         return device in self._m._allocated or device in self._m._in_flight_devices

@@ -21,8 +21,9 @@ timeout.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping, Sequence, Set
+from collections.abc import Container, Iterable, Iterator, Mapping, Sequence, Set
 from dataclasses import dataclass, field
+from typing import Any
 
 from drasim.common.api import core_v1, resource_v1
 from drasim.scheduler.plugins import node_affinity
@@ -30,6 +31,7 @@ from drasim.scheduler.plugins.dynamic_resources import cel_env
 
 __all__ = [
     "ALLOCATION_RESULTS_MAX_SIZE",
+    "Allocation",
     "Allocator",
     "AllocatorError",
     "DeviceID",
@@ -70,6 +72,7 @@ class _Candidate:
     node_name: str | None
     all_nodes: bool
     node_selector: core_v1.NodeSelector | None
+    tainted: bool  # any taint at all: only then do tolerations need a look
 
     def reaches(self, node: core_v1.Node) -> bool:
         if self.node_name:
@@ -93,6 +96,9 @@ class _IndexedSlice:
 class _NodeView:
     candidates: list[_Candidate]  # from usable pools, in search order
     unusable_pools: dict[PoolID, str]  # pools that reach the node but cannot be used
+    # The candidates that a list of selectors (by their expressions) accepts: whether a
+    # device matches never changes while the snapshot lives, only whether it is free.
+    matching: dict[tuple[str, ...], list[_Candidate]] = field(default_factory=dict)
 
 
 class Snapshot:
@@ -143,6 +149,7 @@ class Snapshot:
                     node_name=placement.node_name,
                     all_nodes=bool(placement.all_nodes),
                     node_selector=placement.node_selector,
+                    tainted=bool(device.taints),
                 )
             )
         indexed = _IndexedSlice(s.metadata.name, pool_id, unusable, devices)
@@ -187,6 +194,22 @@ class Snapshot:
             devices = [c for c in s.devices if c.reaches(node)]
             if devices:
                 yield s, devices
+
+    def _select_cached(
+        self, view: _NodeView, selectors: Sequence[tuple[str, cel_env.Selector]]
+    ) -> list[_Candidate] | None:
+        """All of the node's candidates that every selector accepts, remembered per node;
+        None when a selector fails on some device: then only the free devices may be
+        looked at (as upstream does), so the caller selects among those instead."""
+        key = tuple(selector.expression for _, selector in selectors)
+        found = view.matching.get(key)
+        if found is None:
+            try:
+                found = self._select(view.candidates, selectors)
+            except AllocatorError:
+                return None
+            view.matching[key] = found
+        return found
 
     def _select(
         self,
@@ -261,6 +284,15 @@ class Allocator:
         self._snapshot = slices if isinstance(slices, Snapshot) else Snapshot(slices)
         self._classes = classes
         self._allocated = allocated
+        # The containers to look devices up in directly (a view over two of them would
+        # cost a Python call per device).
+        parts = getattr(allocated, "parts", None)
+        self._taken: tuple[Container[DeviceID], Container[DeviceID]] = (
+            parts if parts is not None else (allocated, frozenset())
+        )
+        self._compiled: dict[
+            tuple[int, int, int], tuple[list[tuple[str, cel_env.Selector]], Any]
+        ] = {}
 
     def allocate(
         self, node: core_v1.Node, claims: Sequence[resource_v1.ResourceClaim]
@@ -271,6 +303,14 @@ class Allocator:
         last) are allocated in one call (spec §3.4.4). Raises AllocatorError for problems no
         node can fix.
         """
+        found = self.find(node, claims)
+        return None if found is None else [allocation.result() for allocation in found]
+
+    def find(
+        self, node: core_v1.Node, claims: Sequence[resource_v1.ResourceClaim]
+    ) -> list[Allocation] | None:
+        """As `allocate`, with each result built only when asked for: Filter finds one
+        per feasible node, Reserve uses one."""
         view = self._snapshot._node_view(node)
         requests: list[_Request] = []
         for claim_index, claim in enumerate(claims):
@@ -291,7 +331,7 @@ class Allocator:
         search = _Search(requests, [[] for _ in claims])
         if not _allocate_request(search, 0):
             return None
-        return [_allocation_result(picks) for picks in search.picks]
+        return [Allocation(picks) for picks in search.picks]
 
     def _alternatives(
         self,
@@ -325,13 +365,15 @@ class Allocator:
                 f"{where}: could not retrieve device class {spec.device_class_name}: "
                 f'deviceclass.resource.k8s.io "{spec.device_class_name}" not found'
             )
-        compiled = _compile(cls.spec.selectors, f"class {cls.metadata.name}")
-        compiled += _compile(spec.selectors, f"claim {_ref(claim)}")
+        compiled = self._compiled_selectors(cls, claim, spec)
         mode = spec.allocation_mode
         if mode in ("", resource_v1.ALLOCATION_MODE_EXACT_COUNT):
-            # As upstream, devices in use are skipped before any selector looks at them.
-            free = [c for c in view.candidates if c.id not in self._allocated]
-            matching = self._snapshot._select(free, compiled)
+            matching = self._snapshot._select_cached(view, compiled)
+            if matching is None:
+                # As upstream, devices in use are skipped before any selector looks at
+                # them (a selector failing on a taken device is no error).
+                free = [c for c in view.candidates if c.id not in self._allocated]
+                matching = self._snapshot._select(free, compiled)
             return _Alternative(
                 name, spec.count or 1, self._usable(matching, spec), spec.tolerations
             )
@@ -344,9 +386,29 @@ class Allocator:
                     f"{where}: asks for all devices, but resource pool {'/'.join(pool)} "
                     f"is {problem}"
                 )
-            matching = self._snapshot._select(view.candidates, compiled)
+            matching = self._snapshot._select_cached(view, compiled)
+            if matching is None:
+                matching = self._snapshot._select(view.candidates, compiled)  # raises
             return _Alternative(name, len(matching), self._usable(matching, spec), spec.tolerations)
         raise AllocatorError(f"{where}: unsupported count mode {mode}")
+
+    def _compiled_selectors(
+        self,
+        cls: resource_v1.DeviceClass,
+        claim: resource_v1.ResourceClaim,
+        spec: resource_v1.ExactDeviceRequest | resource_v1.DeviceSubRequest,
+    ) -> list[tuple[str, cel_env.Selector]]:
+        """The class's selectors, then the request's, compiled once per allocator (that
+        is, per scheduling attempt), not once per node."""
+        key = (id(cls), id(claim), id(spec))
+        found = self._compiled.get(key)
+        if found is None:
+            compiled = _compile(cls.spec.selectors, f"class {cls.metadata.name}")
+            compiled += _compile(spec.selectors, f"claim {_ref(claim)}")
+            # The objects are kept with their result, so their ids are not reused.
+            found = (compiled, (cls, claim, spec))
+            self._compiled[key] = found
+        return found[0]
 
     def _usable(
         self,
@@ -354,11 +416,35 @@ class Allocator:
         spec: resource_v1.ExactDeviceRequest | resource_v1.DeviceSubRequest,
     ) -> list[_Candidate]:
         """Matching devices the request may take: not allocated, no untolerated taint."""
+        allocated, in_flight = self._taken
+        tolerations = spec.tolerations
         return [
             c
             for c in matching
-            if c.id not in self._allocated and not _taint_blocks(c.device, spec.tolerations)
+            if c.id not in allocated
+            and c.id not in in_flight
+            and not (c.tainted and _taint_blocks(c.device, tolerations))
         ]
+
+
+class Allocation:
+    """The devices the search picked for one claim; the `AllocationResult` is built on
+    first use."""
+
+    __slots__ = ("_picks", "_result")
+
+    def __init__(self, picks: list[tuple[_Alternative, _Candidate]]) -> None:
+        self._picks = picks
+        self._result: resource_v1.AllocationResult | None = None
+
+    def requests(self) -> set[str]:
+        """The names of the (sub)requests that got devices, as the result records them."""
+        return {alternative.name for alternative, _ in self._picks}
+
+    def result(self) -> resource_v1.AllocationResult:
+        if self._result is None:
+            self._result = _allocation_result(self._picks)
+        return self._result
 
 
 def _allocate_request(search: _Search, index: int) -> bool:

@@ -155,7 +155,7 @@ class _NodeAllocation:
 
     # Indices into the claim store of the claims allocated here, matching the results.
     claim_indices: list[int]
-    allocation_results: list[resource_v1.AllocationResult]
+    allocations: list[structured.Allocation]
     # The special claim with the requests of this node; None when DRA serves nothing here.
     extended_resource_claim: resource_v1.ResourceClaim | None
     request_mappings: list[core_v1.ContainerExtendedResourceRequest]
@@ -385,10 +385,10 @@ class DynamicResources:
                     claim = node_claim
                 claim_indices.append(index)
                 claims_to_allocate.append(claim)
-            results: list[resource_v1.AllocationResult] = []
+            results: list[structured.Allocation] = []
             if claims_to_allocate:
                 try:
-                    allocated = s.allocator.allocate(node, claims_to_allocate)
+                    allocated = s.allocator.find(node, claims_to_allocate)
                 except structured.AllocatorError as err:
                     # Broken claim or class: no node can help, abort the attempt (§3.4.5).
                     return framework.Status.error(err)
@@ -523,9 +523,9 @@ class DynamicResources:
             return 0
         score = 0
         for index, allocation in zip(
-            node_allocation.claim_indices, node_allocation.allocation_results, strict=True
+            node_allocation.claim_indices, node_allocation.allocations, strict=True
         ):
-            allocated = {result.request for result in allocation.devices.results}
+            allocated = allocation.requests()
             for request in s.claims.get(index).spec.devices.requests:
                 for position, sub in enumerate(request.first_available):
                     if f"{request.name}/{sub.name}" in allocated:
@@ -566,15 +566,19 @@ class DynamicResources:
             return None  # every claim is allocated already
         extended_resource_claim = s.claims.extended_resource_claim()
         node_allocation = s.node_allocations.get(node_name)
-        if node_allocation is None or not node_allocation.allocation_results:
+        # The other nodes' allocations are not needed any more; the attempt's state lives
+        # on until the binding is done.
+        s.node_allocations = {node_name: node_allocation} if node_allocation else {}
+        if node_allocation is None or not node_allocation.allocations:
             # §3.8.1: all extended resources from device plugins, no user claim to allocate.
             if all(claim is extended_resource_claim for _, claim in s.claims.to_allocate()):
                 return None
             return framework.Status.error("claim allocation not found for node")
 
-        for index, allocation in zip(
-            node_allocation.claim_indices, node_allocation.allocation_results, strict=True
+        for index, found in zip(
+            node_allocation.claim_indices, node_allocation.allocations, strict=True
         ):
+            allocation = found.result()
             claim = s.claims.get(index)
             if claim is extended_resource_claim:
                 assert node_allocation.extended_resource_claim is not None
