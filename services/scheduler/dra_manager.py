@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable, Container, Iterator, Set
+from collections.abc import Callable, Container, Iterator, Mapping, Set
 
 from drasim.common.api import resource_v1
 from drasim.scheduler import framework
@@ -45,6 +45,10 @@ class _AllocatedView(Set[allocator.DeviceID]):
         """The two containers the view combines, for lookups in hot loops."""
         return self._m._allocated, self._m._in_flight_devices
 
+    @property
+    def pool_versions(self) -> Mapping[allocator.PoolID, int]:
+        return self._m.pool_versions
+
     def __contains__(self, device: object) -> bool:
         return device in self._m._allocated or device in self._m._in_flight_devices
 
@@ -69,6 +73,9 @@ class DraManager:
         # claim uid (the temporary one for a special claim) -> its in-flight allocated copy
         self._in_flight: dict[str, resource_v1.ResourceClaim] = {}
         self._in_flight_devices: dict[allocator.DeviceID, str] = {}
+        # (driver, pool) -> a number that changes whenever a device of the pool is taken
+        # or freed: the allocator reuses a node's last answer while its pools stand still.
+        self.pool_versions: dict[allocator.PoolID, int] = {}
         self._snapshot: allocator.Snapshot | None = None
         self._waiters: list[tuple[Callable[[], bool], asyncio.Future[bool]]] = []
         self.allocated = _AllocatedView(self)
@@ -126,6 +133,7 @@ class DraManager:
         self.claims[key] = claim
         for device in claim_devices(claim):
             self._allocated[device] = claim.metadata.uid
+            self._pool_changed(device)
         owner = claim.metadata.controller_ref()
         if owner is not None:
             self._controlled.setdefault(owner.uid, {})[key] = None
@@ -135,6 +143,7 @@ class DraManager:
         for device in claim_devices(claim):
             if self._allocated.get(device) == claim.metadata.uid:
                 del self._allocated[device]
+                self._pool_changed(device)
 
     def _unindex(self, key: ClaimKey, claim: resource_v1.ResourceClaim) -> None:
         owner = claim.metadata.controller_ref()
@@ -150,6 +159,10 @@ class DraManager:
         (upstream `AssumeClaimAfterAPICall`): PreBind drops its in-flight entry right after,
         and the devices must stay taken."""
         self._store_claim(claim)
+
+    def _pool_changed(self, device: allocator.DeviceID) -> None:
+        pool = (device[0], device[1])
+        self.pool_versions[pool] = self.pool_versions.get(pool, 0) + 1
 
     # -- reading ---------------------------------------------------------------------------
     def resolve_device_class(self, name: str) -> resource_v1.DeviceClass | None:
@@ -205,6 +218,7 @@ class DraManager:
         self._in_flight[uid] = claim
         for device in claim_devices(claim):
             self._in_flight_devices[device] = uid
+            self._pool_changed(device)
 
     def remove_claim_pending_allocation(self, uid: str) -> bool:
         claim = self._in_flight.pop(uid, None)
@@ -213,6 +227,7 @@ class DraManager:
         for device in claim_devices(claim):
             if self._in_flight_devices.get(device) == uid:
                 del self._in_flight_devices[device]
+                self._pool_changed(device)
         return True
 
     def claim_is_pending_allocation(self, uid: str) -> bool:

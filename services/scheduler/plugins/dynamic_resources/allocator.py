@@ -21,9 +21,8 @@ timeout.
 
 from __future__ import annotations
 
-from collections.abc import Container, Iterable, Iterator, Mapping, Sequence, Set
+from collections.abc import Container, Hashable, Iterable, Iterator, Mapping, Sequence, Set
 from dataclasses import dataclass, field
-from typing import Any
 
 from drasim.common.api import core_v1, resource_v1
 from drasim.scheduler.plugins import node_affinity
@@ -51,6 +50,7 @@ _METADATA_NAME = "metadata.name"
 _BLOCKING_TAINT_EFFECTS = ("NoSchedule", "NoExecute")
 _POOL_BEING_UPDATED = "currently being updated"
 _POOL_INVALID = "currently invalid"
+_ALLOCATION_MODES = ("", resource_v1.ALLOCATION_MODE_EXACT_COUNT, resource_v1.ALLOCATION_MODE_ALL)
 
 
 class AllocatorError(Exception):
@@ -96,9 +96,16 @@ class _IndexedSlice:
 class _NodeView:
     candidates: list[_Candidate]  # from usable pools, in search order
     unusable_pools: dict[PoolID, str]  # pools that reach the node but cannot be used
+    pools: tuple[PoolID, ...]  # of the candidates
+    tainted: bool  # some candidate has a taint
     # The candidates that a list of selectors (by their expressions) accepts: whether a
     # device matches never changes while the snapshot lives, only whether it is free.
     matching: dict[tuple[str, ...], list[_Candidate]] = field(default_factory=dict)
+    # (selectors, count) -> (the pools' versions, the first free devices or None), see
+    # `Allocator._find_first_free`.
+    first_free: dict[tuple[tuple[str, ...], int], tuple[Hashable, list[_Candidate] | None]] = field(
+        default_factory=dict
+    )
 
 
 class Snapshot:
@@ -178,7 +185,9 @@ class Snapshot:
             else:
                 candidates += devices
         candidates.sort(key=lambda c: c.order)
-        view = _NodeView(candidates, dict(sorted(unusable.items())))
+        pools = tuple(dict.fromkeys((c.id[0], c.id[1]) for c in candidates))
+        tainted = any(c.tainted for c in candidates)
+        view = _NodeView(candidates, dict(sorted(unusable.items())), pools, tainted)
         self._views[node.metadata.name] = (dict(labels), view)
         return view
 
@@ -245,14 +254,42 @@ def _pool_problem(pool_slices: list[resource_v1.ResourceSlice]) -> str | None:
     return _POOL_INVALID if len(names) != len(set(names)) else None
 
 
-@dataclass(slots=True)
-class _Alternative:
-    """A request, or one `firstAvailable` subrequest, ready for the search."""
+@dataclass(slots=True, eq=False)
+class _AlternativePlan:
+    """A request, or one `firstAvailable` subrequest, resolved once per set of claims:
+    its class found and its selectors compiled."""
 
     name: str  # as recorded in the result: "<request>" or "<request>/<subrequest>"
+    where: str  # for error messages
+    exact: bool  # ExactCount; else All
+    count: int  # ExactCount's number of devices
+    compiled: list[tuple[str, cel_env.Selector]]  # the class's selectors, then the request's
+    key: tuple[str, ...]  # the selectors' expressions: the node view's cache key
+    tolerations: list[resource_v1.DeviceToleration]
+
+
+@dataclass(slots=True)
+class _RequestPlan:
+    claim_index: int
+    alternatives: list[_AlternativePlan]
+
+
+@dataclass(slots=True)
+class _Plan:
+    requests: list[_RequestPlan]
+    claims: Sequence[resource_v1.ResourceClaim]  # kept so that their ids stay unique
+    # One claim with one ExactCount request: no search needed, the first free devices win.
+    simple: _AlternativePlan | None
+    any_all: bool  # some alternative is All: the device limit depends on the node
+
+
+@dataclass(slots=True)
+class _Alternative:
+    """An alternative on one node, ready for the search."""
+
+    plan: _AlternativePlan
     count: int  # devices needed; an "All" request that matches nothing needs 0 and fails
     candidates: list[_Candidate]  # selectable, tolerated, not allocated elsewhere
-    tolerations: list[resource_v1.DeviceToleration]
 
 
 @dataclass(slots=True)
@@ -264,7 +301,7 @@ class _Request:
 @dataclass(slots=True)
 class _Search:
     requests: list[_Request]
-    picks: list[list[tuple[_Alternative, _Candidate]]]  # per claim
+    picks: list[list[tuple[_AlternativePlan, _Candidate]]]  # per claim
     in_use: set[DeviceID] = field(default_factory=set)  # picked in this call
 
 
@@ -290,9 +327,10 @@ class Allocator:
         self._taken: tuple[Container[DeviceID], Container[DeviceID]] = (
             parts if parts is not None else (allocated, frozenset())
         )
-        self._compiled: dict[
-            tuple[int, int, int], tuple[list[tuple[str, cel_env.Selector]], Any]
-        ] = {}
+        self._plans: dict[tuple[int, ...], _Plan] = {}
+        # Changes whenever a device of the pool is taken or freed, if the owner of
+        # `allocated` tracks that (the scheduler's DraManager does).
+        self._pool_versions: Mapping[PoolID, int] | None = getattr(allocated, "pool_versions", None)
 
     def allocate(
         self, node: core_v1.Node, claims: Sequence[resource_v1.ResourceClaim]
@@ -311,19 +349,16 @@ class Allocator:
     ) -> list[Allocation] | None:
         """As `allocate`, with each result built only when asked for: Filter finds one
         per feasible node, Reserve uses one."""
+        plan = self._plan(claims)
         view = self._snapshot._node_view(node)
-        requests: list[_Request] = []
-        for claim_index, claim in enumerate(claims):
-            min_devices = 0
-            for request in claim.spec.devices.requests:
-                alternatives = self._alternatives(view, claim, request)
-                requests.append(_Request(claim_index, alternatives))
-                min_devices += min(a.count for a in alternatives)
-            if min_devices > ALLOCATION_RESULTS_MAX_SIZE:
-                raise AllocatorError(
-                    f"claim {_ref(claim)}: number of requested devices {min_devices} "
-                    f"exceeds the claim limit of {ALLOCATION_RESULTS_MAX_SIZE}"
-                )
+        if plan.simple is not None:
+            return self._find_first_free(view, plan.simple)
+        requests = [
+            _Request(r.claim_index, [self._alternative(view, a) for a in r.alternatives])
+            for r in plan.requests
+        ]
+        if plan.any_all:
+            _check_device_limit(claims, requests)
         # Cheap early exit for the common failure: some request has too few devices here.
         for request in requests:
             if not any(0 < a.count <= len(a.candidates) for a in request.alternatives):
@@ -333,31 +368,102 @@ class Allocator:
             return None
         return [Allocation(picks) for picks in search.picks]
 
+    def find_one(
+        self, node: core_v1.Node, claim: resource_v1.ResourceClaim
+    ) -> list[Allocation] | None:
+        """`find` for one claim (a pod's special claim alone: the hot path of Filter)."""
+        plan = self._plans.get((id(claim),))
+        if plan is None or plan.simple is None:
+            return self.find(node, [claim])
+        return self._find_first_free(self._snapshot._node_view(node), plan.simple)
+
+    def _find_first_free(
+        self, view: _NodeView, alternative: _AlternativePlan
+    ) -> list[Allocation] | None:
+        """The search for one ExactCount request: its first `count` free devices.
+
+        The answer depends only on which of the node's devices are taken, so it is kept
+        per node and reused while the versions of the node's pools stay the same: one
+        scheduling cycle takes devices on one node, and the next cycle finds the answers
+        for every other node unchanged. (Not with taints: tolerations differ per pod.)
+        """
+        versions = self._pool_versions
+        cacheable = versions is not None and not view.tainted
+        if cacheable:
+            assert versions is not None
+            pools = view.pools
+            if len(pools) == 1:
+                stamp: Hashable = versions.get(pools[0], 0)
+            else:
+                stamp = tuple(versions.get(pool, 0) for pool in pools)
+            key = (alternative.key, alternative.count)
+            cached = view.first_free.get(key)
+            if cached is not None and cached[0] == stamp:
+                devices = cached[1]
+                if devices is None:
+                    return None
+                return [Allocation([(alternative, c) for c in devices])]
+        allocated, in_flight = self._taken
+        tolerations = alternative.tolerations
+        found: list[_Candidate] | None = None
+        picked: list[_Candidate] = []
+        for c in self._matching(view, alternative):
+            if c.id in allocated or c.id in in_flight:
+                continue
+            if c.tainted and _taint_blocks(c.device, tolerations):
+                continue
+            picked.append(c)
+            if len(picked) == alternative.count:
+                found = picked
+                break
+        if cacheable:
+            view.first_free[key] = (stamp, found)
+        if found is None:
+            return None
+        return [Allocation([(alternative, c) for c in found])]
+
+    def _plan(self, claims: Sequence[resource_v1.ResourceClaim]) -> _Plan:
+        """Resolve classes and compile selectors once per set of claims (Filter asks for
+        the same claims on every node). Raises AllocatorError for what no node can fix."""
+        key = tuple(id(claim) for claim in claims)
+        plan = self._plans.get(key)
+        if plan is not None:
+            return plan
+        requests = []
+        for claim_index, claim in enumerate(claims):
+            for request in claim.spec.devices.requests:
+                requests.append(_RequestPlan(claim_index, self._alternatives(claim, request)))
+        any_all = any(not a.exact for r in requests for a in r.alternatives)
+        if not any_all:
+            _check_device_limit(claims, requests)
+        simple = None
+        if len(requests) == 1 and len(requests[0].alternatives) == 1 and not any_all:
+            simple = requests[0].alternatives[0]
+        plan = _Plan(requests, list(claims), simple, any_all)
+        self._plans[key] = plan
+        return plan
+
     def _alternatives(
-        self,
-        view: _NodeView,
-        claim: resource_v1.ResourceClaim,
-        request: resource_v1.DeviceRequest,
-    ) -> list[_Alternative]:
+        self, claim: resource_v1.ResourceClaim, request: resource_v1.DeviceRequest
+    ) -> list[_AlternativePlan]:
         if request.exactly is not None:
-            return [self._alternative(view, claim, request.name, request.exactly)]
+            return [self._alternative_plan(claim, request.name, request.exactly)]
         if not request.first_available:
             raise AllocatorError(
                 f"claim {_ref(claim)}, request {request.name}: "
                 "neither exactly nor firstAvailable is set (unsupported request type?)"
             )
         return [
-            self._alternative(view, claim, f"{request.name}/{sub.name}", sub)
+            self._alternative_plan(claim, f"{request.name}/{sub.name}", sub)
             for sub in request.first_available
         ]
 
-    def _alternative(
+    def _alternative_plan(
         self,
-        view: _NodeView,
         claim: resource_v1.ResourceClaim,
         name: str,
         spec: resource_v1.ExactDeviceRequest | resource_v1.DeviceSubRequest,
-    ) -> _Alternative:
+    ) -> _AlternativePlan:
         where = f"claim {_ref(claim)}, request {name}"
         cls = self._classes.get(spec.device_class_name)
         if cls is None:
@@ -365,59 +471,59 @@ class Allocator:
                 f"{where}: could not retrieve device class {spec.device_class_name}: "
                 f'deviceclass.resource.k8s.io "{spec.device_class_name}" not found'
             )
-        compiled = self._compiled_selectors(cls, claim, spec)
         mode = spec.allocation_mode
-        if mode in ("", resource_v1.ALLOCATION_MODE_EXACT_COUNT):
-            matching = self._snapshot._select_cached(view, compiled)
-            if matching is None:
-                # As upstream, devices in use are skipped before any selector looks at
-                # them (a selector failing on a taken device is no error).
-                free = [c for c in view.candidates if c.id not in self._allocated]
-                matching = self._snapshot._select(free, compiled)
-            return _Alternative(
-                name, spec.count or 1, self._usable(matching, spec), spec.tolerations
-            )
-        if mode == resource_v1.ALLOCATION_MODE_ALL:
-            # "All" means every matching device on the node, so a pool being updated could
-            # hide some, and one matching device that is taken or tainted fails the request.
-            if view.unusable_pools:
-                pool, problem = next(iter(view.unusable_pools.items()))
-                raise AllocatorError(
-                    f"{where}: asks for all devices, but resource pool {'/'.join(pool)} "
-                    f"is {problem}"
-                )
-            matching = self._snapshot._select_cached(view, compiled)
-            if matching is None:
-                matching = self._snapshot._select(view.candidates, compiled)  # raises
-            return _Alternative(name, len(matching), self._usable(matching, spec), spec.tolerations)
-        raise AllocatorError(f"{where}: unsupported count mode {mode}")
+        if mode not in _ALLOCATION_MODES:
+            raise AllocatorError(f"{where}: unsupported count mode {mode}")
+        compiled = _compile(cls.spec.selectors, f"class {cls.metadata.name}")
+        compiled += _compile(spec.selectors, f"claim {_ref(claim)}")
+        return _AlternativePlan(
+            name=name,
+            where=where,
+            exact=mode != resource_v1.ALLOCATION_MODE_ALL,
+            count=spec.count or 1,
+            compiled=compiled,
+            key=tuple(selector.expression for _, selector in compiled),
+            tolerations=spec.tolerations,
+        )
 
-    def _compiled_selectors(
-        self,
-        cls: resource_v1.DeviceClass,
-        claim: resource_v1.ResourceClaim,
-        spec: resource_v1.ExactDeviceRequest | resource_v1.DeviceSubRequest,
-    ) -> list[tuple[str, cel_env.Selector]]:
-        """The class's selectors, then the request's, compiled once per allocator (that
-        is, per scheduling attempt), not once per node."""
-        key = (id(cls), id(claim), id(spec))
-        found = self._compiled.get(key)
-        if found is None:
-            compiled = _compile(cls.spec.selectors, f"class {cls.metadata.name}")
-            compiled += _compile(spec.selectors, f"claim {_ref(claim)}")
-            # The objects are kept with their result, so their ids are not reused.
-            found = (compiled, (cls, claim, spec))
-            self._compiled[key] = found
-        return found[0]
+    def _matching(self, view: _NodeView, alternative: _AlternativePlan) -> list[_Candidate]:
+        """The node's devices the alternative's selectors accept (for ExactCount, those
+        taken may be left out)."""
+        found = view.matching.get(alternative.key)
+        if found is not None:
+            return found
+        found = self._snapshot._select_cached(view, alternative.compiled)
+        if found is not None:
+            return found
+        if alternative.exact:
+            # As upstream, devices in use are skipped before any selector looks at them
+            # (a selector failing on a taken device is no error).
+            allocated, in_flight = self._taken
+            free = [c for c in view.candidates if c.id not in allocated and c.id not in in_flight]
+            return self._snapshot._select(free, alternative.compiled)
+        return self._snapshot._select(view.candidates, alternative.compiled)  # raises
+
+    def _alternative(self, view: _NodeView, alternative: _AlternativePlan) -> _Alternative:
+        if alternative.exact:
+            usable = self._usable(self._matching(view, alternative), alternative)
+            return _Alternative(alternative, alternative.count, usable)
+        # "All" means every matching device on the node, so a pool being updated could
+        # hide some, and one matching device that is taken or tainted fails the request.
+        if view.unusable_pools:
+            pool, problem = next(iter(view.unusable_pools.items()))
+            raise AllocatorError(
+                f"{alternative.where}: asks for all devices, but resource pool "
+                f"{'/'.join(pool)} is {problem}"
+            )
+        matching = self._matching(view, alternative)
+        return _Alternative(alternative, len(matching), self._usable(matching, alternative))
 
     def _usable(
-        self,
-        matching: list[_Candidate],
-        spec: resource_v1.ExactDeviceRequest | resource_v1.DeviceSubRequest,
+        self, matching: list[_Candidate], alternative: _AlternativePlan
     ) -> list[_Candidate]:
         """Matching devices the request may take: not allocated, no untolerated taint."""
         allocated, in_flight = self._taken
-        tolerations = spec.tolerations
+        tolerations = alternative.tolerations
         return [
             c
             for c in matching
@@ -433,7 +539,7 @@ class Allocation:
 
     __slots__ = ("_picks", "_result")
 
-    def __init__(self, picks: list[tuple[_Alternative, _Candidate]]) -> None:
+    def __init__(self, picks: list[tuple[_AlternativePlan, _Candidate]]) -> None:
         self._picks = picks
         self._result: resource_v1.AllocationResult | None = None
 
@@ -445,6 +551,22 @@ class Allocation:
         if self._result is None:
             self._result = _allocation_result(self._picks)
         return self._result
+
+
+def _check_device_limit(
+    claims: Sequence[resource_v1.ResourceClaim], requests: Sequence[_RequestPlan | _Request]
+) -> None:
+    """No claim may ask for more than ALLOCATION_RESULTS_MAX_SIZE devices (counting each
+    request's smallest alternative): an error, not a node that does not fit (spec §9)."""
+    per_claim = [0] * len(claims)
+    for request in requests:
+        per_claim[request.claim_index] += min(a.count for a in request.alternatives)
+    for claim, min_devices in zip(claims, per_claim, strict=True):
+        if min_devices > ALLOCATION_RESULTS_MAX_SIZE:
+            raise AllocatorError(
+                f"claim {_ref(claim)}: number of requested devices {min_devices} "
+                f"exceeds the claim limit of {ALLOCATION_RESULTS_MAX_SIZE}"
+            )
 
 
 def _allocate_request(search: _Search, index: int) -> bool:
@@ -474,7 +596,7 @@ def _pick_devices(
         if candidate.id in search.in_use:
             continue
         search.in_use.add(candidate.id)
-        picks.append((alternative, candidate))
+        picks.append((alternative.plan, candidate))
         if _pick_devices(search, index, alternative, remaining - 1, k + 1):
             return True
         picks.pop()
@@ -483,7 +605,7 @@ def _pick_devices(
 
 
 def _allocation_result(
-    picks: list[tuple[_Alternative, _Candidate]],
+    picks: list[tuple[_AlternativePlan, _Candidate]],
 ) -> resource_v1.AllocationResult:
     return resource_v1.AllocationResult(
         devices=resource_v1.DeviceAllocationResult(

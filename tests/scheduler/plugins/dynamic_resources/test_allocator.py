@@ -788,3 +788,47 @@ def test_cel_selector_error(expression: str, error: str) -> None:
 def test_cel_compiles_each_expression_once() -> None:
     expression = 'device.driver == "compiled.once"'
     assert cel_env.compile_selector(expression) is cel_env.compile_selector(expression)
+
+
+# --- The per-node answer kept while the node's pools stand still ---------------------------
+
+
+def test_first_free_answer_follows_the_dra_managers_allocations() -> None:
+    """The allocator reuses a node's last answer only while no device of its pools was
+    taken or freed (DraManager.pool_versions): every change shows at once."""
+    from drasim.scheduler.dra_manager import DraManager
+
+    manager = DraManager()
+    manager.on_class_add(make_class("gpu", BY_DRIVER))
+    manager.on_slice_add(make_slice("s", dev("gpu-0"), dev("gpu-1")))
+    node = make_node()
+    claim = make_claim("c", exact("r"))
+
+    def first_device(alloc: Allocator) -> str | None:
+        found = alloc.allocate(node, [claim])
+        return None if found is None else found[0].devices.results[0].device
+
+    alloc = manager.allocator()
+    assert first_device(alloc) == "gpu-0"
+    assert first_device(alloc) == "gpu-0"  # answered again from the kept answer
+
+    taken = make_claim("taken", exact("r"))
+    taken.metadata.uid = "uid-taken"
+    taken.status.allocation = alloc.allocate(node, [taken])[0]  # gpu-0
+    manager.signal_claim_pending_allocation("uid-taken", taken)  # in flight
+    assert first_device(manager.allocator()) == "gpu-1"
+    assert first_device(alloc) == "gpu-1"  # the same allocator sees it too
+
+    other = make_claim("other", exact("r"))
+    other.metadata.uid = "uid-other"
+    other.status.allocation = alloc.allocate(node, [other])[0]  # gpu-1
+    manager.on_claim_add(other)  # allocated, as the informer reports it
+    assert first_device(alloc) is None  # full
+    assert first_device(alloc) is None
+
+    manager.remove_claim_pending_allocation("uid-taken")  # gpu-0 free again
+    assert first_device(alloc) == "gpu-0"
+    manager.on_claim_delete(other)
+    assert first_device(alloc) == "gpu-0"
+    manager.signal_claim_pending_allocation("uid-taken", taken)
+    assert first_device(alloc) == "gpu-1"
