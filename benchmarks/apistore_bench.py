@@ -6,8 +6,28 @@ Runs the apistore as its own process (as `drasim up` does) on embedded NATS and 
 (or DRASIM_NATS_URL / DRASIM_DATABASE_URL), then measures in one run:
 - writes_per_s: create+update of ~440-byte pods from many concurrent clients;
 - watch_lag_p50_ms / p99: write acknowledged → a watcher receives the event;
-- ceilings on the same machine and payload: raw batched asyncpg inserts, raw pipelined
-  JetStream publishes, raw NATS request/reply round trips.
+- ceilings on the same machine and payloads: raw batched asyncpg inserts, raw pipelined
+  JetStream publishes, raw NATS request/reply round trips;
+- the CPU each process spent per write (apistore, the clients' process, nats-server,
+  Postgres) and how much CPU other work on the machine took meanwhile: on a shared 2-core
+  machine writes/s moves with that load, CPU per write much less.
+
+Every process runs on the event loop the services use (`DRASIM_LOOP`, uvloop by default).
+
+How the ceilings compare like with like (each is what the raw piece does when driven the
+way the apistore drives it, so the share says what the apistore's own work costs):
+- request/reply: the same client process, connections (`--connections`), requests in flight
+  (`--clients`), client code (`Bus.request`), request bytes and headers as the write
+  benchmark, answered by a trivial responder in its own process, as the apistore is one.
+- JetStream: the apistore's own event payloads and headers (`Nats-Msg-Id`,
+  `Nats-Expected-Last-Sequence`, ...) into a stream set up like its event stream, published
+  the way its outbox publishes: pipelined on one connection, one ack per chunk of 512 (the
+  expected-last-sequence header makes the last ack cover the chunk). Waiting for an ack per
+  message (`ceiling_js_acked_each_msgs_per_s`, shown, not used for the share) measures
+  nats-py's per-request bookkeeping rather than JetStream.
+- Postgres: the same pod JSON as rows of a logged table keyed like the event log, 500 rows
+  per committed transaction (a TEMP table would skip the WAL and the commit's flush, which
+  every apistore commit pays).
 """
 
 from __future__ import annotations
@@ -25,19 +45,26 @@ import uuid
 from pathlib import Path
 
 import asyncpg
-import nats
+import msgspec
+import psutil
+from nats.aio.msg import Msg
 from nats.js import api as js_api
 
-from drasim.common import codec
+from drasim.apistore import outbox
+from drasim.apistore.store import EventRow
+from drasim.common import codec, service
 from drasim.common.api import core_v1
 from drasim.common.api.meta_v1 import ObjectMeta
+from drasim.common.bus import headers, messages
 from drasim.common.bus.client import Bus
 from drasim.common.client import ApiClient
 from drasim.common.config import Config
 from drasim.common.embedded import EmbeddedNats, EmbeddedPostgres
 from drasim.common.quantity import parse_quantity
 
-PAYLOAD_SIZE = 440
+CEILING_SECONDS = 3.0
+JS_CHUNK = outbox.PUBLISH_CHUNK
+PG_BATCH = 500
 
 
 _LIMITS = {
@@ -81,8 +108,45 @@ def percentile(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
 
 
-async def bench_writes(nats_url: str, prefix: str, duration: float, clients: int) -> dict:
-    buses = [await Bus.connect(nats_url, prefix=prefix, name=f"bench-{i}") for i in range(4)]
+class CpuMeter:
+    """CPU seconds of the benchmark's processes by role, and of the whole machine.
+
+    Each role is one process, Postgres' with its backends. What the machine spent beyond
+    them is other work sharing the cores."""
+
+    def __init__(self, roles: dict[str, int | None]) -> None:
+        self._roles = {role: psutil.Process(pid) for role, pid in roles.items() if pid}
+
+    def sample(self) -> dict[str, float]:
+        found = {}
+        for role, proc in self._roles.items():
+            procs = [proc]
+            if role == "postgres":
+                with contextlib.suppress(psutil.Error):
+                    procs += proc.children(recursive=True)
+            total = 0.0
+            for p in procs:
+                with contextlib.suppress(psutil.Error):
+                    t = p.cpu_times()
+                    total += t.user + t.system
+            found[role] = total
+        machine = psutil.cpu_times()
+        found["machine"] = machine.user + machine.nice + machine.system + machine.irq
+        found["machine"] += machine.softirq + getattr(machine, "steal", 0.0)
+        return found
+
+
+async def bench_writes(
+    nats_url: str,
+    prefix: str,
+    duration: float,
+    clients: int,
+    connections: int,
+    meter: CpuMeter,
+) -> dict:
+    buses = [
+        await Bus.connect(nats_url, prefix=prefix, name=f"bench-{i}") for i in range(connections)
+    ]
     watch_bus = await Bus.connect(nats_url, prefix=prefix, name="bench-watch")
     apis = [ApiClient(b, actor="bench") for b in buses]
     acked: dict[int, float] = {}
@@ -115,9 +179,11 @@ async def bench_writes(nats_url: str, prefix: str, duration: float, clients: int
             writes += 2
             n += 1
 
+    cpu0 = meter.sample()
     t0 = time.perf_counter()
     await asyncio.gather(*(client(i) for i in range(clients)))
     elapsed = time.perf_counter() - t0
+    cpu1 = meter.sample()
     last_written = max(acked)
     if max(received, default=0) >= last_written:
         caught_up.set()
@@ -128,92 +194,222 @@ async def bench_writes(nats_url: str, prefix: str, duration: float, clients: int
     lags = [(received[rv] - t) * 1000 for rv, t in acked.items() if rv in received]
     for b in [*buses, watch_bus]:
         await b.close()
-    return {
+    results = {
         "writes": writes,
         "writes_per_s": writes / elapsed,
         "watch_events_received": len(lags),
         "watch_lag_p50_ms": percentile(lags, 0.50),
         "watch_lag_p99_ms": percentile(lags, 0.99),
     }
+    spent = {role: cpu1[role] - cpu0[role] for role in cpu1}
+    ours = 0.0
+    for role, seconds in spent.items():
+        if role != "machine":
+            results[f"cpu_us_per_write_{role}"] = seconds / writes * 1e6
+            ours += seconds
+    # Cores busy with other work while the writes ran (the rest of the machine's load).
+    results["other_load_cores"] = max(0.0, spent["machine"] - ours) / elapsed
+    return results
 
 
-async def ceiling_pg(database_url: str, seconds: float = 3.0) -> float:
+def request_body(name: str = "c0-0") -> bytes:
+    """The bytes of one create request of the write benchmark."""
+    pod = msgspec.Raw(codec.encode(make_pod(name)))
+    return messages.encoder.encode(
+        messages.Create(resource="pods", namespace="default", object=pod)
+    )
+
+
+def sample_event(seq: int, body: bytes) -> EventRow:
+    return EventRow(
+        seq=seq,
+        type="MODIFIED",
+        resource="pods",
+        namespace="default",
+        name="c0-0",
+        uid="6b1f5b4e-6c1a-4b8e-9d0e-2f4a0c1d2e3f",
+        node_name="",
+        object=body,
+        actor="bench",
+        traceparent="00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01",
+    )
+
+
+def event_headers(ev: EventRow) -> dict[str, str]:
+    """The headers the outbox publishes an event with, as a dict for `js.publish`."""
+    return {
+        headers.NATS_MSG_ID: str(ev.seq),
+        headers.EXPECTED_LAST_SEQUENCE: str(ev.seq - 1),
+        headers.RESOURCE_VERSION: str(ev.seq),
+        headers.TRACEPARENT: ev.traceparent,
+        headers.ACTOR: ev.actor,
+    }
+
+
+async def ceiling_pg(database_url: str, seconds: float = CEILING_SECONDS) -> float:
+    """Rows of pod JSON into a logged table keyed like the event log, a committed
+    transaction per batch."""
     conn = await asyncpg.connect(database_url)
-    await conn.execute("CREATE TEMP TABLE bench_rows (seq bigint, body bytea)")
-    body = b"x" * PAYLOAD_SIZE
+    await conn.execute("CREATE TABLE bench_rows (seq bigint PRIMARY KEY, body bytea NOT NULL)")
+    body = codec.encode(make_pod("c0-0"))
     rows, seq = 0, 0
     t0 = time.perf_counter()
     while time.perf_counter() - t0 < seconds:
         async with conn.transaction():
-            batch = list(range(seq, seq + 500))
+            batch = list(range(seq, seq + PG_BATCH))
             await conn.execute(
                 "INSERT INTO bench_rows SELECT * FROM unnest($1::bigint[], $2::bytea[])",
                 batch,
                 [body] * len(batch),
             )
-        seq += 500
-        rows += 500
+        seq += PG_BATCH
+        rows += PG_BATCH
     elapsed = time.perf_counter() - t0
+    await conn.execute("DROP TABLE bench_rows")
     await conn.close()
     return rows / elapsed
 
 
-async def ceiling_js(nats_url: str, prefix: str, seconds: float = 3.0) -> float:
-    nc = await nats.connect(nats_url)
-    js = nc.jetstream()
-    stream = f"{prefix.upper()}_CEILING"
-    await js.add_stream(js_api.StreamConfig(name=stream, subjects=[f"{prefix}.ceiling"]))
-    body = b"x" * PAYLOAD_SIZE
+async def _ceiling_stream(bus: Bus, name: str) -> str:
+    """A stream set up as the apistore's event stream is (see `outbox.ensure_stream`), for
+    events published under the prefix it answers."""
+    prefix = f"{bus.prefix}{name.lower()}"
+    await bus.js.add_stream(
+        js_api.StreamConfig(
+            name=f"{prefix.upper()}_EVENTS",
+            subjects=[f"{prefix}.ev.>"],
+            storage=js_api.StorageType.FILE,
+            retention=js_api.RetentionPolicy.LIMITS,
+            discard=js_api.DiscardPolicy.OLD,
+            max_msgs=outbox.DEFAULT_MAX_MSGS,
+            duplicate_window=120.0,
+        )
+    )
+    return prefix
+
+
+async def ceiling_js(nats_url: str, prefix: str, seconds: float = CEILING_SECONDS) -> float:
+    """The apistore's event messages, published as its outbox publishes them: pipelined in
+    order on one connection, one ack per chunk (`Nats-Expected-Last-Sequence` on every
+    message makes the last one's ack cover the chunk)."""
+    bus = await Bus.connect(nats_url, prefix=prefix, name="bench-js")
+    events_prefix = await _ceiling_stream(bus, "ceiling")
+    body = codec.encode(make_pod("c0-0"))
+    inbox = bus.nc.new_inbox()
+    acks: asyncio.Queue[bytes] = asyncio.Queue()
+
+    async def on_ack(msg: Msg) -> None:
+        acks.put_nowait(msg.data)
+
+    await bus.nc.subscribe(inbox, cb=on_ack)
+    seq = 0
+    t0 = time.perf_counter()
+    while time.perf_counter() - t0 < seconds:
+        frames = []
+        for i in range(JS_CHUNK):
+            seq += 1
+            ev = sample_event(seq, body)
+            frames.append(outbox.event_frame(events_prefix, ev, inbox if i == JS_CHUNK - 1 else ""))
+        await outbox.send_frames(bus.nc, frames)
+        ack = json.loads(await asyncio.wait_for(acks.get(), 10))
+        assert ack.get("seq") == seq, ack
+    elapsed = time.perf_counter() - t0
+    await bus.js.delete_stream(f"{events_prefix.upper()}_EVENTS")
+    await bus.close()
+    return seq / elapsed
+
+
+async def ceiling_js_acked_each(
+    nats_url: str, prefix: str, seconds: float = CEILING_SECONDS
+) -> float:
+    """The same messages through nats-py's `js.publish`, an ack awaited for each (512 in
+    flight): for comparison, not a ceiling of the apistore's way."""
+    bus = await Bus.connect(nats_url, prefix=prefix, name="bench-js")
+    events_prefix = await _ceiling_stream(bus, "ceiling2")
+    body = codec.encode(make_pod("c0-0"))
     sent = 0
     t0 = time.perf_counter()
     while time.perf_counter() - t0 < seconds:
-        await asyncio.gather(*(js.publish(f"{prefix}.ceiling", body) for _ in range(512)))
-        sent += 512
+        events = [sample_event(seq, body) for seq in range(sent + 1, sent + JS_CHUNK + 1)]
+        await asyncio.gather(
+            *(
+                bus.js.publish(
+                    outbox.event_subject(events_prefix, ev),
+                    outbox.event_payload(ev),
+                    headers=event_headers(ev),
+                )
+                for ev in events
+            )
+        )
+        sent += JS_CHUNK
     elapsed = time.perf_counter() - t0
-    await js.delete_stream(stream)
-    await nc.close()
+    await bus.js.delete_stream(f"{events_prefix.upper()}_EVENTS")
+    await bus.close()
     return sent / elapsed
 
 
 RESPONDER = """
 import asyncio, sys, nats
+from drasim.common import service
 async def main():
     nc = await nats.connect(sys.argv[1])
     async def cb(msg):
         await msg.respond(msg.data)
-    await nc.subscribe(sys.argv[2], cb=cb)
+    await nc.subscribe(sys.argv[2], queue="bench", cb=cb)
     await nc.flush()  # (twice: nats-py's PING may overtake the buffered SUB)
     await nc.flush()  # the subscription is in place before the first request
     print("READY", flush=True)
     await asyncio.Event().wait()
+service.use_event_loop()
 asyncio.run(main())
 """
 
 
-async def ceiling_reqreply(nats_url: str, prefix: str, seconds: float = 3.0) -> float:
-    """Round trips to a responder in another process, 64 in flight, as the API is used."""
+async def ceiling_reqreply(
+    nats_url: str,
+    prefix: str,
+    *,
+    clients: int,
+    connections: int,
+    nats_pid: int | None,
+    seconds: float = CEILING_SECONDS,
+) -> tuple[float, float]:
+    """Round trips to a trivial responder in its own process (on the services' event loop),
+    sent as the write benchmark's clients send theirs: `Bus.request` over `connections`
+    connections, `clients` in flight, a create request's bytes and the actor header.
+    Answers round trips/s and the CPU microseconds one took (clients, responder, NATS)."""
     subject = f"{prefix}.echo"
     proc = await asyncio.create_subprocess_exec(
         sys.executable, "-c", RESPONDER, nats_url, subject, stdout=subprocess.PIPE
     )
     try:
         assert proc.stdout is not None and (await proc.stdout.readline()).startswith(b"READY")
-        nc = await nats.connect(nats_url)
-        body = b"x" * PAYLOAD_SIZE
+        buses = [
+            await Bus.connect(nats_url, prefix=prefix, name=f"bench-rr-{i}")
+            for i in range(connections)
+        ]
+        body = request_body()
+        hdrs = {headers.ACTOR: "bench"}
         done = 0
         stop_at = time.perf_counter() + seconds
 
-        async def requester() -> None:
+        async def requester(i: int) -> None:
             nonlocal done
+            bus = buses[i % connections]
             while time.perf_counter() < stop_at:
-                await nc.request(subject, body, timeout=5)
+                await bus.request(subject, body, timeout=5, headers=hdrs)
                 done += 1
 
+        meter = CpuMeter({"clients": os.getpid(), "responder": proc.pid, "nats": nats_pid})
+        cpu0 = meter.sample()
         t0 = time.perf_counter()
-        await asyncio.gather(*(requester() for _ in range(64)))
+        await asyncio.gather(*(requester(i) for i in range(clients)))
         elapsed = time.perf_counter() - t0
-        await nc.close()
-        return done / elapsed
+        cpu1 = meter.sample()
+        for bus in buses:
+            await bus.close()
+        cpu = sum(cpu1[role] - cpu0[role] for role in cpu1 if role != "machine")
+        return done / elapsed, cpu / done * 1e6
     finally:
         proc.terminate()
         await proc.wait()
@@ -252,37 +448,63 @@ async def fresh_database(database_url: str) -> str:
     return database_url.rsplit("/", 1)[0] + f"/{name}"
 
 
-async def run(args: argparse.Namespace, nats_url: str, database_url: str) -> dict:
+async def run(
+    args: argparse.Namespace, nats_url: str, database_url: str, servers: dict[str, int | None]
+) -> dict:
     prefix = f"bench{uuid.uuid4().hex[:6]}"
     db = await fresh_database(database_url)
     proc = await asyncio.to_thread(start_apistore, nats_url, db, prefix)
+    meter = CpuMeter({"apistore": proc.pid, "clients": os.getpid(), **servers})
     try:
-        results = await bench_writes(nats_url, prefix, args.duration, args.clients)
+        results = await bench_writes(
+            nats_url, prefix, args.duration, args.clients, args.connections, meter
+        )
     finally:
         proc.terminate()
         proc.wait()
     results["ceiling_pg_rows_per_s"] = await ceiling_pg(db)
     results["ceiling_js_msgs_per_s"] = await ceiling_js(nats_url, prefix)
-    results["ceiling_reqreply_per_s"] = await ceiling_reqreply(nats_url, prefix)
+    results["ceiling_js_acked_each_msgs_per_s"] = await ceiling_js_acked_each(nats_url, prefix)
+    rate, cpu = await ceiling_reqreply(
+        nats_url,
+        prefix,
+        clients=args.clients,
+        connections=args.connections,
+        nats_pid=servers["nats"],
+    )
+    results["ceiling_reqreply_per_s"] = rate
+    results["ceiling_reqreply_cpu_us"] = cpu
     slowest = min(
         results["ceiling_pg_rows_per_s"],
         results["ceiling_js_msgs_per_s"],
         results["ceiling_reqreply_per_s"],
     )
     results["fraction_of_slowest_ceiling"] = results["writes_per_s"] / slowest
+    # The same share counted in CPU (what a write costs all processes against what a
+    # trivial round trip costs them; with NATS and Postgres embedded), which moves less
+    # with the machine's other load than rates do.
+    per_write = [v for k, v in results.items() if k.startswith("cpu_us_per_write_")]
+    if "cpu_us_per_write_nats" in results and "cpu_us_per_write_postgres" in results:
+        results["cpu_us_per_write"] = sum(per_write)
+        results["cpu_share_of_reqreply"] = cpu / results["cpu_us_per_write"]
     results["duration_s"] = args.duration
     results["clients"] = args.clients
+    results["connections"] = args.connections
     results["payload_bytes"] = len(codec.encode(make_pod("c0-0")))
+    results["event_loop"] = service.event_loop_name()
+    results["load_avg_1m"] = os.getloadavg()[0]
     return results
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--duration", type=float, default=10.0)
-    parser.add_argument("--clients", type=int, default=64)
+    parser.add_argument("--clients", type=int, default=64, help="requests in flight")
+    parser.add_argument("--connections", type=int, default=4, help="client NATS connections")
     parser.add_argument("--json", type=Path, help="also write the figures as JSON here")
     args = parser.parse_args()
     config = Config.from_env()
+    service.use_event_loop()
     with tempfile.TemporaryDirectory() as tmp:
         nats_server = pg = None
         try:
@@ -292,7 +514,11 @@ def main() -> int:
                 pg = EmbeddedPostgres(tmp).start()
             nats_url = config.nats_url or nats_server.url
             database_url = config.database_url or pg.url
-            results = asyncio.run(run(args, nats_url, database_url))
+            servers = {
+                "nats": nats_server.pid if nats_server else None,
+                "postgres": pg.pid if pg else None,
+            }
+            results = asyncio.run(run(args, nats_url, database_url, servers))
         finally:
             if nats_server is not None:
                 nats_server.stop()
@@ -300,10 +526,14 @@ def main() -> int:
                 pg.stop()
     width = max(len(k) for k in results)
     for key, value in results.items():
-        if key.startswith("fraction"):
+        if key.startswith(("fraction", "cpu_share")):
             shown = f"{value:.3f}"
+        elif isinstance(value, float):
+            shown = f"{value:,.1f}"
+        elif isinstance(value, int):
+            shown = f"{value:,}"
         else:
-            shown = f"{value:,.1f}" if isinstance(value, float) else f"{value:,}"
+            shown = str(value)
         print(f"{key:<{width}}  {shown}")
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)

@@ -34,6 +34,7 @@ class ClusterInfo(msgspec.Struct, frozen=True, kw_only=True):
     database_url: str
     prefix: str
     pid: int  # of `drasim up`; a file whose process is gone is stale
+    metrics: dict[str, str] = {}  # service name → its Prometheus /metrics URL
 
 
 def add_cluster_options(parser: argparse.ArgumentParser, *, suppress: bool = False) -> None:

@@ -36,6 +36,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
+import msgspec
+
 from drasim.cli import apply, cluster, demo, kubeconfig
 from drasim.common import cluster_file
 from drasim.common.api import registry, resource_v1
@@ -130,7 +132,11 @@ async def _up(
         own_argv = {"drasim.apistore": _write_kubeconfig(config, http_port or free_port())}
         argv = ["--nats-url", nats_url, "--database-url", database_url, "--prefix", config.prefix]
         services = [
-            _Launch(_service_name(module), module, [*argv, *own_argv.get(module, [])])
+            _Launch(
+                _service_name(module),
+                module,
+                [*argv, *own_argv.get(module, []), *_metrics_argv(module)],
+            )
             for module in modules
         ]
         nodes = [
@@ -145,6 +151,7 @@ async def _up(
                     f"{i}/{kubelets}",
                     "--state-dir",
                     str((config.data_dir / "nodes").resolve()),
+                    *_metrics_argv(KUBELET),
                 ],
             )  # fmt: skip
             for i in range(kubelets)
@@ -170,12 +177,22 @@ async def _up(
             assert api is not None
             await _run_demo(api)
 
+        def record_metrics(endpoints: dict[str, str]) -> None:
+            """Say where each service's /metrics is, and keep it in cluster.json."""
+            for name, url in endpoints.items():
+                print(f"metrics: {name} {url}", flush=True)
+            if endpoints:
+                cluster.write_cluster(
+                    config.data_dir, msgspec.structs.replace(info, metrics=endpoints)
+                )
+
         return await _supervise(
             [services, nodes] if nodes else [services],
             stopping,
             ready_line,
             before_nodes=before_nodes if nodes else None,
             when_ready=when_ready if with_demo else None,
+            on_ready=record_metrics,
         )
 
 
@@ -191,6 +208,12 @@ async def _run_demo(api: ApiClient) -> None:
     for line in await demo.apply_demo(api):
         print(f"[demo] {line}", flush=True)
     await demo.follow(api, out=lambda line: print(f"[demo] {line}", flush=True))
+
+
+def _metrics_argv(module: str) -> list[str]:
+    """drasim's own services serve /metrics on a free port, which their READY line names;
+    substituted ones (tests) are not asked to."""
+    return ["--metrics-port", "0"] if module.startswith("drasim.") else []
 
 
 def _write_kubeconfig(config: Config, http_port: int) -> list[str]:
@@ -236,6 +259,7 @@ class _Service:
     name: str
     process: asyncio.subprocess.Process
     ready: asyncio.Event = field(default_factory=asyncio.Event)
+    metrics_url: str = ""  # from `metrics=<url>` in its READY line
 
     @classmethod
     async def spawn(cls, launch: _Launch) -> _Service:
@@ -259,6 +283,9 @@ class _Service:
         async for raw in self.process.stdout:
             line = raw.decode(errors="replace").rstrip("\r\n")
             if line.startswith(READY_MARKER):
+                for word in line.split():
+                    if word.startswith("metrics="):
+                        self.metrics_url = word.removeprefix("metrics=")
                 self.ready.set()
             else:
                 print(f"[{self.name}] {line}", flush=True)
@@ -292,12 +319,14 @@ async def _supervise(
     *,
     before_nodes: Callable[[], Awaitable[None]] | None = None,
     when_ready: Callable[[], Awaitable[None]] | None = None,
+    on_ready: Callable[[dict[str, str]], None] | None = None,
 ) -> int:
     """Run the services until a stop is asked for (0) or one of them exits (1).
 
     Stages start in order, each once the previous one is ready (the kubelets need the
     apistore); `before_nodes` runs before the second stage, `when_ready` after the ready
-    line. A failure of either stops the cluster like a crashed service.
+    line, `on_ready` just before it with the services' metrics URLs by service name. A
+    failure of either stops the cluster like a crashed service.
     """
     launched: list[list[_Service]] = []  # by stage
     outputs: dict[str, asyncio.Task[None]] = {}
@@ -325,6 +354,10 @@ async def _supervise(
                         outputs[service.name] = tasks.create_task(service.forward_output())
                         tasks.create_task(watch_exit(service))
                     await asyncio.gather(*(s.ready.wait() for s in started))
+                if on_ready is not None:
+                    on_ready(
+                        {s.name: s.metrics_url for ss in launched for s in ss if s.metrics_url}
+                    )
                 print(ready_line, flush=True)
                 if when_ready is not None:
                     await when_ready()

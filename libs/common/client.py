@@ -15,9 +15,10 @@ from typing import Any, TypeVar
 import msgspec
 import nats.errors
 import nats.js.errors
+from nats.aio.msg import Msg
 from nats.js import api as js_api
 
-from drasim.common import codec, errors
+from drasim.common import codec, errors, tracing
 from drasim.common.api import registry
 from drasim.common.api.meta_v1 import KubeObject
 from drasim.common.bus import headers, messages, subjects
@@ -31,11 +32,20 @@ LIST_PAGE = 500
 
 
 class WatchEvent(msgspec.Struct, frozen=True):
-    """One change of one object: `type` is ADDED, MODIFIED or DELETED."""
+    """One change of one object: `type` is ADDED, MODIFIED or DELETED; `traceparent` is the
+    trace of the write that made it ('' if none), for consumers to continue."""
 
     type: str
     object: Any
     resource_version: int
+    traceparent: str = ""
+
+
+def _span_name(req: messages.Request) -> str:
+    """`create pods`, `patch pods/status`: a request's CLIENT span name."""
+    verb = type(req).__struct_config__.tag
+    subresource = getattr(req, "subresource", "")
+    return f"{verb} {req.resource}/{subresource}" if subresource else f"{verb} {req.resource}"
 
 
 class ApiClient:
@@ -57,10 +67,26 @@ class ApiClient:
         self._headers = {headers.ACTOR: actor}  # sent with every request, made once
 
     async def request(self, req: messages.Request, *, traceparent: str = "") -> bytes:
-        """Send one API request; answers with the body or raises the `ApiError` it carried."""
-        hdrs = self._headers
-        if traceparent:
-            hdrs = {**hdrs, headers.TRACEPARENT: traceparent}
+        """Send one API request; answers with the body or raises the `ApiError` it carried.
+
+        The request continues `traceparent`, or else the current span's trace (under a
+        CLIENT span of its own when the current span records).
+        """
+        span = None
+        if not traceparent:
+            span, traceparent = tracing.start_client_span(_span_name, req)
+        hdrs = {**self._headers, headers.TRACEPARENT: traceparent} if traceparent else self._headers
+        if span is None:
+            return await self._send(req, hdrs)
+        try:
+            data = await self._send(req, hdrs)
+        except BaseException as exc:
+            tracing.end(span, exc)
+            raise
+        tracing.end(span)
+        return data
+
+    async def _send(self, req: messages.Request, hdrs: dict[str, str]) -> bytes:
         try:
             msg = await self.bus.request(
                 self._subject, messages.encoder.encode(req), timeout=self.timeout, headers=hdrs
@@ -230,10 +256,17 @@ class ApiClient:
         starting a consumer at `resource_version + 1`.
         """
         info = registry.by_type(type_)
-        async for seq, event in watch_raw(
-            self.bus, info.plural, resource_version=resource_version, node=node
-        ):
-            yield WatchEvent(event.type, codec.decode(event.object, type_), seq)
+        decode = messages.watch_event_decoder.decode
+        msgs = watch_messages(self.bus, info.plural, resource_version=resource_version, node=node)
+        async with contextlib.aclosing(msgs):
+            async for msg in msgs:
+                event = decode(msg.data)
+                yield WatchEvent(
+                    event.type,
+                    codec.decode(event.object, type_),
+                    msg.metadata.sequence.stream,
+                    msg.headers.get(headers.TRACEPARENT, "") if msg.headers else "",
+                )
 
 
 async def stream_bounds(bus: Bus) -> tuple[int, int]:
@@ -249,6 +282,18 @@ async def watch_raw(
     bus: Bus, resource: str | None, *, resource_version: int, node: str | None = None
 ) -> AsyncIterator[tuple[int, messages.WatchEvent]]:
     """Raw events (seq, WatchEvent with the object as JSON) of one resource, or of all."""
+    decode = messages.watch_event_decoder.decode
+    msgs = watch_messages(bus, resource, resource_version=resource_version, node=node)
+    async with contextlib.aclosing(msgs):
+        async for msg in msgs:
+            yield msg.metadata.sequence.stream, decode(msg.data)
+
+
+async def watch_messages(
+    bus: Bus, resource: str | None, *, resource_version: int, node: str | None = None
+) -> AsyncIterator[Msg]:
+    """The stream's messages of one resource, or of all, after `resource_version`: the
+    event JSON with its headers (`traceparent`, actor)."""
     start = resource_version + 1
     first, last = await stream_bounds(bus)
     # The stream holds first..last; an empty, aligned stream has first == last + 1.
@@ -265,7 +310,7 @@ async def watch_raw(
     )
     try:
         async for msg in sub.messages:
-            yield msg.metadata.sequence.stream, messages.watch_event_decoder.decode(msg.data)
+            yield msg
     finally:
         with contextlib.suppress(nats.errors.Error):
             await sub.unsubscribe()

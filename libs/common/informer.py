@@ -4,12 +4,16 @@ The three watch layers follow kopf: `Informer.run` retries forever (backoff on e
 resume from the last resourceVersion seen); `_list_then_watch` lists, marks the cache
 synced, then watches from the list's resourceVersion and returns on `Expired` so `run`
 relists; the watch itself is `ApiClient.watch`.
+
+Handlers keep their Kubernetes signatures; the trace of the event they are called for is
+`event_traceparent()`, so the work they start can continue the write that caused it.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import logging
 from collections.abc import Callable
 from typing import Any, Generic, TypeVar
@@ -22,6 +26,16 @@ T = TypeVar("T", bound=KubeObject)
 log = logging.getLogger(__name__)
 
 Key = tuple[str, str]  # (namespace, name)
+
+_event_traceparent: contextvars.ContextVar[str] = contextvars.ContextVar(
+    "drasim_event_traceparent", default=""
+)
+
+
+def event_traceparent() -> str:
+    """Inside an informer handler: the `traceparent` of the event being handled ('' for
+    objects a list delivered, or outside a handler)."""
+    return _event_traceparent.get()
 
 
 def _version(obj: KubeObject) -> int:
@@ -149,16 +163,20 @@ class Informer(Generic[T]):
             cached = self.cache.get(key)
             if cached is not None and _version(cached) > event.resource_version:
                 continue  # a later list page already had a newer version of this object
-            if event.type == "DELETED":
-                self.cache.pop(key, None)
-                self._call(self._handlers_delete, obj)
-                continue
-            old = self.cache.get(key)
-            self.cache[key] = obj
-            if old is None:
-                self._call(self._handlers_add, obj)
-            else:
-                self._call(self._handlers_update, old, obj)
+            token = _event_traceparent.set(event.traceparent)
+            try:
+                if event.type == "DELETED":
+                    self.cache.pop(key, None)
+                    self._call(self._handlers_delete, obj)
+                    continue
+                old = self.cache.get(key)
+                self.cache[key] = obj
+                if old is None:
+                    self._call(self._handlers_add, obj)
+                else:
+                    self._call(self._handlers_update, old, obj)
+            finally:
+                _event_traceparent.reset(token)
 
     def _call(self, handlers: list[Callable[..., Any]], *args: Any) -> None:
         for handler in handlers:

@@ -10,11 +10,14 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import gc
 import logging
+import os
 import signal
 import sys
 from collections.abc import Awaitable, Callable
 
+from drasim.common import tracing
 from drasim.common.config import Config, ConfigError
 
 
@@ -28,6 +31,10 @@ def parse_args(
     parser.add_argument("--database-url")
     parser.add_argument("--prefix")
     parser.add_argument("--log-level")
+    parser.add_argument(
+        "--metrics-port", type=int, help="serve Prometheus /metrics on this port (0: any free one)"
+    )
+    parser.add_argument("--metrics-host", default="127.0.0.1", help="address of /metrics")
     if add is not None:
         add(parser)
     args = parser.parse_args(argv)
@@ -52,7 +59,7 @@ def setup_logging(name: str, level: str) -> None:
 
 
 def announce_ready(detail: str) -> None:
-    """The line `drasim up` waits for."""
+    """The line `drasim up` waits for; `metrics=<url>` in it says where /metrics is."""
     print(f"READY {detail}", flush=True)
 
 
@@ -69,9 +76,53 @@ async def wait_for_signal() -> None:
             loop.remove_signal_handler(sig)
 
 
+def use_event_loop() -> str:
+    """Run this process's asyncio on uvloop (its I/O and callbacks are in C: less CPU per
+    NATS message and Postgres round trip) unless `DRASIM_LOOP=asyncio` asks for the
+    standard loop or uvloop is not installed. Call before `asyncio.run`; answers the loop's
+    name."""
+    if os.environ.get("DRASIM_LOOP", "uvloop") != "asyncio":
+        try:
+            import uvloop
+        except ImportError:
+            pass
+        else:
+            asyncio.set_event_loop_policy(uvloop.EventLoopPolicy())
+    return event_loop_name()
+
+
+def event_loop_name() -> str:
+    """`uvloop` or `asyncio`: what `asyncio.run` will run on."""
+    policy = type(asyncio.get_event_loop_policy())
+    return "uvloop" if policy.__module__.startswith("uvloop") else "asyncio"
+
+
+# Python collects its youngest generation every 700 new container objects by default; a
+# service holding many thousands of cached objects then spent a sixth of its time in the
+# collector (scheduler under `drasim bench`, py-spy --native: 16 %; 7.7 % with these).
+GC_THRESHOLDS = (10_000, 10, 10)
+
+
+def freeze_gc() -> None:
+    """Move everything alive now out of the collector's sight (`gc.freeze`): call once a
+    service has loaded its caches, whose objects stay."""
+    gc.collect()
+    gc.freeze()
+
+
 def run(name: str, main: Callable[[], Awaitable[None]], level: str = "INFO") -> int:
-    """Run a service's main coroutine until it returns; exit code 0 on a clean stop."""
+    """Run a service's main coroutine until it returns; exit code 0 on a clean stop.
+
+    Tracing is set up first (spans go to `OTEL_EXPORTER_OTLP_ENDPOINT` as service
+    `drasim-<name>` if it is set) and flushed at the end.
+    """
     setup_logging(name, level)
-    with contextlib.suppress(KeyboardInterrupt):
-        asyncio.run(main())
+    tracing.setup(f"drasim-{name}")
+    use_event_loop()
+    gc.set_threshold(*GC_THRESHOLDS)
+    try:
+        with contextlib.suppress(KeyboardInterrupt):
+            asyncio.run(main())
+    finally:
+        tracing.shutdown()
     return 0

@@ -3,14 +3,12 @@
 from __future__ import annotations
 
 import argparse
-import asyncio
-import os
 import ssl
 import sys
 from pathlib import Path
 
 from drasim.apistore.server import ApiServer
-from drasim.common import service
+from drasim.common import metrics, service
 
 
 def _http_options(parser: argparse.ArgumentParser) -> None:
@@ -22,20 +20,7 @@ def _http_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--tls-private-key-file", type=Path)
 
 
-def _use_uvloop() -> None:
-    """Run on uvloop when it is installed: the apistore spends much of its time in the event
-    loop (many small NATS messages, Postgres round trips). `DRASIM_UVLOOP=0` opts out."""
-    if os.environ.get("DRASIM_UVLOOP", "1") == "0":
-        return
-    try:
-        import uvloop
-    except ImportError:
-        return
-    asyncio.set_event_loop_policy(uvloop.EventLoopPolicy())
-
-
 def main(argv: list[str] | None = None) -> int:
-    _use_uvloop()
     config, args = service.parse_args("apistore", argv, _http_options)
     if not config.nats_url or not config.database_url:
         print("drasim-apistore: --nats-url and --database-url are required", file=sys.stderr)
@@ -61,9 +46,19 @@ def main(argv: list[str] | None = None) -> int:
         )
         scheme = "https" if tls else "http"
         http = f" http={scheme}://{args.http_host}:{server.http.port}" if server.http else ""
-        service.announce_ready(f"apistore nats={config.nats_url} prefix={config.prefix}{http}")
+        assert server.metrics is not None
         try:
-            await service.wait_for_signal()
+            async with metrics.serving(
+                args.metrics_port,
+                host=args.metrics_host,
+                registry=server.metrics.registry,
+                refresh=server.metrics.refresh,
+            ) as endpoint:
+                service.announce_ready(
+                    f"apistore nats={config.nats_url} prefix={config.prefix}{http}"
+                    + metrics.ready_detail(endpoint)
+                )
+                await service.wait_for_signal()
         finally:
             await server.stop()
 

@@ -45,12 +45,15 @@ class ApiCore:
             asyncio.Queue()
         )
         self._writer: asyncio.Task[None] | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
         self._batches: set[asyncio.Task[None]] = set()  # batches in flight (two at most)
         # Write batches committed and the requests in them; of the batches, those prepared
         # ahead of the lock, and those prepared ahead but redone under it.
         self.stats = {"batches": 0, "requests": 0, "ahead": 0, "redone": 0}
 
     async def start(self) -> None:
+        # Kept: on Python 3.11 every `get_running_loop()` is a getpid() system call.
+        self._loop = asyncio.get_running_loop()
         self._writer = asyncio.create_task(self._write_loop(), name="apistore-writer")
         for ns in strategy.BUILTIN_NAMESPACES:
             body = codec.encode({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
@@ -61,6 +64,8 @@ class ApiCore:
                 )
 
     async def stop(self) -> None:
+        log.warning("TMPSTATS %s", self.stats)  # TMP
+        self._loop = None
         if self._writer is not None:
             self._writer.cancel()
             with contextlib.suppress(asyncio.CancelledError):
@@ -84,7 +89,7 @@ class ApiCore:
     def submit(self, req: messages.Request, ctx: Context) -> asyncio.Future[bytes]:
         """Queue a write for the group-commit writer; the future gets its answer's JSON or
         the `ApiError`."""
-        fut: asyncio.Future[bytes] = asyncio.get_running_loop().create_future()
+        fut: asyncio.Future[bytes] = (self._loop or asyncio.get_running_loop()).create_future()
         self._queue.put_nowait((req, ctx, fut))
         return fut
 
@@ -250,23 +255,33 @@ class ApiCore:
         while the previous batch writes and commits. Once that batch has committed exactly
         what it announced, it writes in one statement that takes the lock and writes only
         if the log still ends at the previous batch's last event (nobody else committed in
-        between; see `WRITE_BATCH_ALONE`), else it is redone. Without a batch in flight (or
-        to redo one) it takes the lock first, then reads, applies and writes under it.
-        Either way a batch's requests see the rows as committed before it, and its events
-        follow the last committed one, so commit order is resourceVersion order.
+        between; see `WRITE_BATCH_ALONE`), else it is redone. Without a batch in flight it
+        goes the same way from the log's end and its rows as one read found them. A batch
+        to redo, and one that deletes (garbage collection reads under the lock), takes the
+        lock first, then reads, applies and writes under it. Either way a batch's requests
+        see the rows as committed before it, and its events follow the last committed one,
+        so commit order is resourceVersion order.
         """
-        base = await prev.applied if prev is not None else None
         # (A fault plan counts the writes it sees: a batch is applied once under it.)
-        if base is not None and self.fault_plan is None:
+        ahead = self.fault_plan is None
+        loaded: dict[Key, bytes | None] = {}
+        if prev is None:
+            if ahead:  # nothing in flight: the log's end and the rows, one snapshot
+                after_seq, found = await session.max_seq_and_objects(keys)
+                loaded.update(found)
+        elif (base := await prev.applied) is None:
+            ahead = False  # the batch before has nothing to build on (it failed)
+        elif ahead:
             after_seq, written = base
-            loaded: dict[Key, bytes | None] = dict(await session.select_objects(keys))
+            loaded.update(await session.select_objects(keys))
             loaded.update(written)
+        if ahead:
             batch, results = self._apply(ready, loaded, after_seq + 1)
             upserts, deletes = batch.projection()
             # Garbage collection (which any delete calls for) reads under the lock.
             if not batch.pending_gc() and not deletes:
                 flight.announce((batch.last_seq, _written(upserts, deletes)), by=batch)
-                if await prev.final and await session.write_batch_alone(
+                if (prev is None or await prev.final) and await session.write_batch_alone(
                     batch.events, upserts, deletes, after_seq=after_seq
                 ):
                     self.stats["ahead"] += 1

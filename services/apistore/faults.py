@@ -1,4 +1,5 @@
-"""Fault plans: fail the Nth write of a kind and verb with a given status.
+"""Fault plans: fail the Nth write of a kind and verb with a given status, or apply it and
+hold back the answer (so the client times out on a write that happened).
 
 Switched off unless asked for (`DRASIM_FAULT_PLAN` or the control subject). Used by the
 scheduler's failure-path tests to make PreBind's API writes fail exactly where they want.
@@ -21,6 +22,8 @@ class FaultRule(msgspec.Struct, kw_only=True):
     times: int = 1
     code: int = 500
     message: str = "injected fault"
+    # > 0: the write is applied, but its answer goes out only after this many seconds.
+    delay_reply_seconds: float = 0.0
     seen: int = 0
 
     def matches(self, resource: str, verb: str, subresource: str) -> bool:
@@ -33,7 +36,7 @@ class FaultPlan(msgspec.Struct, kw_only=True):
     def check(self, resource: str, verb: str, subresource: str = "") -> None:
         """Raise the planned error if this write is one the plan fails."""
         for rule in self.rules:
-            if not rule.matches(resource, verb, subresource):
+            if rule.delay_reply_seconds > 0 or not rule.matches(resource, verb, subresource):
                 continue
             rule.seen += 1
             if rule.nth <= rule.seen < rule.nth + rule.times:
@@ -41,6 +44,16 @@ class FaultPlan(msgspec.Struct, kw_only=True):
                     f"{rule.message} ({verb} {resource}"
                     f"{'/' + subresource if subresource else ''} #{rule.seen})"
                 )
+
+    def reply_delay(self, resource: str, verb: str, subresource: str = "") -> float:
+        """Seconds to hold back the answer to this (applied) write; 0 for most."""
+        for rule in self.rules:
+            if rule.delay_reply_seconds <= 0 or not rule.matches(resource, verb, subresource):
+                continue
+            rule.seen += 1
+            if rule.nth <= rule.seen < rule.nth + rule.times:
+                return rule.delay_reply_seconds
+        return 0.0
 
 
 plan_decoder = msgspec.json.Decoder(FaultPlan)

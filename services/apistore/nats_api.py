@@ -12,15 +12,22 @@ from __future__ import annotations
 import asyncio
 import functools
 import logging
+import time
+from typing import TYPE_CHECKING
 
 import msgspec
 from nats.aio.msg import Msg
+from opentelemetry.trace import Span
 
+from drasim.apistore import outbox, spans
 from drasim.apistore.core import ApiCore
-from drasim.apistore.mutations import Context
+from drasim.apistore.mutations import Context, resource_info
 from drasim.common import errors
 from drasim.common.bus import headers, messages, subjects
 from drasim.common.bus.client import Bus
+
+if TYPE_CHECKING:
+    from drasim.apistore.metrics import RequestMetrics
 
 log = logging.getLogger(__name__)
 _status_encoder = msgspec.json.Encoder()
@@ -28,6 +35,9 @@ _status_encoder = msgspec.json.Encoder()
 _READS = (messages.Get, messages.List, messages.EventLog)
 
 Reply = tuple[str, bytes, dict[str, str] | None]
+# Room for a PUB command's own line in a frame (the server limits the payload; send_frames
+# checks the whole frame, so a body this close to the limit goes through `publish`).
+_FRAME_SLACK = 256
 
 
 def _error_reply(exc: BaseException) -> tuple[bytes, dict[str, str]]:
@@ -40,9 +50,12 @@ def _error_reply(exc: BaseException) -> tuple[bytes, dict[str, str]]:
 
 
 class NatsApi:
-    def __init__(self, core: ApiCore, bus: Bus) -> None:
+    def __init__(
+        self, core: ApiCore, bus: Bus, *, request_metrics: RequestMetrics | None = None
+    ) -> None:
         self._core = core
         self._bus = bus
+        self._metrics = request_metrics  # every answered request is counted and timed
         self._inflight: set[asyncio.Task[None]] = set()
         self._writes: set[asyncio.Future[bytes]] = set()
         self._replies: list[Reply] = []
@@ -73,41 +86,84 @@ class NatsApi:
             await asyncio.gather(self._replier, return_exceptions=True)
 
     async def _on_request(self, msg: Msg) -> None:
+        started = time.perf_counter()
         hdrs = msg.headers or {}
-        ctx = Context(
-            actor=hdrs.get(headers.ACTOR, ""), traceparent=hdrs.get(headers.TRACEPARENT, "")
-        )
         try:
             req = messages.request_decoder.decode(msg.data)
         except msgspec.DecodeError as exc:
             self._answer(msg.reply, *_error_reply(errors.BadRequest(f"malformed request: {exc}")))
             return
-        if isinstance(req, _READS):
-            task = asyncio.create_task(self._serve_read(msg.reply, req, ctx))
+        actor = hdrs.get(headers.ACTOR, "")
+        read = isinstance(req, _READS)
+        # The request's server span; its event stores the span's traceparent.
+        span, traceparent = spans.start_request(
+            req, hdrs.get(headers.TRACEPARENT, ""), actor=actor, write=not read
+        )
+        ctx = Context(actor=actor, traceparent=traceparent)
+        if read:
+            task = asyncio.create_task(self._serve_read(msg.reply, req, ctx, span, started))
             self._inflight.add(task)
             task.add_done_callback(self._inflight.discard)
             return
         fut = self._core.submit(req, ctx)
         self._writes.add(fut)
-        fut.add_done_callback(functools.partial(self._write_done, msg.reply))
+        fut.add_done_callback(functools.partial(self._write_done, msg.reply, req, span, started))
 
-    async def _serve_read(self, reply: str, req: messages.Request, ctx: Context) -> None:
+    async def _serve_read(
+        self, reply: str, req: messages.Request, ctx: Context, span: Span | None, started: float
+    ) -> None:
         try:
             body = await self._core.handle(req, ctx)
         except Exception as exc:
+            spans.end_request(span, req, error=exc)
+            if self._metrics is not None:
+                self._metrics.observe_nats(req, started, exc)
             self._answer(reply, *_error_reply(exc))
         else:
+            spans.end_request(span, req)
+            if self._metrics is not None:
+                self._metrics.observe_nats(req, started)
             self._answer(reply, body, None)
 
-    def _write_done(self, reply: str, fut: asyncio.Future[bytes]) -> None:
+    def _write_done(
+        self,
+        reply: str,
+        req: messages.Request,
+        span: Span | None,
+        started: float,
+        fut: asyncio.Future[bytes],
+    ) -> None:
         self._writes.discard(fut)
         if fut.cancelled():
+            spans.end_request(span, req, error=errors.ServiceUnavailable("cancelled"))
             return
         exc = fut.exception()
+        if self._metrics is not None:
+            self._metrics.observe_nats(req, started, exc)
         if exc is None:
+            spans.end_request(span, req, body=fut.result())
+            delay = self._planned_reply_delay(req)
+            if delay:
+                asyncio.get_running_loop().call_later(
+                    delay, self._answer, reply, fut.result(), None
+                )
+                return
             self._answer(reply, fut.result(), None)
         else:
+            spans.end_request(span, req, error=exc)
             self._answer(reply, *_error_reply(exc))
+
+    def _planned_reply_delay(self, req: messages.Request) -> float:
+        """A fault plan may hold back the answer to an applied write (see `faults`)."""
+        plan = self._core.fault_plan
+        if plan is None:
+            return 0.0
+        try:
+            resource = resource_info(req.resource).plural
+        except errors.ApiError:
+            return 0.0
+        verb = type(req).__struct_config__.tag
+        return plan.reply_delay(resource, str(verb), getattr(req, "subresource", ""))
 
     def _answer(self, reply: str, body: bytes, hdrs: dict[str, str] | None) -> None:
         if not reply:
@@ -117,14 +173,28 @@ class NatsApi:
             self._replier = asyncio.get_running_loop().create_task(self._send_answers())
 
     async def _send_answers(self) -> None:
-        """Publish the queued answers (one task per burst of answers, not one per request)."""
+        """Publish the queued answers (one task per burst of answers, not one per request).
+
+        Answers without headers go out as protocol commands handed to the connection at
+        once (`outbox.send_frames`): a `publish` each cost more than the rest of answering.
+        """
+        nc = self._bus.nc
         try:
             while self._replies:
                 replies, self._replies = self._replies, []
+                frames = []
                 for reply, body, hdrs in replies:
+                    if hdrs is None and len(body) + _FRAME_SLACK <= nc.max_payload:
+                        frames.append(b"PUB %s %d\r\n%s\r\n" % (reply.encode(), len(body), body))
+                        continue
                     try:
-                        await self._bus.nc.publish(reply, body, headers=hdrs)
+                        await nc.publish(reply, body, headers=hdrs)
                     except Exception:
                         log.exception("could not answer a request")
+                if frames:
+                    try:
+                        await outbox.send_frames(nc, frames)
+                    except Exception:
+                        log.exception("could not answer %d requests", len(frames))
         finally:
             self._replier = None

@@ -15,6 +15,7 @@ from nats.aio.msg import Msg
 from drasim.apistore import faults
 from drasim.apistore.core import ApiCore
 from drasim.apistore.http import HttpApi, build_app
+from drasim.apistore.metrics import ApiStoreMetrics
 from drasim.apistore.nats_api import NatsApi
 from drasim.apistore.outbox import DEFAULT_MAX_MSGS, Outbox
 from drasim.apistore.store import Store
@@ -37,6 +38,7 @@ class ApiServer:
     outbox_task: asyncio.Task[None]
     _control_sub: object = None
     http: HttpApi | None = None
+    metrics: ApiStoreMetrics | None = None
 
     @classmethod
     async def start(
@@ -62,11 +64,13 @@ class ApiServer:
         core = ApiCore(store, fault_plan=fault_plan, on_commit=outbox.add)
         outbox_task = asyncio.create_task(outbox.run(), name="apistore-outbox")
         await core.start()
-        api = NatsApi(core, bus)
+        server_metrics = ApiStoreMetrics(store=store, outbox=outbox, core=core)
+        api = NatsApi(core, bus, request_metrics=server_metrics.requests)
         await api.start()
-        server = cls(store, bus, core, outbox, api, outbox_task)
+        server = cls(store, bus, core, outbox, api, outbox_task, metrics=server_metrics)
         if http_port is not None:
-            server.http = HttpApi(build_app(core, bus, token=http_token))
+            app = build_app(core, bus, token=http_token, request_metrics=server_metrics.requests)
+            server.http = HttpApi(app)
             await server.http.start(http_host, http_port, http_tls)
         server._control_sub = await bus.nc.subscribe(
             subjects.control(prefix, "apistore", "faults"), cb=server._on_fault_plan

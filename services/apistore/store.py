@@ -8,8 +8,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import AsyncIterator, Sequence
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import asyncpg
 
@@ -33,83 +32,71 @@ LOCK_WRITES = "SELECT pg_advisory_xact_lock($1)"
 # the lock was granted.
 BEGIN_AND_LOCK_WRITES = f"BEGIN; SELECT pg_advisory_xact_lock({WRITE_LOCK_KEY})"
 SELECT_MAX_SEQ = "SELECT coalesce(max(seq), 0) FROM events"
+# A batch's rows and keys travel as one array of composite values per statement (the row
+# types of migration 0002), not as one array per column: asyncpg checks every element of
+# an array parameter against collections.abc in Python, which cost the writer more per
+# event than anything else, and a row is one element. `EventRow`, `ObjectRow` and `Key`
+# tuples are those values as they are; a key's row comes back with its 1-based position.
+INSERT_EVENTS = """
+INSERT INTO events (seq, type, resource, namespace, name, uid, node_name, object, actor,
+                    traceparent)
+SELECT seq, type, resource, namespace, name, uid, node_name, object, actor, traceparent
+FROM unnest($1::event_row[])"""
+_UPSERT_OBJECTS_FROM = """
+INSERT INTO objects (resource, namespace, name, uid, resource_version, node_name, owner_uids,
+                     object)
+SELECT resource, namespace, name, uid, resource_version, node_name,
+       coalesce(owner_uids, '{}'), object
+FROM unnest($%d::object_row[])"""
+_ON_CONFLICT_UPDATE = """
+ON CONFLICT (resource, namespace, name) DO UPDATE SET
+    uid = excluded.uid, resource_version = excluded.resource_version,
+    node_name = excluded.node_name, owner_uids = excluded.owner_uids, object = excluded.object"""
 # Lookups by a list of keys go key by key through the primary key (LATERAL ... LIMIT 1):
 # as a plain join, a plan made while the table was small (prepared statements keep a
 # generic plan) hashes the keys and scans the whole table, slower with every object.
 _OBJECTS_AT_KEYS = """
-FROM unnest($1::text[], $2::text[], $3::text[]) AS k(resource, namespace, name)
+FROM unnest($%d::object_key[]) WITH ORDINALITY AS k(resource, namespace, name, i)
 CROSS JOIN LATERAL (
-    SELECT resource, namespace, name, object, ctid FROM objects
+    SELECT object, ctid FROM objects
     WHERE resource = k.resource AND namespace = k.namespace AND name = k.name
     LIMIT 1
 ) AS o
 """
-SELECT_OBJECTS_BY_KEYS = "SELECT o.resource, o.namespace, o.name, o.object" + _OBJECTS_AT_KEYS
-# max(seq) (the row whose resource is NULL) and the batch's rows in one statement.
+SELECT_OBJECTS_BY_KEYS = "SELECT k.i, o.object" + _OBJECTS_AT_KEYS % 1
+# max(seq) (the row without a position) and the batch's rows in one statement.
 SELECT_MAX_SEQ_AND_OBJECTS = (
-    "SELECT coalesce(max(seq), 0), NULL::text, NULL::text, NULL::text, NULL::bytea FROM events"
-    " UNION ALL SELECT NULL, o.resource, o.namespace, o.name, o.object" + _OBJECTS_AT_KEYS
+    "SELECT NULL::bigint, coalesce(max(seq), 0), NULL::bytea FROM events"
+    " UNION ALL SELECT k.i, NULL, o.object" + _OBJECTS_AT_KEYS % 1
 )
 SELECT_DEPENDENTS = """
 SELECT resource, namespace, name, object FROM objects WHERE owner_uids && $1::text[]
 """
-INSERT_EVENTS = """
-INSERT INTO events (seq, type, resource, namespace, name, uid, node_name, object, actor,
-                    traceparent)
-SELECT * FROM unnest($1::bigint[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[],
-                     $7::text[], $8::bytea[], $9::text[], $10::text[])
-"""
-UPSERT_OBJECTS = """
-INSERT INTO objects (resource, namespace, name, uid, resource_version, node_name, owner_uids,
-                     object)
-SELECT r, ns, n, u, rv, node, coalesce(string_to_array(nullif(owners, ''), ','), '{}'), obj
-FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::bigint[], $6::text[],
-            $7::text[], $8::bytea[]) AS t(r, ns, n, u, rv, node, owners, obj)
-ON CONFLICT (resource, namespace, name) DO UPDATE SET
-    uid = excluded.uid, resource_version = excluded.resource_version,
-    node_name = excluded.node_name, owner_uids = excluded.owner_uids, object = excluded.object
-"""
+UPSERT_OBJECTS = _UPSERT_OBJECTS_FROM % 1 + _ON_CONFLICT_UPDATE
 DELETE_OBJECTS = (
-    "DELETE FROM objects WHERE ctid = ANY(ARRAY(SELECT o.ctid" + _OBJECTS_AT_KEYS + "))"
+    "DELETE FROM objects WHERE ctid = ANY(ARRAY(SELECT o.ctid" + _OBJECTS_AT_KEYS % 1 + "))"
 )
-# The batch's events, projection upserts and projection deletes in one statement. The
-# three touch disjoint rows (a key is either upserted or deleted, once), so running them
-# against one snapshot, as data-modifying CTEs do, is the same as running them in turn.
-# The guard writes nothing unless the log still ends where the batch was numbered from
-# ($22); a batch prepared ahead of the lock (see `ApiCore`) learns this way that someone
-# else committed first.
-_WRITE_EVENTS_AND_UPSERTS = """
-inserted AS (
-    INSERT INTO events (seq, type, resource, namespace, name, uid, node_name, object, actor,
-                        traceparent)
-    SELECT * FROM unnest($1::bigint[], $2::text[], $3::text[], $4::text[], $5::text[],
-                         $6::text[], $7::text[], $8::bytea[], $9::text[], $10::text[])
-    WHERE (SELECT ok FROM guard)
-), upserted AS (
-    INSERT INTO objects (resource, namespace, name, uid, resource_version, node_name,
-                         owner_uids, object)
-    SELECT r, ns, n, u, rv, node, coalesce(string_to_array(nullif(owners, ''), ','), '{}'), obj
-    FROM unnest($11::text[], $12::text[], $13::text[], $14::text[], $15::bigint[],
-                $16::text[], $17::text[], $18::bytea[]) AS t(r, ns, n, u, rv, node, owners, obj)
-    WHERE (SELECT ok FROM guard)
-    ON CONFLICT (resource, namespace, name) DO UPDATE SET
-        uid = excluded.uid, resource_version = excluded.resource_version,
-        node_name = excluded.node_name, owner_uids = excluded.owner_uids,
-        object = excluded.object
-)"""
-_WRITE_DELETES = """, deleted AS (
-    DELETE FROM objects WHERE (SELECT ok FROM guard) AND ctid = ANY(ARRAY(
-        SELECT o.ctid
-        FROM unnest($20::text[], $21::text[], $22::text[]) AS k(resource, namespace, name)
-        CROSS JOIN LATERAL (
-            SELECT ctid FROM objects
-            WHERE resource = k.resource AND namespace = k.namespace AND name = k.name
-            LIMIT 1
-        ) AS o
-    ))
-)"""
+# The batch's events ($1), projection upserts ($2) and projection deletes ($4) in one
+# statement. The three touch disjoint rows (a key is either upserted or deleted, once), so
+# running them against one snapshot, as data-modifying CTEs do, is the same as running them
+# in turn. The guard writes nothing unless the log still ends where the batch was numbered
+# from ($3); a batch prepared ahead of the lock (see `ApiCore`) learns this way that
+# someone else committed first.
+_WRITE_EVENTS_AND_UPSERTS = (
+    "inserted AS ("
+    + INSERT_EVENTS
+    + " WHERE (SELECT ok FROM guard)), upserted AS ("
+    + _UPSERT_OBJECTS_FROM % 2
+    + " WHERE (SELECT ok FROM guard)"
+    + _ON_CONFLICT_UPDATE
+    + ")"
+)
+_WRITE_DELETES = (
+    ", deleted AS (DELETE FROM objects WHERE (SELECT ok FROM guard) AND ctid = ANY(ARRAY("
+    "SELECT o.ctid" + _OBJECTS_AT_KEYS % 4 + ")))"
+)
 _GUARD = (
-    "WITH guard AS (SELECT $19::bigint IS NULL OR coalesce(max(seq), 0) = $19::bigint AS ok"
+    "WITH guard AS (SELECT $3::bigint IS NULL OR coalesce(max(seq), 0) = $3::bigint AS ok"
     " FROM events),"
 )
 WRITE_BATCH = _GUARD + _WRITE_EVENTS_AND_UPSERTS + " SELECT ok FROM guard"
@@ -130,7 +117,7 @@ PLAN_EACH_TIME = "SET LOCAL plan_cache_mode = force_custom_plan"
 WRITE_BATCH_ALONE = (
     f"WITH locked AS MATERIALIZED (SELECT pg_advisory_xact_lock({WRITE_LOCK_KEY})),"
     " guard AS (SELECT (SELECT count(*) FROM locked) = 1"
-    " AND coalesce(max(seq), 0) = $19::bigint AS ok FROM events),"
+    " AND coalesce(max(seq), 0) = $3::bigint AS ok FROM events),"
     + _WRITE_EVENTS_AND_UPSERTS
     + " SELECT ok FROM guard"
 )
@@ -156,9 +143,9 @@ INSERT_SCHEMA_VERSION = "INSERT INTO schema_migrations (version, name) VALUES ($
 Key = tuple[str, str, str]  # (resource, namespace, name)
 
 
-@dataclass(slots=True)
-class EventRow:
-    """One event as stored (and as the outbox publishes it)."""
+class EventRow(NamedTuple):
+    """One event as stored (and as the outbox publishes it); a tuple, so that it is an
+    `event_row` value for the database as it is."""
 
     seq: int
     type: str
@@ -173,9 +160,8 @@ class EventRow:
     created_at: Any = None
 
 
-@dataclass(slots=True)
-class ObjectRow:
-    """The projection row of one live object."""
+class ObjectRow(NamedTuple):
+    """The projection row of one live object (an `object_row` value as it is)."""
 
     resource: str
     namespace: str
@@ -194,35 +180,34 @@ def _translate(exc: BaseException) -> errors.ApiError:
     return errors.ServiceUnavailable(f"database unavailable: {exc}")
 
 
+def _at_positions(keys: Sequence[Key], rows: Sequence[asyncpg.Record]) -> dict[Key, bytes]:
+    """The found rows of a key lookup (position, object) by key."""
+    return {keys[r[0] - 1]: r[1] for r in rows}
+
+
+def _max_seq_and_objects(
+    keys: Sequence[Key], rows: Sequence[asyncpg.Record]
+) -> tuple[int, dict[Key, bytes]]:
+    """The answer of `SELECT_MAX_SEQ_AND_OBJECTS`: the log's last seq, the found rows."""
+    found = {}
+    last_seq = 0
+    for r in rows:
+        if r[0] is None:
+            last_seq = r[1]
+        else:
+            found[keys[r[0] - 1]] = r[2]
+    return last_seq, found
+
+
 def _write_batch_args(
     events: Sequence[EventRow],
     upserts: Sequence[ObjectRow],
     deletes: Sequence[Key],
     after_seq: int | None,
 ) -> list[Any]:
-    args: list[Any] = [
-        [e.seq for e in events],
-        [e.type for e in events],
-        [e.resource for e in events],
-        [e.namespace for e in events],
-        [e.name for e in events],
-        [e.uid for e in events],
-        [e.node_name for e in events],
-        [e.object for e in events],
-        [e.actor for e in events],
-        [e.traceparent for e in events],
-        [r.resource for r in upserts],
-        [r.namespace for r in upserts],
-        [r.name for r in upserts],
-        [r.uid for r in upserts],
-        [r.resource_version for r in upserts],
-        [r.node_name for r in upserts],
-        [",".join(r.owner_uids) for r in upserts],
-        [r.object for r in upserts],
-        after_seq,
-    ]
+    args: list[Any] = [events, upserts, after_seq]
     if deletes:
-        args += [[k[0] for k in deletes], [k[1] for k in deletes], [k[2] for k in deletes]]
+        args.append(deletes)
     return args
 
 
@@ -242,30 +227,11 @@ class WriteTransaction:
     async def select_objects(self, keys: Sequence[Key]) -> dict[Key, bytes]:
         if not keys:
             return {}
-        rows = await self._conn.fetch(
-            SELECT_OBJECTS_BY_KEYS,
-            [k[0] for k in keys],
-            [k[1] for k in keys],
-            [k[2] for k in keys],
-        )
-        return {(r[0], r[1], r[2]): r[3] for r in rows}
+        return _at_positions(keys, await self._conn.fetch(SELECT_OBJECTS_BY_KEYS, keys))
 
     async def max_seq_and_objects(self, keys: Sequence[Key]) -> tuple[int, dict[Key, bytes]]:
         """`max_seq()` and `select_objects(keys)` in one round trip."""
-        rows = await self._conn.fetch(
-            SELECT_MAX_SEQ_AND_OBJECTS,
-            [k[0] for k in keys],
-            [k[1] for k in keys],
-            [k[2] for k in keys],
-        )
-        found = {}
-        last_seq = 0
-        for r in rows:
-            if r[1] is None:
-                last_seq = r[0]
-            else:
-                found[(r[1], r[2], r[3])] = r[4]
-        return last_seq, found
+        return _max_seq_and_objects(keys, await self._conn.fetch(SELECT_MAX_SEQ_AND_OBJECTS, keys))
 
     async def select_dependents(self, uids: Sequence[str]) -> dict[Key, bytes]:
         await self._plan_each_time()  # (a plan made on a small table would scan it all)
@@ -273,44 +239,18 @@ class WriteTransaction:
         return {(r[0], r[1], r[2]): r[3] for r in rows}
 
     async def insert_events(self, events: Sequence[EventRow]) -> None:
-        if not events:
-            return
-        await self._conn.execute(
-            INSERT_EVENTS,
-            [e.seq for e in events],
-            [e.type for e in events],
-            [e.resource for e in events],
-            [e.namespace for e in events],
-            [e.name for e in events],
-            [e.uid for e in events],
-            [e.node_name for e in events],
-            [e.object for e in events],
-            [e.actor for e in events],
-            [e.traceparent for e in events],
-        )
+        if events:
+            await self._conn.execute(INSERT_EVENTS, events)
 
     async def upsert_objects(self, rows: Sequence[ObjectRow]) -> None:
-        if not rows:
-            return
-        await self._conn.execute(
-            UPSERT_OBJECTS,
-            [r.resource for r in rows],
-            [r.namespace for r in rows],
-            [r.name for r in rows],
-            [r.uid for r in rows],
-            [r.resource_version for r in rows],
-            [r.node_name for r in rows],
-            [",".join(r.owner_uids) for r in rows],
-            [r.object for r in rows],
-        )
+        if rows:
+            await self._conn.execute(UPSERT_OBJECTS, rows)
 
     async def delete_objects(self, keys: Sequence[Key]) -> None:
         if not keys:
             return
         await self._plan_each_time()
-        await self._conn.execute(
-            DELETE_OBJECTS, [k[0] for k in keys], [k[1] for k in keys], [k[2] for k in keys]
-        )
+        await self._conn.execute(DELETE_OBJECTS, keys)
 
     async def write_batch(
         self,
@@ -356,19 +296,21 @@ class WriteSession:
         """The rows at `keys` as committed now, read without the write lock."""
         if not keys:
             return {}
+        return _at_positions(keys, await self._fetch(SELECT_OBJECTS_BY_KEYS, keys))
+
+    async def max_seq_and_objects(self, keys: Sequence[Key]) -> tuple[int, dict[Key, bytes]]:
+        """The log's last seq and the rows at `keys` as committed then (one snapshot), read
+        without the write lock."""
+        return _max_seq_and_objects(keys, await self._fetch(SELECT_MAX_SEQ_AND_OBJECTS, keys))
+
+    async def _fetch(self, sql: str, *args: Any) -> list[asyncpg.Record]:
         try:
-            rows = await self._conn.fetch(
-                SELECT_OBJECTS_BY_KEYS,
-                [k[0] for k in keys],
-                [k[1] for k in keys],
-                [k[2] for k in keys],
-            )
+            return await self._conn.fetch(sql, *args)
         except BaseException as exc:
             self.broken = True
             if isinstance(exc, _DRIVER_ERRORS):
                 raise _translate(exc) from exc
             raise
-        return {(r[0], r[1], r[2]): r[3] for r in rows}
 
     async def write_batch_alone(
         self,

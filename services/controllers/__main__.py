@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import sys
 
-from drasim.common import service
+from drasim.common import metrics, service
 from drasim.common.bus.client import Bus
 from drasim.controllers.server import ControllerManager
 
 
 def main(argv: list[str] | None = None) -> int:
-    config, _ = service.parse_args("controllers", argv)
+    config, args = service.parse_args("controllers", argv)
     if not config.nats_url:
         print("drasim-controllers: --nats-url is required", file=sys.stderr)
         return 2
@@ -20,8 +20,14 @@ def main(argv: list[str] | None = None) -> int:
         manager = ControllerManager(bus)
         try:
             await manager.start()
-            service.announce_ready(f"controllers nats={config.nats_url} prefix={config.prefix}")
-            await service.wait_for_signal()
+            async with metrics.serving(
+                args.metrics_port, host=args.metrics_host, registry=manager.metrics.registry
+            ) as endpoint:
+                service.announce_ready(
+                    f"controllers nats={config.nats_url} prefix={config.prefix}"
+                    + metrics.ready_detail(endpoint)
+                )
+                await service.wait_for_signal()
         finally:
             await manager.stop()
             await bus.close()

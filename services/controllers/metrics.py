@@ -1,10 +1,13 @@
-"""The ResourceClaim controller's gauge `resourceclaim_controller_resource_claims` (spec §8.2).
+"""The controller manager's metrics: the ResourceClaim gauge (spec §8.2).
 
-Upstream computes it at scrape time from the claim informer; drasim counts the same thing
-incrementally from the informer's events, so it is a plain in-memory object that a
-Prometheus exporter can read with `samples()`. Label values are Kubernetes': `"true"` /
-`"false"`, and `source` is `extended_resource` (the scheduler's special claim, spec §1.3.1),
-`resource_claim_template` (made by this controller) or empty (made by a user).
+`resourceclaim_controller_resource_claims{allocated,admin_access,source}` counts the claims
+in the controller's claim informer, computed when Prometheus scrapes, as upstream's custom
+collector does (`pkg/controller/resourceclaim/metrics`; the newest releases call the same
+gauge `dynamic_resource_allocation_resource_claims`). Label values are Kubernetes':
+`"true"` / `"false"`, and `source` is `extended_resource` (the scheduler's special claim,
+annotation `resource.kubernetes.io/extended-resource-claim: "true"`, spec §1.3.1),
+`resource_claim_template` (made by this controller from a template) or empty (made by a
+user). A label set without claims is absent, not 0.
 """
 
 from __future__ import annotations
@@ -12,10 +15,28 @@ from __future__ import annotations
 from collections import Counter
 from typing import NamedTuple
 
+from prometheus_client.core import Metric
+
+from drasim.common import metrics
 from drasim.common.api import resource_v1
+from drasim.common.informer import Informer
 from drasim.controllers import claimutil
 
+__all__ = [
+    "RESOURCE_CLAIMS",
+    "SOURCE_EXTENDED_RESOURCE",
+    "SOURCE_RESOURCE_CLAIM_TEMPLATE",
+    "ClaimLabels",
+    "ControllerMetrics",
+    "ResourceClaimGauge",
+]
+
 RESOURCE_CLAIMS = "resourceclaim_controller_resource_claims"
+RESOURCE_CLAIMS_HELP = (
+    "Number of ResourceClaims, categorized by allocation status, admin access, and source. "
+    "Source can be 'resource_claim_template' (created from a template), 'extended_resource' "
+    "(extended resources), or empty (manually created by a user)."
+)
 
 SOURCE_EXTENDED_RESOURCE = "extended_resource"
 SOURCE_RESOURCE_CLAIM_TEMPLATE = "resource_claim_template"
@@ -51,28 +72,35 @@ def labels_of(claim: resource_v1.ResourceClaim) -> ClaimLabels:
 
 
 class ResourceClaimGauge:
-    """Number of ResourceClaims by (allocated, admin_access, source)."""
+    """Number of ResourceClaims by (allocated, admin_access, source), counted from the
+    claim informer's cache whenever it is read."""
 
     name = RESOURCE_CLAIMS
 
-    def __init__(self) -> None:
-        self._counts: Counter[ClaimLabels] = Counter()
-
-    def observe(
-        self, old: resource_v1.ResourceClaim | None, new: resource_v1.ResourceClaim | None
-    ) -> None:
-        """Count one informer event: added (`old` None), updated, or deleted (`new` None)."""
-        if old is not None:
-            labels = labels_of(old)
-            self._counts[labels] -= 1
-            if self._counts[labels] <= 0:
-                del self._counts[labels]
-        if new is not None:
-            self._counts[labels_of(new)] += 1
-
-    def value(self, *, allocated: bool, admin_access: bool = False, source: str = "") -> int:
-        return self._counts.get(ClaimLabels(_flag(allocated), _flag(admin_access), source), 0)
+    def __init__(self, claims: Informer[resource_v1.ResourceClaim]) -> None:
+        self._claims = claims
 
     def samples(self) -> dict[ClaimLabels, int]:
         """Every label set with at least one claim (a series with none is gone, not 0)."""
-        return dict(self._counts)
+        return dict(Counter(labels_of(claim) for claim in self._claims.list()))
+
+    def value(self, *, allocated: bool, admin_access: bool = False, source: str = "") -> int:
+        return self.samples().get(ClaimLabels(_flag(allocated), _flag(admin_access), source), 0)
+
+    def describe(self) -> list[Metric]:
+        return [metrics.gauge(RESOURCE_CLAIMS, RESOURCE_CLAIMS_HELP, ClaimLabels._fields)]
+
+    def collect(self) -> list[Metric]:
+        return [
+            metrics.gauge(
+                RESOURCE_CLAIMS, RESOURCE_CLAIMS_HELP, ClaimLabels._fields, self.samples().items()
+            )
+        ]
+
+
+class ControllerMetrics:
+    """The controller manager's registry."""
+
+    def __init__(self, *, claims: ResourceClaimGauge) -> None:
+        self.registry = metrics.new_registry()
+        self.registry.register(claims)

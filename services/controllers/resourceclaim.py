@@ -24,14 +24,14 @@ from __future__ import annotations
 
 import logging
 from collections import OrderedDict
-from typing import Literal
+from typing import Any, Literal
 
 import msgspec
 
-from drasim.common import codec, errors
+from drasim.common import codec, errors, tracing
 from drasim.common.api import core_v1, meta_v1, resource_v1
 from drasim.common.client import ApiClient
-from drasim.common.informer import Informer, Key, key_of
+from drasim.common.informer import Informer, Key, event_traceparent, key_of
 from drasim.controllers import claimutil, owners, podutil
 from drasim.controllers.metrics import ResourceClaimGauge
 from drasim.controllers.queue import WorkQueue
@@ -125,7 +125,7 @@ class ResourceClaimController:
         self.pods = pods
         self.claims = claims
         self.templates = templates
-        self.gauge = ResourceClaimGauge()
+        self.gauge = ResourceClaimGauge(claims)  # counted from the cache when read
         self.queue: WorkQueue[WorkKey] = WorkQueue(
             "resourceclaim", self.sync, concurrency=concurrency
         )
@@ -140,6 +140,8 @@ class ResourceClaimController:
         # the claim cache has not shown yet. Without it, a retry after a failed pod status
         # patch would create a second claim for the same pod claim.
         self._created: dict[str, dict[str, resource_v1.ResourceClaim]] = {}
+        # The trace of the event that last queued each key: its sync continues it.
+        self._traceparents: dict[WorkKey, str] = {}
         pods.add_handlers(
             on_add=self._on_pod_add, on_update=self._on_pod_update, on_delete=self._on_pod_delete
         )
@@ -176,12 +178,12 @@ class ResourceClaimController:
             for pod_claim in pod.spec.resource_claims:
                 ref = claimutil.claim_name(pod, pod_claim)
                 if ref is not None and ref.name is not None:
-                    self.queue.add((CLAIM, namespace, ref.name))
+                    self._enqueue((CLAIM, namespace, ref.name))
             # Spec §7.1: the special claim follows the pod's claims (never while it runs).
             if extended is not None and extended.resource_claim_name:
-                self.queue.add((CLAIM, namespace, extended.resource_claim_name))
+                self._enqueue((CLAIM, namespace, extended.resource_claim_name))
         if not deleted and self._pod_needs_work(pod):
-            self.queue.add((POD, namespace, pod.metadata.name))
+            self._enqueue((POD, namespace, pod.metadata.name))
 
     def _pod_needs_work(self, pod: core_v1.Pod) -> bool:
         """Upstream `podNeedsWork`: a template claim to make, or an allocated claim to
@@ -228,25 +230,22 @@ class ResourceClaimController:
                         del self._pods_by_claim[claim_key]
 
     def _on_claim_add(self, claim: resource_v1.ResourceClaim) -> None:
-        self.gauge.observe(None, claim)
         self._forget_created(claim)
         self._enqueue_claim(claim)
 
     def _on_claim_update(
         self, old: resource_v1.ResourceClaim, new: resource_v1.ResourceClaim
     ) -> None:
-        self.gauge.observe(old, new)
         self._enqueue_claim(new)
 
     def _on_claim_delete(self, claim: resource_v1.ResourceClaim) -> None:
         """A deleted template claim is made again while its pod may still run."""
-        self.gauge.observe(claim, None)
         self._forget_created(claim)
         self._enqueue_users(claim)
 
     def _enqueue_claim(self, claim: resource_v1.ResourceClaim) -> None:
         """New and changed claims are checked for stale reservations (e.g. at start-up)."""
-        self.queue.add((CLAIM, claim.metadata.namespace, claim.metadata.name))
+        self._enqueue((CLAIM, claim.metadata.namespace, claim.metadata.name))
         self._enqueue_users(claim)
 
     def _enqueue_users(self, claim: resource_v1.ResourceClaim) -> None:
@@ -263,13 +262,27 @@ class ResourceClaimController:
             if not created:
                 del self._created[pod_uid]
 
+    def _enqueue(self, key: WorkKey) -> None:
+        """Queue `key`; from an informer handler, its sync continues the event's trace."""
+        traceparent = event_traceparent()
+        if traceparent:
+            self._traceparents[key] = traceparent
+        self.queue.add(key)
+
     # -- sync --------------------------------------------------------------------------
     async def sync(self, key: WorkKey) -> None:
         kind, namespace, name = key
-        if kind == POD:
-            await self.sync_pod(namespace, name)
-        else:
-            await self.sync_claim(namespace, name)
+        traceparent = self._traceparents.pop(key, "")
+        try:
+            with tracing.continued(traceparent):
+                if kind == POD:
+                    await self.sync_pod(namespace, name)
+                else:
+                    await self.sync_claim(namespace, name)
+        except Exception:
+            if traceparent:  # the retry continues the same trace
+                self._traceparents.setdefault(key, traceparent)
+            raise
 
     async def sync_pod(self, namespace: str, name: str) -> None:
         pod = self.pods.get(name, namespace)
@@ -328,7 +341,17 @@ class ResourceClaimController:
                 f"pod {pod.metadata.namespace}/{pod.metadata.name}, PodResourceClaim "
                 f'{pod_claim.name}: resource claim template "{template_name}" not found'
             )
-        claim = await self.api.create(claim_from_template(pod, pod_claim, template))
+        with tracing.span(
+            "create claim from template",
+            attributes={
+                "k8s.namespace.name": pod.metadata.namespace,
+                "k8s.pod.name": pod.metadata.name,
+                "drasim.pod_claim": pod_claim.name,
+                "drasim.template": template_name,
+            },
+        ) as span:
+            claim = await self.api.create(claim_from_template(pod, pod_claim, template))
+            span.set_attribute("drasim.claim", claim.metadata.name)
         if self.claims.get(claim.metadata.name, claim.metadata.namespace) is None:
             self._created.setdefault(pod.metadata.uid, {})[claim.metadata.name] = claim
         return claim
@@ -394,25 +417,27 @@ class ResourceClaimController:
             # others and a later consumer is not tied to this one's node. Only on the
             # transition from used to unused: a driver may allocate without reserving.
             allocation = None if not valid and protected else claim.status.allocation
-            updated = await self.api.update_status(
-                msgspec.structs.replace(
-                    claim,
-                    status=msgspec.structs.replace(
-                        claim.status, reserved_for=valid, allocation=allocation
-                    ),
-                )
-            )
-            if protected and updated.status.allocation is None:
-                await self._remove_finalizer(updated)
-        elif protected and claim.metadata.deletion_timestamp is not None and not valid:
-            # Deleted while allocated but unused: deallocate, then let it go.
-            if claim.status.allocation is not None:
-                claim = await self.api.update_status(
+            with _releasing(claim, deallocate=allocation is None):
+                updated = await self.api.update_status(
                     msgspec.structs.replace(
-                        claim, status=msgspec.structs.replace(claim.status, allocation=None)
+                        claim,
+                        status=msgspec.structs.replace(
+                            claim.status, reserved_for=valid, allocation=allocation
+                        ),
                     )
                 )
-            await self._remove_finalizer(claim)
+                if protected and updated.status.allocation is None:
+                    await self._remove_finalizer(updated)
+        elif protected and claim.metadata.deletion_timestamp is not None and not valid:
+            # Deleted while allocated but unused: deallocate, then let it go.
+            with _releasing(claim, deallocate=True):
+                if claim.status.allocation is not None:
+                    claim = await self.api.update_status(
+                        msgspec.structs.replace(
+                            claim, status=msgspec.structs.replace(claim.status, allocation=None)
+                        )
+                    )
+                await self._remove_finalizer(claim)
         if not valid:
             await self._delete_if_pod_done(namespace, name, claim)
 
@@ -458,8 +483,32 @@ class ResourceClaimController:
             return  # maybe not in the cache yet: the garbage collector handles a gone pod
         if pod.metadata.uid != pod_uid or is_pod_done(pod):
             try:
-                await self.api.delete(
-                    resource_v1.ResourceClaim, name, namespace=namespace, uid=claim.metadata.uid
-                )
+                with tracing.span("delete claim", attributes=_claim_attributes(claim)):
+                    await self.api.delete(
+                        resource_v1.ResourceClaim,
+                        name,
+                        namespace=namespace,
+                        uid=claim.metadata.uid,
+                    )
             except errors.NotFound:
                 return
+
+
+def _claim_attributes(claim: resource_v1.ResourceClaim) -> dict[str, str | bool]:
+    pod_name, _ = claimutil.owning_pod(claim)
+    return {
+        "k8s.namespace.name": claim.metadata.namespace,
+        "drasim.claim": claim.metadata.name,
+        "drasim.special_claim": claimutil.is_extended_resource_claim(claim),
+        "k8s.pod.name": pod_name,
+    }
+
+
+def _releasing(claim: resource_v1.ResourceClaim, *, deallocate: bool) -> Any:
+    """The span of releasing a claim: its reservations dropped, deallocated if unused (the
+    special claim's cleanup once its pod is done, spec §7.1)."""
+    attributes: dict[str, str | bool] = {
+        **_claim_attributes(claim),
+        "drasim.deallocate": deallocate,
+    }
+    return tracing.span("release claim", attributes=attributes)

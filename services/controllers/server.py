@@ -16,6 +16,7 @@ from drasim.common.bus.client import Bus
 from drasim.common.client import ApiClient
 from drasim.common.informer import Informer
 from drasim.controllers.deployment import DeploymentController
+from drasim.controllers.metrics import ControllerMetrics
 from drasim.controllers.queue import WorkQueue
 from drasim.controllers.replicaset import ReplicaSetController
 from drasim.controllers.resourceclaim import ResourceClaimController
@@ -49,6 +50,7 @@ class ControllerManager:
             templates=self.resource_claim_templates,
             concurrency=resource_claim_concurrency,
         )
+        self.metrics = ControllerMetrics(claims=self.resource_claim.gauge)
 
     @property
     def informers(self) -> list[Informer[Any]]:

@@ -14,6 +14,7 @@ from __future__ import annotations
 import msgspec
 import nats.errors
 
+from drasim.common import tracing
 from drasim.common.bus import subjects
 from drasim.common.bus.client import Bus
 from drasim.drivers import errors
@@ -124,15 +125,39 @@ class DraPluginClient:
         return _unprepare_decoder.decode(data)
 
     async def _call(self, request: Request) -> bytes:
-        """A driver that is absent or slow is a temporary condition: the kubelet retries."""
+        """A driver that is absent or slow is a temporary condition: the kubelet retries.
+
+        The call is a CLIENT span of the current trace (when it records), and carries the
+        trace in a `traceparent` header, so the driver's handling continues it."""
+        span, traceparent = tracing.start_client_span(_method, request)
+        if span is not None and span.is_recording():
+            span.set_attribute("k8s.node.name", self.node)
+            span.set_attribute("drasim.driver", self.driver)
+            span.set_attribute("drasim.claims", [c.name for c in request.claims])
         try:
-            msg = await self._bus.nc.request(self._subject, encode(request), timeout=TIMEOUT)
+            msg = await self._bus.nc.request(
+                self._subject,
+                encode(request),
+                timeout=TIMEOUT,
+                headers={tracing.TRACEPARENT: traceparent} if traceparent else None,
+            )
         except nats.errors.NoRespondersError as exc:
+            tracing.end(span, exc)
             raise errors.TemporaryError(
                 f"DRA driver {self.driver} is not registered on node {self.node}", delay=2.0
             ) from exc
         except nats.errors.TimeoutError as exc:
+            tracing.end(span, exc)
             raise errors.TemporaryError(
                 f"DRA driver {self.driver} on node {self.node} did not answer in {TIMEOUT:.0f}s"
             ) from exc
+        except BaseException as exc:
+            tracing.end(span, exc)
+            raise
+        tracing.end(span)
         return msg.data
+
+
+def _method(request: Request) -> str:
+    """`NodePrepareResources` or `NodeUnprepareResources`: the request's tag."""
+    return str(type(request).__struct_config__.tag)

@@ -22,7 +22,7 @@ import msgspec
 from nats.aio.msg import Msg
 from nats.aio.subscription import Subscription
 
-from drasim.common import codec, errors
+from drasim.common import codec, errors, tracing
 from drasim.common.api import meta_v1, resource_v1
 from drasim.common.bus.client import Bus
 from drasim.common.client import ApiClient
@@ -220,10 +220,30 @@ class DraDriver:
     # -- NodePrepareResources / NodeUnprepareResources ---------------------------------
     async def _on_request(self, msg: Msg) -> None:
         request = dra_api.decode_request(msg.data)
+        # Handling continues the kubelet's trace: prepare is a span of the pod's trace.
+        with tracing.span_from(
+            str(type(request).__struct_config__.tag), msg.headers, kind=tracing.SpanKind.SERVER
+        ) as span:
+            if span.is_recording():
+                span.set_attribute("k8s.node.name", self.node)
+                span.set_attribute("drasim.driver", self.driver)
+                span.set_attribute("drasim.claims", [c.name for c in request.claims])
+            response = await self._handle(request)
+            if span.is_recording():
+                failed = [uid for uid, r in response.claims.items() if r.error]
+                if failed:
+                    tracing.fail(span, "; ".join(response.claims[uid].error for uid in failed))
+        await msg.respond(dra_api.encode(response))
+
+    async def _handle(
+        self, request: dra_api.Request
+    ) -> dra_api.NodePrepareResourcesResponse | dra_api.NodeUnprepareResourcesResponse:
+        """The answer to one request; a failure becomes an error for each of its claims."""
+        response: dra_api.NodePrepareResourcesResponse | dra_api.NodeUnprepareResourcesResponse
         try:
             match request:
                 case dra_api.NodePrepareResourcesRequest():
-                    response: msgspec.Struct = await self.node_prepare_resources(request)
+                    response = await self.node_prepare_resources(request)
                 case dra_api.NodeUnprepareResourcesRequest():
                     response = self.node_unprepare_resources(request)
         except Exception as exc:  # answer at once rather than let the kubelet time out
@@ -243,7 +263,7 @@ class DraDriver:
                         for c in request.claims
                     }
                 )
-        await msg.respond(dra_api.encode(response))
+        return response
 
     async def node_prepare_resources(
         self, request: dra_api.NodePrepareResourcesRequest

@@ -9,7 +9,8 @@ effective request (the max over init containers, spec §3.1.1) is all the node c
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import time
+from collections.abc import Callable, Mapping
 
 from drasim.common.api import core_v1, resources
 from drasim.drivers.device_plugin import AllocateResponse, DevicePlugin
@@ -18,12 +19,16 @@ __all__ = ["allocate_pod"]
 
 
 def allocate_pod(
-    pod: core_v1.Pod, plugins: Mapping[str, DevicePlugin]
+    pod: core_v1.Pod,
+    plugins: Mapping[str, DevicePlugin],
+    *,
+    observe: Callable[[str, float], None] | None = None,
 ) -> dict[str, dict[str, AllocateResponse]]:
     """Container name → resource name → what Allocate gave it.
 
     Raises the plugin's `PermanentError` (after releasing what the pod got) when a plugin
-    cannot serve a container: the kubelet then rejects the pod.
+    cannot serve a container: the kubelet then rejects the pod. `observe(resource name,
+    seconds)` is told how long each Allocate call took.
     """
     uid = pod.metadata.uid
     reusable: dict[str, set[str]] = {name: set() for name in plugins}
@@ -38,9 +43,12 @@ def allocate_pod(
                 quantity = requests.get(name)
                 if quantity is None or quantity.is_zero():
                     continue
+                started = time.perf_counter()
                 response = plugin.allocate(
                     uid, container.name, quantity.int_value(), reusable=reusable[name]
                 )
+                if observe is not None:
+                    observe(name, time.perf_counter() - started)
                 given.setdefault(container.name, {})[name] = response
                 if is_init and not resources.is_restartable_init_container(container):
                     reusable[name].update(response.device_ids)

@@ -15,7 +15,10 @@ unprepare those of a pod deleted while it was down.
 
 from __future__ import annotations
 
+import time
+from collections.abc import Awaitable, Callable
 from pathlib import Path
+from typing import TypeVar
 
 import msgspec
 
@@ -26,6 +29,9 @@ from drasim.common.client import ApiClient
 from drasim.drivers import dra_api
 from drasim.drivers.checkpoint import Checkpoint
 from drasim.drivers.errors import TemporaryError
+from drasim.kubelet import metrics
+
+T = TypeVar("T")
 
 __all__ = ["ClaimInfo", "DraManager", "DraManagerState", "claim_names"]
 
@@ -85,6 +91,9 @@ class DraManager:
         self.claims: dict[tuple[str, str], ClaimInfo] = {
             (c.namespace, c.name): c for c in self._checkpoint.load().claims
         }
+        # `(operation, is_error, seconds)` of each prepare and unprepare, for the
+        # process's `dra_operations_duration_seconds`.
+        self.observe_operation: Callable[[str, bool, float], None] | None = None
 
     def claims_of(self, pod_uid: str) -> list[ClaimInfo]:
         return [c for c in self.claims.values() if pod_uid in c.pod_uids]
@@ -95,6 +104,9 @@ class DraManager:
         Raises `TemporaryError` with upstream's messages: a claim that cannot be read, is
         not reserved for the pod, or that a driver failed to prepare.
         """
+        return await self._measured(metrics.PREPARE_RESOURCES, self._prepare(pod))
+
+    async def _prepare(self, pod: core_v1.Pod) -> dict[str, ClaimInfo]:
         namespace, uid = pod.metadata.namespace, pod.metadata.uid
         found: dict[str, ClaimInfo] = {}
         for name in claim_names(pod):
@@ -158,6 +170,9 @@ class DraManager:
         Claims left unused by an earlier failed call are retried too, which is what
         upstream's reconcile loop does.
         """
+        await self._measured(metrics.UNPREPARE_RESOURCES, self._unprepare(pod_uid))
+
+    async def _unprepare(self, pod_uid: str) -> None:
         for info in self.claims_of(pod_uid):
             info.pod_uids.discard(pod_uid)
         self._save()
@@ -182,6 +197,21 @@ class DraManager:
             if not info.prepared:
                 del self.claims[(info.namespace, info.name)]
         self._save()
+
+    async def _measured(self, operation: str, work: Awaitable[T]) -> T:
+        """Await `work`, timing it as upstream times each PrepareResources and
+        UnprepareResources call (a cancelled call is not counted)."""
+        observe = self.observe_operation
+        if observe is None:
+            return await work
+        started = time.perf_counter()
+        try:
+            result = await work
+        except Exception:
+            observe(operation, True, time.perf_counter() - started)
+            raise
+        observe(operation, False, time.perf_counter() - started)
+        return result
 
     def _save(self) -> None:
         self._checkpoint.save(DraManagerState(claims=list(self.claims.values())))

@@ -28,7 +28,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from drasim.common import codec, errors
+from drasim.common import codec, errors, tracing
 from drasim.common.api import coordination_v1, core_v1, meta_v1
 from drasim.common.bus.client import Bus
 from drasim.common.client import ApiClient
@@ -71,6 +71,9 @@ class PodRecord:
     # resourceVersion of this kubelet's last write: events of older versions are stale
     # echoes (the event of that write follows), not states to act on.
     written: int = 0
+    # The trace of the event that admitted the pod (its binding): preparing and starting
+    # it continue that trace.
+    traceparent: str = ""
 
 
 def _micro_now() -> str:
@@ -113,6 +116,8 @@ class NodeAgent:
         self.pods: dict[str, PodRecord] = {}  # by pod UID
         self.node: core_v1.Node | None = None  # as last written
         self.requeue: Callable[[str, str], None] = lambda namespace, name: None
+        # `(resource name, seconds)` of each device plugin Allocate call, for metrics.
+        self.observe_allocation: Callable[[str, float], None] | None = None
         i = config.index
         self.internal_ip = (
             f"172.{16 + (i + 1) // 65536 % 16}.{(i + 1) // 256 % 256}.{(i + 1) % 256}"
@@ -373,8 +378,11 @@ class NodeAgent:
         )
 
     # -- pods ---------------------------------------------------------------------------
-    def admit(self, event_type: str, pod: core_v1.Pod) -> None:
-        """Admit a pod the first time the watch shows it, before any other pod seen later."""
+    def admit(self, event_type: str, pod: core_v1.Pod, traceparent: str = "") -> None:
+        """Admit a pod the first time the watch shows it, before any other pod seen later.
+
+        Admission is a span continuing `traceparent`, the trace of the event that showed
+        the pod here (its binding), which the pod's later work continues too."""
         uid = pod.metadata.uid
         if (
             uid in self.pods
@@ -383,6 +391,20 @@ class NodeAgent:
             or pod.status.phase in TERMINAL_PHASES
         ):
             return
+        with tracing.span_from("admit pod", traceparent) as span:
+            self._admit(pod)
+            record = self.pods[uid]
+            record.traceparent = traceparent
+            if span.is_recording():
+                span.set_attribute("k8s.node.name", self.name)
+                span.set_attribute("k8s.pod.name", pod.metadata.name)
+                span.set_attribute("k8s.namespace.name", pod.metadata.namespace)
+                if record.rejection is not None:
+                    span.set_attribute("drasim.rejection", record.rejection.reason)
+                    tracing.fail(span, record.rejection.message)
+
+    def _admit(self, pod: core_v1.Pod) -> None:
+        uid = pod.metadata.uid
         allocatable = self.allocatable()
         requests = admission.counted_requests(pod, allocatable)
         used: dict[str, Quantity] = {}
@@ -393,13 +415,28 @@ class NodeAgent:
         rejection = admission.fit(requests, allocatable=allocatable, used=used, pods=len(admitted))
         if rejection is None:
             try:
-                device_manager.allocate_pod(pod, self.plugins)
+                device_manager.allocate_pod(pod, self.plugins, observe=self.observe_allocation)
             except PermanentError as exc:
                 rejection = admission.Rejection("UnexpectedAdmissionError", str(exc))
         self.pods[uid] = PodRecord(pod.metadata.namespace, pod.metadata.name, requests, rejection)
 
-    async def sync_pod(self, event_type: str, pod: core_v1.Pod) -> None:
-        """Bring the pod to what its latest event asks for (see the module docstring)."""
+    async def sync_pod(self, event_type: str, pod: core_v1.Pod, traceparent: str = "") -> None:
+        """Bring the pod to what its latest event asks for (see the module docstring).
+
+        The work continues the trace of the event that admitted the pod; releasing it,
+        the trace of the event (`traceparent`) that ended it."""
+        record = self.pods.get(pod.metadata.uid)
+        ending = (
+            event_type == "DELETED"
+            or pod.metadata.deletion_timestamp
+            or pod.status.phase in TERMINAL_PHASES
+        )
+        if not ending and record is not None and record.traceparent:
+            traceparent = record.traceparent
+        with tracing.continued(traceparent):
+            await self._sync_pod(event_type, pod)
+
+    async def _sync_pod(self, event_type: str, pod: core_v1.Pod) -> None:
         uid = pod.metadata.uid
         if event_type == "DELETED" or pod.status.phase in TERMINAL_PHASES:
             await self._release(pod)
@@ -425,7 +462,7 @@ class NodeAgent:
             await self._reject(pod, record.rejection)
             return
         try:
-            claims = await self.dra.prepare(pod)
+            claims = await self._prepare_resources(pod)
             assigned = runtime.assign_devices(
                 pod,
                 claims=claims,
@@ -439,6 +476,16 @@ class NodeAgent:
             )
             raise
         await self._start(pod, record, assigned)
+
+    async def _prepare_resources(self, pod: core_v1.Pod) -> dict[str, Any]:
+        """The DRA manager's prepare, as a span for a pod that has claims."""
+        if not pod.spec.resource_claims and pod.status.extended_resource_claim_status is None:
+            return await self.dra.prepare(pod)
+        with tracing.span("prepare resources") as span:
+            if span.is_recording():
+                span.set_attribute("k8s.node.name", self.name)
+                span.set_attribute("k8s.pod.name", pod.metadata.name)
+            return await self.dra.prepare(pod)
 
     def _plugin_allocations(self, uid: str) -> dict[str, dict[str, AllocateResponse]]:
         """Container name → resource name → what the device plugin gave it."""
@@ -472,13 +519,17 @@ class NodeAgent:
             pod, assigned, host_ip=self.internal_ip, pod_ip=pod.status.pod_ip or self._pod_ip()
         )
         if codec.encode(status) != codec.encode(pod.status):
-            written = await self.api.patch(
-                core_v1.Pod,
-                pod.metadata.name,
-                {"status": codec.to_builtins(status)},
-                namespace=pod.metadata.namespace,
-                subresource="status",
-            )
+            with tracing.span("set pod running") as span:
+                if span.is_recording():
+                    span.set_attribute("k8s.node.name", self.name)
+                    span.set_attribute("k8s.pod.name", pod.metadata.name)
+                written = await self.api.patch(
+                    core_v1.Pod,
+                    pod.metadata.name,
+                    {"status": codec.to_builtins(status)},
+                    namespace=pod.metadata.namespace,
+                    subresource="status",
+                )
             record.written = int(written.metadata.resource_version)
 
     def _pod_ip(self) -> str:

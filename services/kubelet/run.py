@@ -25,6 +25,7 @@ from drasim.common.api import core_v1
 from drasim.common.client import ApiClient
 from drasim.common.cluster_file import NodeConfig
 from drasim.kubelet import control
+from drasim.kubelet.metrics import KubeletMetrics
 from drasim.kubelet.node import GroupInUse, NodeAgent
 from drasim.kubelet.queueing import Key, WorkQueues
 from drasim.kubelet.watch import PodWatch
@@ -35,7 +36,7 @@ log = logging.getLogger(__name__)
 
 REGISTER_CONCURRENCY = 64
 
-PodEvent = tuple[str, core_v1.Pod]
+PodEvent = tuple[str, core_v1.Pod, str]  # type, pod, the event's traceparent
 
 
 class KubeletProcess:
@@ -65,8 +66,11 @@ class KubeletProcess:
         self._by_subject = {
             control.node_subject(api.bus.prefix, name): agent for name, agent in self.agents.items()
         }
+        self.metrics = KubeletMetrics(nodes=lambda: self.agents.keys())
         for agent in self.agents.values():
             agent.requeue = self._requeue
+            agent.dra.observe_operation = self.metrics.observe_dra_operation
+            agent.observe_allocation = self.metrics.observe_device_plugin_allocation
 
     async def start(self) -> None:
         """Register every node, then watch their pods; returns once the pods are listed."""
@@ -100,24 +104,24 @@ class KubeletProcess:
         await asyncio.gather(*(agent.close() for agent in self.agents.values()))
 
     # -- pods ---------------------------------------------------------------------------
-    def _on_pod_event(self, event_type: str, pod: core_v1.Pod) -> None:
+    def _on_pod_event(self, event_type: str, pod: core_v1.Pod, traceparent: str = "") -> None:
         agent = self.agents.get(pod.spec.node_name)
         if agent is None:
             return
         try:
-            agent.admit(event_type, pod)
+            agent.admit(event_type, pod, traceparent)
         except Exception:
             log.exception("node %s: admitting pod %s failed", agent.name, pod.metadata.name)
-        self.queues.put(("pods", pod.metadata.uid), (event_type, pod))
+        self.queues.put(("pods", pod.metadata.uid), (event_type, pod, traceparent))
 
     def _requeue(self, namespace: str, name: str) -> None:
         pod = self.watch.cache.get((namespace, name))
         if pod is not None:
-            self.queues.put(("pods", pod.metadata.uid), ("MODIFIED", pod))
+            self.queues.put(("pods", pod.metadata.uid), ("MODIFIED", pod, ""))
 
     async def _sync(self, key: Key, event: PodEvent) -> None:
-        event_type, pod = event
-        await self.agents[pod.spec.node_name].sync_pod(event_type, pod)
+        event_type, pod, traceparent = event
+        await self.agents[pod.spec.node_name].sync_pod(event_type, pod, traceparent)
 
     # -- control ------------------------------------------------------------------------
     async def _on_control(self, msg: Msg) -> None:

@@ -21,20 +21,23 @@ import logging
 from collections.abc import AsyncIterator, Callable
 
 import nats.errors
+from nats.aio.msg import Msg
 from nats.js import api as js_api
 
 from drasim.common import codec, errors
 from drasim.common.api import core_v1
 from drasim.common.bus import messages, subjects
 from drasim.common.bus.client import Bus
+from drasim.common.bus.headers import TRACEPARENT
 from drasim.common.client import ApiClient, stream_bounds
 
 __all__ = ["PodHandler", "PodWatch", "watch_nodes_raw"]
 
 log = logging.getLogger(__name__)
 
-PodHandler = Callable[[str, core_v1.Pod], None]
-"""Called with ADDED, MODIFIED or DELETED and the pod, in event order."""
+PodHandler = Callable[[str, core_v1.Pod, str], None]
+"""Called with ADDED, MODIFIED or DELETED, the pod, and the event's `traceparent` ('' for
+what a list showed), in event order."""
 
 LIST_CONCURRENCY = 32
 
@@ -45,6 +48,17 @@ async def watch_nodes_raw(
     bus: Bus, resource: str, nodes: list[str], *, resource_version: int
 ) -> AsyncIterator[tuple[int, messages.WatchEvent]]:
     """Events of `resource` on `nodes` after `resource_version`: one consumer, N filters."""
+    decode = messages.watch_event_decoder.decode
+    msgs = _watch_nodes(bus, resource, nodes, resource_version=resource_version)
+    async with contextlib.aclosing(msgs):
+        async for msg in msgs:
+            yield msg.metadata.sequence.stream, decode(msg.data)
+
+
+async def _watch_nodes(
+    bus: Bus, resource: str, nodes: list[str], *, resource_version: int
+) -> AsyncIterator[Msg]:
+    """The stream's messages behind `watch_nodes_raw`, with their headers."""
     start = resource_version + 1
     first, last = await stream_bounds(bus)
     if start < first and not (first == last + 1 == start):
@@ -63,7 +77,7 @@ async def watch_nodes_raw(
     )
     try:
         async for msg in sub.messages:
-            yield msg.metadata.sequence.stream, messages.watch_event_decoder.decode(msg.data)
+            yield msg
     finally:
         with contextlib.suppress(nats.errors.Error):
             await sub.unsubscribe()
@@ -120,30 +134,39 @@ class PodWatch:
         for pod in sorted(fresh.values(), key=_admission_order):
             old = old_cache.get(_key(pod))
             if old is None:
-                self.handler("ADDED", pod)
+                self.handler("ADDED", pod, "")
             elif old.metadata.resource_version != pod.metadata.resource_version:
-                self.handler("MODIFIED", pod)
+                self.handler("MODIFIED", pod, "")
         for key, pod in old_cache.items():
             if key not in fresh:
-                self.handler("DELETED", pod)
+                self.handler("DELETED", pod, "")
         self.synced.set()
 
     async def _watch(self) -> None:
-        async for seq, event in watch_nodes_raw(
+        decode = messages.watch_event_decoder.decode
+        msgs = _watch_nodes(
             self.api.bus, "pods", self.nodes, resource_version=self.resource_version
-        ):
-            self.resource_version = seq
-            pod = codec.decode(event.object, core_v1.Pod)
-            if seq <= self._listed_at.get(pod.spec.node_name, 0):
-                continue  # that node's list already showed this change
-            key = _key(pod)
-            if event.type == "DELETED":
-                self.cache.pop(key, None)
-                self.handler("DELETED", pod)
-                continue
-            event_type = "MODIFIED" if key in self.cache else "ADDED"
-            self.cache[key] = pod
-            self.handler(event_type, pod)
+        )
+        async with contextlib.aclosing(msgs):
+            async for msg in msgs:
+                self._on_event(msg.metadata.sequence.stream, decode(msg.data), msg.headers)
+
+    def _on_event(
+        self, seq: int, event: messages.WatchEvent, headers: dict[str, str] | None
+    ) -> None:
+        self.resource_version = seq
+        pod = codec.decode(event.object, core_v1.Pod)
+        if seq <= self._listed_at.get(pod.spec.node_name, 0):
+            return  # that node's list already showed this change
+        traceparent = headers.get(TRACEPARENT, "") if headers else ""
+        key = _key(pod)
+        if event.type == "DELETED":
+            self.cache.pop(key, None)
+            self.handler("DELETED", pod, traceparent)
+            return
+        event_type = "MODIFIED" if key in self.cache else "ADDED"
+        self.cache[key] = pod
+        self.handler(event_type, pod, traceparent)
 
 
 def _key(pod: core_v1.Pod) -> Key:

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import sys
 
-from drasim.common import service
+from drasim.common import metrics, service
 from drasim.common.bus.client import Bus
 from drasim.common.client import ApiClient
 from drasim.scheduler.server import Scheduler
 
 
 def main(argv: list[str] | None = None) -> int:
-    config, _ = service.parse_args("scheduler", argv)
+    config, args = service.parse_args("scheduler", argv)
     if not config.nats_url:
         print("drasim-scheduler: --nats-url is required", file=sys.stderr)
         return 2
@@ -21,8 +21,15 @@ def main(argv: list[str] | None = None) -> int:
         scheduler = Scheduler(ApiClient(bus, actor="scheduler"))
         try:
             await scheduler.start()
-            service.announce_ready(f"scheduler nats={config.nats_url} prefix={config.prefix}")
-            await service.wait_for_signal()
+            service.freeze_gc()  # the synced caches stay: the collector need not scan them
+            async with metrics.serving(
+                args.metrics_port, host=args.metrics_host, registry=scheduler.metrics.registry
+            ) as endpoint:
+                service.announce_ready(
+                    f"scheduler nats={config.nats_url} prefix={config.prefix}"
+                    + metrics.ready_detail(endpoint)
+                )
+                await service.wait_for_signal()
         finally:
             await scheduler.stop()
             await bus.close()

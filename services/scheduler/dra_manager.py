@@ -15,9 +15,9 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable, Container, Iterator, Mapping, Set
+from collections.abc import Container, Hashable, Iterator, Mapping, Set
 
-from drasim.common.api import resource_v1
+from drasim.common.api import core_v1, resource_v1
 from drasim.scheduler import framework
 from drasim.scheduler.plugins.dynamic_resources import allocator
 from drasim.scheduler.plugins.dynamic_resources.class_cache import ExtendedResourceCache
@@ -73,27 +73,37 @@ class DraManager:
         # claim uid (the temporary one for a special claim) -> its in-flight allocated copy
         self._in_flight: dict[str, resource_v1.ResourceClaim] = {}
         self._in_flight_devices: dict[allocator.DeviceID, str] = {}
+        # claim -> uid of its in-flight entry, kept because writing the allocation timed out
+        # (it may have been applied): see `hold_pending_allocation`.
+        self._held: dict[ClaimKey, str] = {}
         # (driver, pool) -> a number that changes whenever a device of the pool is taken
         # or freed: the allocator reuses a node's last answer while its pools stand still.
         self.pool_versions: dict[allocator.PoolID, int] = {}
+        # Changes whenever a class or a slice does (see `node_stamp`).
+        self.version = 0
         self._snapshot: allocator.Snapshot | None = None
-        self._waiters: list[tuple[Callable[[], bool], asyncio.Future[bool]]] = []
+        # claim -> (the resourceVersion awaited, the waiting PreBind's future)
+        self._waiters: dict[ClaimKey, list[tuple[int, asyncio.Future[bool]]]] = {}
         self.allocated = _AllocatedView(self)
 
     # -- informer handlers ---------------------------------------------------------------
     def on_class_add(self, cls: resource_v1.DeviceClass) -> None:
+        self.version += 1
         self.classes[cls.metadata.name] = cls
         self.class_cache.on_add(cls)
 
     def on_class_update(self, old: resource_v1.DeviceClass, new: resource_v1.DeviceClass) -> None:
+        self.version += 1
         self.classes[new.metadata.name] = new
         self.class_cache.on_update(old, new)
 
     def on_class_delete(self, cls: resource_v1.DeviceClass) -> None:
+        self.version += 1
         self.classes.pop(cls.metadata.name, None)
         self.class_cache.on_delete(cls)
 
     def on_slice_add(self, s: resource_v1.ResourceSlice) -> None:
+        self.version += 1
         self.slices[s.metadata.name] = s
         self._snapshot = None
 
@@ -103,6 +113,7 @@ class DraManager:
         self.on_slice_add(new)
 
     def on_slice_delete(self, s: resource_v1.ResourceSlice) -> None:
+        self.version += 1
         self.slices.pop(s.metadata.name, None)
         self._snapshot = None
 
@@ -120,7 +131,8 @@ class DraManager:
         if old is not None:
             self._release(old)
             self._unindex(key, old)
-        self._notify()
+        self._release_hold(key)
+        self._notify(key)
 
     def _store_claim(self, claim: resource_v1.ResourceClaim) -> None:
         key = (claim.metadata.namespace, claim.metadata.name)
@@ -137,7 +149,9 @@ class DraManager:
         owner = claim.metadata.controller_ref()
         if owner is not None:
             self._controlled.setdefault(owner.uid, {})[key] = None
-        self._notify()
+        if claim.status.allocation is not None:
+            self._release_hold(key)  # its devices are taken by `_allocated` now
+        self._notify(key)
 
     def _release(self, claim: resource_v1.ResourceClaim) -> None:
         for device in claim_devices(claim):
@@ -174,6 +188,15 @@ class DraManager:
         if self._snapshot is None:
             self._snapshot = allocator.Snapshot(self.slices.values())
         return self._snapshot
+
+    def node_stamp(self, node: core_v1.Node) -> Hashable:
+        """Changes whenever what the allocator sees for this node may have: a class or a
+        slice, or a device of a pool the node reaches being taken or freed."""
+        pools = self.snapshot()._node_view(node).pools
+        versions = self.pool_versions
+        if len(pools) == 1:
+            return (self.version, versions.get(pools[0], 0))
+        return (self.version, *(versions.get(pool, 0) for pool in pools))
 
     def allocator(self) -> allocator.Allocator:
         return allocator.Allocator(self.snapshot(), self.classes, self.allocated)
@@ -220,7 +243,22 @@ class DraManager:
             self._in_flight_devices[device] = uid
             self._pool_changed(device)
 
+    def hold_pending_allocation(self, uid: str, namespace: str, name: str) -> None:
+        """Writing this claim's allocation got no answer: the write may have happened. Keep
+        its in-flight devices taken (`remove_claim_pending_allocation` leaves them) until
+        the claim cache shows the claim allocated or deleted; otherwise another pod could
+        get devices the API already gave this claim."""
+        if uid in self._in_flight:
+            self._held[(namespace, name)] = uid
+
+    def _release_hold(self, key: ClaimKey) -> None:
+        uid = self._held.pop(key, None)
+        if uid is not None:
+            self.remove_claim_pending_allocation(uid)
+
     def remove_claim_pending_allocation(self, uid: str) -> bool:
+        if uid in self._held.values():
+            return False  # held until the claim cache knows what was written
         claim = self._in_flight.pop(uid, None)
         if claim is None:
             return False
@@ -238,36 +276,41 @@ class DraManager:
         return list(self._in_flight.values())
 
     # -- waiting for the informer --------------------------------------------------------
-    def _notify(self) -> None:
-        """Wake the PreBinds waiting for a claim whose wait is now over."""
-        still = []
-        for arrived, fut in self._waiters:
-            if fut.done():
-                continue
-            if arrived():
+    def _notify(self, key: ClaimKey) -> None:
+        """Wake the PreBinds waiting for this claim whose wait is now over."""
+        waiting = self._waiters.get(key)
+        if not waiting:
+            return
+        claim = self.claims.get(key)
+        version = _version(claim) if claim is not None else -1
+        still = [(wanted, fut) for wanted, fut in waiting if not fut.done()]
+        for wanted, fut in still:
+            if version >= wanted:
                 fut.set_result(True)
-            else:
-                still.append((arrived, fut))
-        self._waiters = still
+        still = [(wanted, fut) for wanted, fut in still if not fut.done()]
+        if still:
+            self._waiters[key] = still
+        else:
+            del self._waiters[key]
 
     async def wait_for_claim(
         self, namespace: str, name: str, resource_version: str, timeout: float
     ) -> bool:
         """Wait until the claim cache holds this claim at least at `resource_version`
         (spec §3.9.5); False on timeout, which the caller only logs."""
-
-        def arrived() -> bool:
-            claim = self.claims.get((namespace, name))
-            return claim is not None and _version(claim) >= int(resource_version or 0)
-
-        if arrived():
+        key = (namespace, name)
+        wanted = int(resource_version or 0)
+        claim = self.claims.get(key)
+        if claim is not None and _version(claim) >= wanted:
             return True
         fut: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
-        self._waiters.append((arrived, fut))
+        self._waiters.setdefault(key, []).append((wanted, fut))
         try:
             return await asyncio.wait_for(fut, timeout)
         except TimeoutError:
             return False
+        finally:
+            self._notify(key)  # (drops this waiter if it timed out)
 
 
 def _version(claim: resource_v1.ResourceClaim) -> int:

@@ -14,11 +14,12 @@ import dataclasses
 import enum
 import itertools
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from typing import Any, ClassVar, NamedTuple, Protocol, runtime_checkable
 
 import msgspec
 
+from drasim.common import codec
 from drasim.common.api import core_v1, resources
 from drasim.common.quantity import Quantity, parse_quantity
 
@@ -47,6 +48,7 @@ __all__ = [
     "Plugin",
     "PluginDurationObserver",
     "PluginScore",
+    "PodResourceRequest",
     "PostFilterPlugin",
     "PreBindPlugin",
     "PreFilterPlugin",
@@ -60,11 +62,14 @@ __all__ = [
     "StateData",
     "Status",
     "is_rejected",
+    "is_scalar_resource_name",
     "is_skip",
     "is_success",
     "node_scheduling_properties_change",
     "pod_non_zero_requests",
+    "pod_resource_request",
     "pod_scheduling_properties_change",
+    "resource_vector",
 ]
 
 MAX_NODE_SCORE = 100
@@ -207,6 +212,11 @@ class CycleState:
         self.skip_score_plugins: set[str] = set()
         # Whether this attempt times its plugins (upstream samples 10 % of attempts).
         self.record_plugin_metrics = False
+        # Whether Filter may answer from earlier attempts' verdicts (see `FilterVerdicts`);
+        # a PreFilter turns it off for a pod whose verdicts depend on more than its spec.
+        self.reuse_filter_verdicts = False
+        # Feasible nodes whose verdict was reused: the chosen one is checked again.
+        self.reused_feasible: set[str] = set()
 
     def read(self, key: str) -> StateData:
         """Raises KeyError when nothing was written, e.g. because PreFilter did not run."""
@@ -228,6 +238,8 @@ class CycleState:
         copy.skip_filter_plugins = set(self.skip_filter_plugins)
         copy.skip_score_plugins = set(self.skip_score_plugins)
         copy.record_plugin_metrics = self.record_plugin_metrics
+        copy.reuse_filter_verdicts = self.reuse_filter_verdicts
+        copy.reused_feasible = set(self.reused_feasible)
         return copy
 
 
@@ -238,6 +250,38 @@ _NON_ZERO_DEFAULTS = {
     "cpu": parse_quantity(f"{DEFAULT_MILLI_CPU_REQUEST}m"),
     "memory": parse_quantity(DEFAULT_MEMORY_REQUEST),
 }
+_NATIVE_RESOURCES = ("cpu", "memory", "ephemeral-storage", "pods")
+_scalar_resource_names: dict[str, bool] = {}
+
+
+def is_scalar_resource_name(name: str) -> bool:
+    """Names kept as plain counts beside cpu, memory and ephemeral storage: extended
+    resources, hugepages, attachable volumes and prefixed native names such as
+    `deviceclass.resource.kubernetes.io/<class>` (upstream `IsScalarResourceName`).
+
+    Memoized: the answer depends on the name alone, and a cluster uses few names.
+    """
+    scalar = _scalar_resource_names.get(name)
+    if scalar is None:
+        scalar = _scalar_resource_names[name] = (
+            resources.is_extended_resource_name(name)
+            or name.startswith(("hugepages-", "attachable-volumes-"))
+            or ("/" in name and resources.RESOURCE_DEFAULT_NAMESPACE_PREFIX in name)
+        )
+    return scalar
+
+
+def resource_vector(quantities: Mapping[str, Quantity]) -> dict[str, int]:
+    """Quantities in NodeInfo's integer units (upstream `Resource.Add`): cpu in millicores
+    rounded up (`MilliValue`), memory, ephemeral-storage, pods and scalar resources rounded
+    up to whole units (`Value`); other names are dropped."""
+    result: dict[str, int] = {}
+    for name, quantity in quantities.items():
+        if name == "cpu":
+            result[name] = quantity.milli_value()
+        elif name in _NATIVE_RESOURCES or is_scalar_resource_name(name):
+            result[name] = quantity.int_value()
+    return result
 
 
 def pod_non_zero_requests(pod: core_v1.Pod) -> dict[str, Quantity]:
@@ -257,57 +301,109 @@ def pod_non_zero_requests(pod: core_v1.Pod) -> dict[str, Quantity]:
     return resources.pod_requests(msgspec.structs.replace(pod, spec=spec))
 
 
+@dataclasses.dataclass(frozen=True, slots=True)
+class PodResourceRequest:
+    """A pod's requests in NodeInfo's integer units (upstream `calculateResource`).
+
+    `requested` is `resource_vector(pod_requests(pod))` and `non_zero_requested` the cpu
+    and memory of `pod_non_zero_requests(pod)`; names whose value is 0 are left out. Shared
+    between NodeInfos and cycles: never mutate the dicts.
+    """
+
+    requested: dict[str, int]
+    non_zero_requested: dict[str, int]
+
+    @classmethod
+    def of(cls, pod: core_v1.Pod) -> PodResourceRequest:
+        """Convert the pod's requests, without the cache (see `pod_resource_request`)."""
+        requested = resource_vector(resources.pod_requests(pod))
+        non_zero = resource_vector(pod_non_zero_requests(pod))
+        return cls(
+            {name: value for name, value in requested.items() if value},
+            {name: non_zero[name] for name in ("cpu", "memory") if non_zero.get(name)},
+        )
+
+
+_POD_REQUEST_CACHE_SIZE = 4096
+_pod_request_cache: dict[tuple[str, str], PodResourceRequest] = {}
+
+
+def pod_resource_request(pod: core_v1.Pod) -> PodResourceRequest:
+    """The pod's requests converted once per pod version: PreFilter, PreScore and the
+    cache's assume of one attempt share one conversion.
+
+    Keyed by UID and resourceVersion: a pod's resources do not change without a new
+    resourceVersion, and the scheduler's assumed copy differs in `nodeName` only. A pod
+    with neither (built in a test) is converted every time.
+    """
+    meta = pod.metadata
+    if not meta.uid or not meta.resource_version:
+        return PodResourceRequest.of(pod)
+    key = (meta.uid, meta.resource_version)
+    cached = _pod_request_cache.get(key)
+    if cached is None:
+        if len(_pod_request_cache) >= _POD_REQUEST_CACHE_SIZE:
+            _pod_request_cache.clear()  # a pod is looked up within one attempt or so
+        cached = _pod_request_cache[key] = PodResourceRequest.of(pod)
+    return cached
+
+
 def _pod_key(pod: core_v1.Pod) -> str:
     return pod.metadata.uid or f"{pod.metadata.namespace}/{pod.metadata.name}"
 
 
-def _add(total: dict[str, Quantity], more: Mapping[str, Quantity], sign: int = 1) -> None:
-    for name, quantity in more.items():
-        value = total.get(name, Quantity()) + (quantity if sign > 0 else -quantity)
-        if value.is_zero():
-            total.pop(name, None)
-        else:
+def _add(total: dict[str, int], more: Mapping[str, int], sign: int = 1) -> None:
+    """Add (or subtract) a pod's vector; a name whose sum becomes 0 is dropped, so the
+    total equals the sum over the pods whatever their order."""
+    for name, value in more.items():
+        value = total.get(name, 0) + sign * value
+        if value:
             total[name] = value
+        else:
+            total.pop(name, None)
 
 
 class NodeInfo:
     """A node with the pods assigned (or assumed) to it and what they request.
 
-    `requested` sums `pod_requests` of those pods; `non_zero_requested` does the same with
-    the scoring defaults for missing cpu/memory. `generation` changes on every change, so a
-    snapshot can tell whether it is stale.
+    Resources are integer vectors, name → int with cpu in millicores (upstream
+    `framework.Resource`, see `resource_vector`), so Filter and Score compare ints:
+    `allocatable_resource` is the node's allocatable, converted when the node is set;
+    `requested` sums the pods' `PodResourceRequest.requested` and `non_zero_requested`
+    their cpu and memory with the scoring defaults, both kept up to date as pods are added
+    and removed (names at 0 are left out). `allocatable` is the Node's own quantities and
+    `name` its name. `generation` changes on every change, so a snapshot can tell whether
+    it is stale.
     """
 
     def __init__(self, node: core_v1.Node, pods: Iterable[core_v1.Pod] = ()) -> None:
-        self.node = node
+        self.set_node(node)
         self.pods: list[core_v1.Pod] = []
-        self.requested: dict[str, Quantity] = {}
-        self.non_zero_requested: dict[str, Quantity] = {}
-        self.generation = next(_generations)
+        # What each pod of `pods` added (same index), subtracted again on removal.
+        self.pod_requests: list[PodResourceRequest] = []
+        self.requested: dict[str, int] = {}
+        self.non_zero_requested: dict[str, int] = {}
         for pod in pods:
             self.add_pod(pod)
-
-    @property
-    def name(self) -> str:
-        return self.node.metadata.name
 
     @property
     def allocatable(self) -> dict[str, Quantity]:
         return self.node.status.allocatable
 
-    @property
-    def allowed_pod_number(self) -> int:
-        pods = self.allocatable.get("pods")
-        return pods.int_value() if pods is not None else 0
-
     def set_node(self, node: core_v1.Node) -> None:
         self.node = node
+        self.name: str = node.metadata.name  # read for every node of every attempt
+        # Replaced, never changed in place: snapshots share it.
+        self.allocatable_resource = resource_vector(node.status.allocatable)
+        self.allowed_pod_number = self.allocatable_resource.get("pods", 0)
         self.generation = next(_generations)
 
     def add_pod(self, pod: core_v1.Pod) -> None:
+        request = pod_resource_request(pod)
         self.pods.append(pod)
-        _add(self.requested, resources.pod_requests(pod))
-        _add(self.non_zero_requested, pod_non_zero_requests(pod))
+        self.pod_requests.append(request)
+        _add(self.requested, request.requested)
+        _add(self.non_zero_requested, request.non_zero_requested)
         self.generation = next(_generations)
 
     def remove_pod(self, pod: core_v1.Pod) -> None:
@@ -317,17 +413,23 @@ class NodeInfo:
             if _pod_key(existing) == key:
                 del self.pods[i]
                 # Subtract what the stored copy added: the caller's copy may differ.
-                _add(self.requested, resources.pod_requests(existing), sign=-1)
-                _add(self.non_zero_requested, pod_non_zero_requests(existing), sign=-1)
+                request = self.pod_requests.pop(i)
+                _add(self.requested, request.requested, sign=-1)
+                _add(self.non_zero_requested, request.non_zero_requested, sign=-1)
                 self.generation = next(_generations)
                 return
         raise KeyError(f"pod {key} not found on node {self.name}")
 
     def snapshot(self) -> NodeInfo:
-        """A copy that later changes to this one do not affect (same generation)."""
+        """A copy that later changes to this one do not affect (same generation): shallow
+        copies of the lists and the small request vectors."""
         copy = NodeInfo.__new__(NodeInfo)
         copy.node = self.node
+        copy.name = self.name
+        copy.allocatable_resource = self.allocatable_resource
+        copy.allowed_pod_number = self.allowed_pod_number
         copy.pods = list(self.pods)
+        copy.pod_requests = list(self.pod_requests)
         copy.requested = dict(self.requested)
         copy.non_zero_requested = dict(self.non_zero_requested)
         copy.generation = self.generation
@@ -745,6 +847,48 @@ def _plugin_list_message(plugins: Iterable[str]) -> str:
     return "[" + " ".join(sorted(plugins)) + "]"
 
 
+class FilterVerdicts:
+    """Filter verdicts of earlier attempts, reused for pods whose specs are the same.
+
+    A verdict (feasible, or the rejecting status) depends on the pod's spec and on the
+    node's state; it is kept per pod spec and node with a stamp of that state: the
+    NodeInfo's generation (its node object and pods) and what plugins add through
+    `filter_stamp(node_info)` (DynamicResources: its classes, slices and the allocations
+    of the node's pools). An attempt checks nodes whose stamp is unchanged without calling
+    the plugins, so a cycle pays for the few nodes that changed. Used only when every
+    Filter plugin declares `reusable_filter_verdicts = True`, and not for a pod that a
+    PreFilter excluded (`CycleState.reuse_filter_verdicts`). Like the equivalence cache
+    kube-scheduler once had; the chosen node is always filtered again before Reserve.
+    """
+
+    MAX_SPECS = 64  # distinct pod specs kept, the least recently used dropped first
+
+    def __init__(self, filter_plugins: Sequence[FilterPlugin]) -> None:
+        self.enabled = bool(filter_plugins) and all(
+            getattr(p, "reusable_filter_verdicts", False) for p in filter_plugins
+        )
+        self._stamps = [p.filter_stamp for p in filter_plugins if hasattr(p, "filter_stamp")]
+        self._by_spec: dict[bytes, dict[str, tuple[Hashable, Status | None]]] = {}
+
+    def stamp(self, node_info: NodeInfo) -> Hashable:
+        if len(self._stamps) == 1:
+            return (node_info.generation, self._stamps[0](node_info))
+        return (node_info.generation, *(stamp(node_info) for stamp in self._stamps))
+
+    def for_pod(self, pod: core_v1.Pod) -> dict[str, tuple[Hashable, Status | None]]:
+        key = codec.encode(pod.spec)
+        verdicts = self._by_spec.pop(key, None)
+        if verdicts is None:
+            verdicts = {}
+            if len(self._by_spec) >= self.MAX_SPECS:
+                del self._by_spec[next(iter(self._by_spec))]
+        self._by_spec[key] = verdicts  # (re)inserted last: most recently used
+        return verdicts
+
+    def clear(self) -> None:
+        self._by_spec.clear()
+
+
 class Framework:
     """One scheduling profile: its plugins sorted into extension points, run in list order.
 
@@ -777,6 +921,7 @@ class Framework:
         # 0 picks upstream's adaptive percentage (see `num_feasible_nodes_to_find`).
         self.percentage_of_nodes_to_score = percentage_of_nodes_to_score
         self._next_start_node_index = 0
+        self.filter_verdicts = FilterVerdicts(self.filter_plugins)
 
     def _observed(
         self,
@@ -869,6 +1014,7 @@ class Framework:
         returns Error.
         """
         diagnosis = Diagnosis()
+        state.reuse_filter_verdicts = self.filter_verdicts.enabled
         result, status, plugins_with_nodes = self.run_pre_filter_plugins(state, pod, node_infos)
         diagnosis.unschedulable_plugins = set(plugins_with_nodes)
         if not is_success(status):
@@ -906,10 +1052,25 @@ class Framework:
             if pl.name not in state.skip_filter_plugins
         ]
         timed = self._observe is not None and state.record_plugin_metrics
+        verdicts = self.filter_verdicts.for_pod(pod) if state.reuse_filter_verdicts else None
+        stamp_of = self.filter_verdicts.stamp
         feasible: list[NodeInfo] = []
         processed = 0
         for node_info in ordered:
             processed += 1
+            if verdicts is not None:
+                stamp = stamp_of(node_info)
+                known = verdicts.get(node_info.name)
+                if known is not None and known[0] == stamp:
+                    if known[1] is None:
+                        feasible.append(node_info)
+                        state.reused_feasible.add(node_info.name)
+                        if len(feasible) >= to_find:
+                            break
+                    else:
+                        diagnosis.node_to_status[node_info.name] = known[1]
+                        diagnosis.add_plugin_status(known[1])
+                    continue
             for name, run_filter in filters:
                 if timed:
                     started = time.perf_counter()
@@ -920,6 +1081,8 @@ class Framework:
                 if status is not None and status.code != Code.SUCCESS:
                     break
             else:
+                if verdicts is not None:
+                    verdicts[node_info.name] = (stamp, None)
                 feasible.append(node_info)
                 if len(feasible) >= to_find:
                     break
@@ -927,10 +1090,28 @@ class Framework:
             if not is_rejected(status):
                 raise FrameworkError(_wrap(f"running {name!r} filter plugin", status))
             status = status.with_plugin(name)
+            if verdicts is not None:
+                verdicts[node_info.name] = (stamp, status)
             diagnosis.node_to_status[node_info.name] = status
             diagnosis.add_plugin_status(status)
         self._next_start_node_index = (start + processed) % num_all
         return feasible
+
+    def confirm_reused_verdict(
+        self, state: CycleState, pod: core_v1.Pod, node_info: NodeInfo
+    ) -> None:
+        """Run Filter for real on the chosen node if its verdict was reused: plugins keep
+        per-node results for Reserve, and a verdict must never be trusted blindly. Raises
+        FrameworkError (the pod retries after backoff) if it no longer passes; that
+        would mean a stamp missed some change, so every kept verdict is dropped."""
+        if node_info.name not in state.reused_feasible:
+            return
+        status = self.run_filter_plugins(state, pod, node_info)
+        if not is_success(status):
+            self.filter_verdicts.clear()
+            raise FrameworkError(
+                Status.error(f"reused Filter verdict for node {node_info.name} was stale")
+            )
 
     async def run_post_filter_plugins(
         self, state: CycleState, pod: core_v1.Pod, diagnosis: Diagnosis
@@ -979,32 +1160,44 @@ class Framework:
         """
         plugins = [p for p in self.score_plugins if p.name not in state.skip_score_plugins]
         timed = self._observe is not None and state.record_plugin_metrics
-        result = [NodePluginScores(node_info.name) for node_info in nodes]
+        weighted: list[tuple[str, list[int]]] = []
         for pl in plugins:
             score = pl.score
             started = time.perf_counter()
-            scores = [NodeScore(n.name, score(state, pod, n)) for n in nodes]
+            values = [score(state, pod, n) for n in nodes]
             if timed:  # (upstream times each node; one figure per cycle is enough here)
                 self._observed(state, ExtensionPoint.SCORE, pl.name, started, None)
             if isinstance(pl, ScoreExtensions):
                 started = time.perf_counter()
-                scores = pl.normalize_scores(state, pod, scores)
+                scores = [NodeScore(n.name, v) for n, v in zip(nodes, values, strict=True)]
+                values = [v for _, v in pl.normalize_scores(state, pod, scores)]
                 self._observed(
                     state, ExtensionPoint.SCORE_EXTENSION_NORMALIZE, pl.name, started, None
                 )
-            weight = self.score_weights[pl.name]
-            for node_scores, (_, node_score) in zip(result, scores, strict=True):
-                if not MIN_NODE_SCORE <= node_score <= MAX_NODE_SCORE:
-                    raise FrameworkError(
-                        Status.error(
-                            f"plugin {pl.name!r} returns an invalid score {node_score}, "
-                            f"it should in the range of [{MIN_NODE_SCORE}, {MAX_NODE_SCORE}] "
-                            "after normalizing"
-                        )
+            if values and not MIN_NODE_SCORE <= min(values) <= max(values) <= MAX_NODE_SCORE:
+                bad = next(v for v in values if not MIN_NODE_SCORE <= v <= MAX_NODE_SCORE)
+                raise FrameworkError(
+                    Status.error(
+                        f"plugin {pl.name!r} returns an invalid score {bad}, "
+                        f"it should in the range of [{MIN_NODE_SCORE}, {MAX_NODE_SCORE}] "
+                        "after normalizing"
                     )
-                weighted = node_score * weight
-                node_scores.scores.append(PluginScore(pl.name, weighted))
-                node_scores.total_score += weighted
+                )
+            weight = self.score_weights[pl.name]
+            if weight != 1:
+                values = [v * weight for v in values]
+            weighted.append((pl.name, values))
+        if len(weighted) == 1:  # the usual case, without the general loop's lists
+            [(plugin, values)] = weighted
+            return [
+                NodePluginScores(n.name, [PluginScore(plugin, v)], v)
+                for n, v in zip(nodes, values, strict=True)
+            ]
+        result = []
+        for i, node_info in enumerate(nodes):
+            per_plugin = [PluginScore(plugin, values[i]) for plugin, values in weighted]
+            total = sum(value for _, value in per_plugin)
+            result.append(NodePluginScores(node_info.name, per_plugin, total))
         return result
 
     async def run_reserve_plugins_reserve(

@@ -67,6 +67,10 @@ class QueuedPodInfo:
     """Plugins that rejected the pod in its last attempt: only their events move it."""
     pending_plugins: set[str] = dataclasses.field(default_factory=set)
     """Plugins that returned Pending: their events move the pod straight to activeQ."""
+    initial_attempt_timestamp: float | None = None
+    """When the pod first entered the queue (the start of its scheduling SLI)."""
+    traceparent: str = ""
+    """The trace of the event that queued the pod: every attempt continues it."""
 
     @property
     def uid(self) -> str:
@@ -224,17 +228,22 @@ class SchedulingQueue:
 
     # -- informer handlers' side ----------------------------------------------------------
 
-    def add(self, pod: core_v1.Pod) -> None:
+    def add(self, pod: core_v1.Pod, *, traceparent: str = "") -> None:
         """A new pending pod goes to activeQ."""
         uid = pod.metadata.uid
         self._unschedulable_pods.pop(uid, None)
         self._backoff_q.delete(uid)
-        self._move_to_active_q(QueuedPodInfo(pod, timestamp=self._clock()))
+        now = self._clock()
+        self._move_to_active_q(
+            QueuedPodInfo(
+                pod, timestamp=now, initial_attempt_timestamp=now, traceparent=traceparent
+            )
+        )
 
-    def update(self, old: core_v1.Pod, new: core_v1.Pod) -> None:
+    def update(self, old: core_v1.Pod, new: core_v1.Pod, *, traceparent: str = "") -> None:
         """A pending pod changed. In unschedulablePods the change itself may be the event
         that helps it (e.g. a toleration added); during its attempt it is kept as an
-        in-flight event."""
+        in-flight event. A pod new to the queue continues `traceparent`."""
         uid = new.metadata.uid
         events = framework.pod_scheduling_properties_change(new, old)
         if uid in self._in_flight_pods:
@@ -257,7 +266,7 @@ class SchedulingQueue:
                     self._requeue_pod_with_queueing_strategy(pinfo, strategy)
                     return
             return
-        self.add(new)
+        self.add(new, traceparent=traceparent)
 
     def delete(self, pod: core_v1.Pod) -> None:
         uid = pod.metadata.uid
@@ -333,6 +342,16 @@ class SchedulingQueue:
             f"unschedulablePods:{len(unschedulable)}"
         )
         return active + backoff + unschedulable, summary
+
+    def pending_pods_by_queue(self) -> dict[str, int]:
+        """How many pods wait where, by `scheduler_pending_pods`' queue names (no pod is
+        ever gated here: scheduling gates are not implemented)."""
+        return {
+            "active": len(self._active_q),
+            "backoff": len(self._backoff_q),
+            "unschedulable": len(self._unschedulable_pods),
+            "gated": 0,
+        }
 
     # -- internals ------------------------------------------------------------------------
 

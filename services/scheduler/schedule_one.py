@@ -22,11 +22,12 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
 import msgspec
+from opentelemetry.trace import INVALID_SPAN, Span
 
 from drasim.common import codec, errors
 from drasim.common.api import core_v1, meta_v1
 from drasim.common.client import ApiClient
-from drasim.scheduler import framework
+from drasim.scheduler import framework, spans
 from drasim.scheduler.framework import (
     ClusterEvent,
     Code,
@@ -106,19 +107,24 @@ async def schedule_one(sched: Scheduler) -> None:
 
     state = CycleState()
     state.record_plugin_metrics = sched.rng.randrange(100) < PLUGIN_METRICS_SAMPLE_PERCENT
+    # The attempt's span continues the pod's trace and lasts until the binding ends.
+    attempt = spans.start_attempt(pod_info)
     try:
-        result, assumed_pod_info, status = await scheduling_cycle(sched, state, pod_info)
+        result, assumed_pod_info, status = await spans.within(
+            attempt, scheduling_cycle(sched, state, pod_info)
+        )
     except Exception as err:  # a plugin raised instead of returning a status
         log.exception("scheduling cycle of pod %s failed", _name(pod))
         result, assumed_pod_info, status = ScheduleResult(), pod_info, Status.error(err)
     if not framework.is_success(status):
         assert status is not None
-        await handle_scheduling_failure(sched, assumed_pod_info, status)
+        await spans.within(attempt, handle_scheduling_failure(sched, assumed_pod_info, status))
+        spans.end_attempt(attempt, status)
         return
 
     # Bind asynchronously: we can do this because of the assumption step in the cycle.
     task = asyncio.create_task(
-        _run_binding_cycle(sched, state, result, assumed_pod_info),
+        _run_binding_cycle(sched, state, result, assumed_pod_info, attempt),
         name=f"binding-cycle-{pod.metadata.namespace}/{pod.metadata.name}",
     )
     sched.binding_tasks.add(task)
@@ -159,7 +165,9 @@ async def scheduling_cycle(
         # PostFilter may make the pod fit in a later cycle (preemption, or deleting a
         # special claim left from an earlier attempt); its verdict ends the message.
         if fwk.post_filter_plugins:
-            status = await fwk.run_post_filter_plugins(state, pod, fit_error.diagnosis)
+            status = await spans.point(
+                "PostFilter", fwk.run_post_filter_plugins(state, pod, fit_error.diagnosis)
+            )
             fit_error.diagnosis.post_filter_msg = status.message() if status else ""
             if status is not None and status.code == Code.ERROR:
                 log.error("PostFilter for pod %s: %s", _name(pod), status.message())
@@ -179,9 +187,13 @@ async def scheduling_cycle(
 
     # Reserve; on failure the framework has already run every Unreserve.
     try:
-        status = await fwk.run_reserve_plugins_reserve(state, assumed, result.suggested_host)
+        status = await spans.point(
+            "Reserve", fwk.run_reserve_plugins_reserve(state, assumed, result.suggested_host)
+        )
     except Exception:
-        await fwk.run_reserve_plugins_unreserve(state, assumed, result.suggested_host)
+        await spans.point(
+            "Unreserve", fwk.run_reserve_plugins_unreserve(state, assumed, result.suggested_host)
+        )
         sched.cache.forget_pod(assumed)
         raise
     if not framework.is_success(status):
@@ -205,14 +217,19 @@ def schedule_pod(sched: Scheduler, state: CycleState, pod: core_v1.Pod) -> Sched
     nodes = sched.snapshot.node_info_list
     if not nodes:
         raise NoNodesAvailableError()
-    feasible, diagnosis = sched.framework.find_nodes_that_fit(state, pod, nodes)
+    feasible, diagnosis = spans.find_nodes_that_fit(sched.framework, state, pod, nodes)
     if not feasible:
         raise FitError(pod, len(nodes), diagnosis)
     evaluated = len(feasible) + len(diagnosis.node_to_status)
     if len(feasible) == 1:
-        return ScheduleResult(feasible[0].name, evaluated, 1)
-    scores = prioritize_nodes(sched.framework, state, pod, feasible)
-    return ScheduleResult(select_host(scores, sched.rng), evaluated, len(feasible))
+        host = feasible[0].name
+    else:
+        scores = spans.call("Score", prioritize_nodes, sched.framework, state, pod, feasible)
+        host = select_host(scores, sched.rng)
+    if state.reused_feasible:
+        chosen = next(n for n in feasible if n.name == host)
+        sched.framework.confirm_reused_verdict(state, pod, chosen)
+    return ScheduleResult(host, evaluated, len(feasible))
 
 
 def prioritize_nodes(
@@ -251,15 +268,19 @@ async def _run_binding_cycle(
     state: CycleState,
     result: ScheduleResult,
     assumed_pod_info: QueuedPodInfo,
+    attempt: Span = INVALID_SPAN,
 ) -> None:
     try:
-        status = await binding_cycle(sched, state, result, assumed_pod_info)
+        status = await spans.within(attempt, binding_cycle(sched, state, result, assumed_pod_info))
     except Exception as err:  # a plugin bug must still unreserve and requeue the pod
         log.exception("binding cycle of pod %s failed", _name(assumed_pod_info.pod))
         status = Status.error(err)
     if not framework.is_success(status):
         assert status is not None
-        await handle_binding_cycle_error(sched, state, assumed_pod_info, result, status)
+        await spans.within(
+            attempt, handle_binding_cycle_error(sched, state, assumed_pod_info, result, status)
+        )
+    spans.end_attempt(attempt, status, result.suggested_host)
 
 
 async def binding_cycle(
@@ -272,7 +293,9 @@ async def binding_cycle(
     # the attempt, so the queue may let them go now.
     sched.queue.done(assumed.metadata.uid)
 
-    status = await sched.framework.run_pre_bind_plugins(state, assumed, host)
+    status = await spans.point(
+        "PreBind", sched.framework.run_pre_bind_plugins(state, assumed, host)
+    )
     if not framework.is_success(status):
         assert status is not None
         if framework.is_rejected(status):
@@ -281,9 +304,10 @@ async def binding_cycle(
             return Status(status.code, err=FitError(assumed, 1, diagnosis))
         return status
 
-    status = await sched.framework.run_bind_plugins(state, assumed, host)
+    status = await spans.point("Bind", sched.framework.run_bind_plugins(state, assumed, host))
     if not framework.is_success(status):
         return status
+    sched.metrics.pod_scheduled(assumed_pod_info)
 
     log.debug(
         "bound pod %s to node %s (evaluated nodes %d, feasible nodes %d)",
@@ -313,7 +337,10 @@ async def handle_binding_cycle_error(
     """Unreserve and forget the pod, requeue it, and tell the pods waiting that what it
     held is free again."""
     assumed = assumed_pod_info.pod
-    await sched.framework.run_reserve_plugins_unreserve(state, assumed, result.suggested_host)
+    await spans.point(
+        "Unreserve",
+        sched.framework.run_reserve_plugins_unreserve(state, assumed, result.suggested_host),
+    )
     try:
         sched.cache.forget_pod(assumed)
         forgotten = True
@@ -339,6 +366,7 @@ async def handle_scheduling_failure(
     """Requeue the pod (rejected: with the plugins that rejected it), then record why on
     the pod: a FailedScheduling event and the PodScheduled=False condition."""
     pod = pod_info.pod
+    sched.metrics.pod_failed(rejected=framework.is_rejected(status))
     reason = (
         POD_REASON_UNSCHEDULABLE if framework.is_rejected(status) else POD_REASON_SCHEDULER_ERROR
     )

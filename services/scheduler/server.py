@@ -18,11 +18,12 @@ from typing import Any
 
 from drasim.common.api import core_v1, resource_v1
 from drasim.common.client import ApiClient
-from drasim.common.informer import Informer
-from drasim.scheduler import framework, schedule_one
+from drasim.common.informer import Informer, event_traceparent
+from drasim.scheduler import framework, schedule_one, spans
 from drasim.scheduler.cache import Cache, Snapshot
 from drasim.scheduler.dra_manager import DraManager
 from drasim.scheduler.framework import ActionType, ClusterEvent, EventResource
+from drasim.scheduler.metrics import SchedulerMetrics
 from drasim.scheduler.plugins import names, registry
 from drasim.scheduler.queue import SchedulingQueue
 
@@ -42,11 +43,19 @@ DEFAULT_PLUGINS = (
 """The default profile, in upstream's order of its Filter plugins."""
 
 
-def new_default_framework(api: ApiClient, dra_manager: DraManager) -> framework.Framework:
+def new_default_framework(
+    api: ApiClient,
+    dra_manager: DraManager,
+    *,
+    observe_plugin_duration: framework.PluginDurationObserver | None = None,
+) -> framework.Framework:
     """The default profile: NodeResourcesFit scores least allocated over cpu and memory and
     leaves extended resources that DRA serves to DynamicResources."""
     handle = registry.Handle(dra_manager=dra_manager, api=api)
-    return framework.Framework([registry.REGISTRY[name](handle) for name in DEFAULT_PLUGINS])
+    return spans.TracedFramework(
+        [registry.REGISTRY[name](handle) for name in DEFAULT_PLUGINS],
+        observe_plugin_duration=observe_plugin_duration,
+    )
 
 
 class Scheduler:
@@ -60,7 +69,11 @@ class Scheduler:
         self.api = api
         self.rng = rng or random.Random()
         self.dra_manager = DraManager()
-        self.framework = new_default_framework(api, self.dra_manager)
+        # The queue's lengths are read when Prometheus scrapes, not on every queue change.
+        self.metrics = SchedulerMetrics(pending_pods=lambda: self.queue.pending_pods_by_queue())
+        self.framework = new_default_framework(
+            api, self.dra_manager, observe_plugin_duration=self.metrics.observe_plugin_duration
+        )
         self.cache = Cache()
         self.snapshot = Snapshot()
         self.queue = SchedulingQueue(self.framework.events_to_register())
@@ -147,7 +160,7 @@ class Scheduler:
         if pod.spec.node_name:
             self._add_pod_to_cache(pod)
         elif schedule_one.responsible_for_pod(pod):
-            self.queue.add(pod)
+            self.queue.add(pod, traceparent=event_traceparent())
 
     def _update_pod(self, old: core_v1.Pod, new: core_v1.Pod) -> None:
         if old.spec.node_name:
@@ -158,7 +171,7 @@ class Scheduler:
             self._add_pod_to_cache(new)
         elif schedule_one.responsible_for_pod(new) and not self.cache.is_assumed_pod(new):
             # An assumed pod is being bound; its updates must not queue it again.
-            self.queue.update(old, new)
+            self.queue.update(old, new, traceparent=event_traceparent())
 
     def _delete_pod(self, pod: core_v1.Pod) -> None:
         if pod.spec.node_name:

@@ -3,10 +3,12 @@ that copy only what changed."""
 
 from __future__ import annotations
 
+from fractions import Fraction
+
 import pytest
 
 from drasim.common.api import core_v1
-from drasim.common.quantity import parse_quantity
+from drasim.common.quantity import Quantity
 from drasim.scheduler.cache import Cache, Snapshot
 from tests.scheduler.wrappers import make_node, make_pod
 
@@ -28,7 +30,8 @@ def snapshot_of(cache: Cache) -> Snapshot:
 def cpu_requested(snapshot: Snapshot, node_name: str) -> str:
     info = snapshot.get(node_name)
     assert info is not None
-    return str(info.requested.get("cpu", parse_quantity(0)))
+    # NodeInfo keeps cpu in millicores; written back as a quantity for readable asserts.
+    return str(Quantity(Fraction(info.requested.get("cpu", 0), 1000)))
 
 
 def test_bound_pods_count_on_their_nodes() -> None:

@@ -697,13 +697,12 @@ def test_node_info_sums_requests_of_its_pods() -> None:
     info.add_pod(first)
     info.add_pod(second)
     assert info.generation > generation
-    assert info.requested == {
-        "cpu": parse_quantity("1"),
-        "example.com/gpu": parse_quantity("2"),
-    }
-    assert info.non_zero_requested["cpu"] == parse_quantity("1100m")
-    assert info.non_zero_requested["memory"] == parse_quantity("400Mi")  # 200Mi each
+    # Integer vectors, cpu in millicores (upstream `framework.Resource`).
+    assert info.requested == {"cpu": 1000, "example.com/gpu": 2}
+    assert info.non_zero_requested["cpu"] == 1100
+    assert info.non_zero_requested["memory"] == 400 * 1024**2  # 200Mi each
     assert info.allowed_pod_number == 10 and info.allocatable["cpu"] == parse_quantity("4")
+    assert info.allocatable_resource == {"cpu": 4000, "pods": 10}
 
     snapshot = info.snapshot()
     info.remove_pod(make_pod("first").obj())  # matched by UID
@@ -824,3 +823,99 @@ def test_filtering_stops_at_enough_feasible_nodes_and_rotates() -> None:
     feasible, _ = fwk.find_nodes_that_fit(CycleState(), POD, all_nodes)
     assert [n.name for n in feasible][:2] == ["n-461", "n-462"]
     assert feasible[-1].name == "n-191"  # 39 after n-461, then n-0 … n-191 without n-3
+
+
+# --- reused Filter verdicts --------------------------------------------------------------
+
+
+@dataclasses.dataclass
+class ReusableFilter(FakeFilter):
+    """A filter whose verdict depends on the pod's spec, the NodeInfo and `external`, which
+    its `filter_stamp` reports (as DynamicResources does with its pools' versions)."""
+
+    name: ClassVar[str] = "ReusableFilter"
+    reusable_filter_verdicts: ClassVar[bool] = True
+    external: dict[str, int] = dataclasses.field(default_factory=dict)
+    veto: bool = False
+
+    def pre_filter(
+        self, state: CycleState, pod: core_v1.Pod, nodes: Sequence[NodeInfo]
+    ) -> tuple[PreFilterResult | None, Status | None]:
+        if self.veto:
+            state.reuse_filter_verdicts = False
+        return None, None
+
+    def filter_stamp(self, node_info: NodeInfo) -> int:
+        return self.external.get(node_info.name, 0)
+
+
+def filtered(log: Recorder) -> list[str]:
+    calls = [c for c in log.calls if ".filter(" in c]
+    log.calls.clear()
+    return calls
+
+
+def test_verdicts_are_reused_until_the_node_or_its_stamp_changes() -> None:
+    log = Recorder()
+    plugin = ReusableFilter(log, reject={"b": Status.unschedulable("no")})
+    fwk = Framework([plugin])
+    all_nodes = nodes("a", "b", "c")
+    feasible, diagnosis = fwk.find_nodes_that_fit(CycleState(), POD, all_nodes)
+    assert [n.name for n in feasible] == ["a", "c"] and filtered(log) == [
+        "ReusableFilter.filter(a)",
+        "ReusableFilter.filter(b)",
+        "ReusableFilter.filter(c)",
+    ]
+
+    # Another pod with the same spec: no plugin call, the same answer and diagnosis.
+    same_spec = make_pod("other-name").obj()
+    same_spec.spec = POD.spec
+    state = CycleState()
+    feasible, again = fwk.find_nodes_that_fit(state, same_spec, all_nodes)
+    assert [n.name for n in feasible] == ["a", "c"] and filtered(log) == []
+    assert again.message(3) == diagnosis.message(3)
+    assert state.reused_feasible == {"a", "c"}
+
+    # A pod added to node a (new generation) and a change behind c's stamp: both again.
+    all_nodes[0].add_pod(make_pod("p").req({"cpu": "1"}).obj())
+    plugin.external["c"] = 1
+    fwk.find_nodes_that_fit(CycleState(), POD, all_nodes)
+    assert sorted(filtered(log)) == ["ReusableFilter.filter(a)", "ReusableFilter.filter(c)"]
+
+    # A pod with another spec has verdicts of its own.
+    fwk.find_nodes_that_fit(CycleState(), make_pod("x").req({"cpu": "2"}).obj(), all_nodes)
+    assert len(filtered(log)) == 3
+
+
+def test_verdicts_are_not_reused_when_a_plugin_cannot_or_a_prefilter_says_no() -> None:
+    log = Recorder()
+    fwk = Framework([ReusableFilter(log), FakeFilter(log)])  # FakeFilter declares nothing
+    for _ in range(2):
+        fwk.find_nodes_that_fit(CycleState(), POD, nodes("a"))
+    assert len(filtered(log)) == 4
+
+    vetoing = Framework([ReusableFilter(log, veto=True)])
+    all_nodes = nodes("a")
+    for _ in range(2):
+        vetoing.find_nodes_that_fit(CycleState(), POD, all_nodes)
+    assert len(filtered(log)) == 2
+
+
+def test_a_reused_verdict_is_confirmed_on_the_chosen_node() -> None:
+    log = Recorder()
+    plugin = ReusableFilter(log)
+    fwk = Framework([plugin])
+    all_nodes = nodes("a")
+    fwk.find_nodes_that_fit(CycleState(), POD, all_nodes)
+    state = CycleState()
+    [chosen], _ = fwk.find_nodes_that_fit(state, POD, all_nodes)
+    filtered(log)
+    fwk.confirm_reused_verdict(state, POD, chosen)
+    assert filtered(log) == ["ReusableFilter.filter(a)"]
+
+    # A change the stamps did not show: the confirmation fails and every verdict goes.
+    plugin.reject["a"] = Status.unschedulable("no")
+    with pytest.raises(FrameworkError, match="stale"):
+        fwk.confirm_reused_verdict(state, POD, chosen)
+    feasible, _ = fwk.find_nodes_that_fit(CycleState(), POD, all_nodes)
+    assert feasible == [] and filtered(log) == ["ReusableFilter.filter(a)"] * 2

@@ -9,12 +9,16 @@ from __future__ import annotations
 
 import logging
 import ssl
+from typing import TYPE_CHECKING
 
 from aiohttp import web
 
 from drasim.apistore.core import ApiCore
 from drasim.apistore.http import keys, middlewares, routes
 from drasim.common.bus.client import Bus
+
+if TYPE_CHECKING:
+    from drasim.apistore.metrics import RequestMetrics
 
 log = logging.getLogger(__name__)
 
@@ -29,12 +33,21 @@ def build_app(
     *,
     token: str,
     bookmark_interval: float = DEFAULT_BOOKMARK_INTERVAL,
+    request_metrics: RequestMetrics | None = None,
 ) -> web.Application:
-    """The application; every request must carry `Authorization: Bearer <token>`."""
+    """The application; every request must carry `Authorization: Bearer <token>`. With
+    `request_metrics`, every request is counted and timed (outermost, so with its final
+    status)."""
     if not token:
         raise ValueError("the HTTP API needs a bearer token")
+    measure = [request_metrics.http_middleware] if request_metrics is not None else []
     app = web.Application(
-        middlewares=[middlewares.errors_to_status, middlewares.authenticate],
+        middlewares=[
+            *measure,
+            middlewares.trace,
+            middlewares.errors_to_status,
+            middlewares.authenticate,
+        ],
         client_max_size=16 * 2**20,
     )
     app[keys.CORE] = core

@@ -1,4 +1,5 @@
-"""Bearer-token authentication, and the one place errors become `metav1.Status` answers."""
+"""Tracing, bearer-token authentication, and the one place errors become `metav1.Status`
+answers."""
 
 from __future__ import annotations
 
@@ -8,8 +9,9 @@ import logging
 from aiohttp import web
 from aiohttp.typedefs import Handler
 
+from drasim.apistore import spans
 from drasim.apistore.http import keys, responses
-from drasim.common import errors
+from drasim.common import errors, tracing
 
 log = logging.getLogger(__name__)
 
@@ -20,6 +22,23 @@ _REASONS = {
     413: "RequestEntityTooLarge",
     415: "UnsupportedMediaType",
 }
+
+
+@web.middleware
+async def trace(request: web.Request, handler: Handler) -> web.StreamResponse:
+    """With tracing on, a SERVER span per request continuing its `traceparent` header,
+    current while the handler runs (its writes store the span's traceparent)."""
+    if not tracing.enabled():
+        return await handler(request)
+    span = spans.start_http_request(request)
+    try:
+        with tracing.use(span):
+            response = await handler(request)
+    except BaseException as exc:
+        tracing.end(span, exc)
+        raise
+    spans.end_http_request(span, response.status)
+    return response
 
 
 @web.middleware

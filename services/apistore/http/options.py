@@ -14,7 +14,7 @@ from aiohttp import web
 from multidict import MultiMapping
 
 from drasim.apistore.mutations import Context
-from drasim.common import errors
+from drasim.common import errors, tracing
 from drasim.common.api import registry
 
 # Subresources served over HTTP (of those the registry lists, pods/ephemeralcontainers is not).
@@ -71,10 +71,16 @@ def target(request: web.Request) -> Target:
 
 def context(request: web.Request) -> Context:
     """Who asks: the field manager if given (kubectl names itself there), else the client's
-    product name from User-Agent; recorded with every write in the event log."""
+    product name from User-Agent; recorded with every write in the event log. The trace is
+    the request's server span (tracing on), else its `traceparent` header, else a new one."""
     agent = request.headers.get("User-Agent", "").split("/", 1)[0].strip()
     actor = request.query.get("fieldManager") or agent or "http"
-    return Context(actor=actor, traceparent=request.headers.get("traceparent", ""))
+    traceparent = (
+        tracing.current_traceparent()
+        or request.headers.get(tracing.TRACEPARENT, "")
+        or tracing.mint()
+    )
+    return Context(actor=actor, traceparent=traceparent)
 
 
 # -- query parameters -------------------------------------------------------------------

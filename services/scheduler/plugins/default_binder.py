@@ -18,7 +18,12 @@ __all__ = ["DefaultBinder"]
 
 class DefaultBinder:
     """Bind. Any API error (the pod is gone, already bound, the server is away) fails the
-    binding cycle, which then unreserves the pod and sends it to backoff."""
+    binding cycle, which then unreserves the pod and sends it to backoff.
+
+    A request that timed out may have bound the pod all the same; unreserving then would
+    free devices the bound pod uses. So it is sent once more: the apistore applies writes
+    in order, and "already assigned to" this node means the first one did bind it.
+    """
 
     name: ClassVar[str] = names.DEFAULT_BINDER
 
@@ -29,7 +34,14 @@ class DefaultBinder:
         self, state: framework.CycleState, pod: core_v1.Pod, node_name: str
     ) -> framework.Status | None:
         try:
-            await self.api.bind(pod, node_name)
+            try:
+                await self.api.bind(pod, node_name)
+            except errors.Timeout:
+                await self.api.bind(pod, node_name)
+        except errors.Conflict as err:
+            if f'already assigned to node "{node_name}"' in err.message:
+                return None  # the request that timed out bound it
+            return framework.Status.error(err)
         except errors.ApiError as err:
             return framework.Status.error(err)
         return None

@@ -132,6 +132,8 @@ class NodeAffinity:
     """PreFilter, Filter and EnqueueExtensions."""
 
     name: ClassVar[str] = names.NODE_AFFINITY
+    # Filter reads only the pod's spec and the NodeInfo (see framework.FilterVerdicts).
+    reusable_filter_verdicts: ClassVar[bool] = True
 
     def pre_filter(
         self,

@@ -6,6 +6,12 @@ that the node does not advertise (allocatable absent or 0) but a DeviceClass map
 DynamicResources (spec §3.1.2, §3.2.1); one the node does advertise is a device-plugin
 resource and is checked here. Scoring counts such DRA-served names by devices (§3.7.2).
 
+Filter and Score run for every node of every attempt, so they compare integers only:
+NodeInfo's resource vectors (allocatable converted once per node update, requests kept up
+to date as pods come and go) against the pod's requests, converted once in PreFilter and
+PreScore together with what does not depend on the node (ignored names, whether a
+DeviceClass maps a name).
+
 Upstream: `pkg/scheduler/framework/plugins/noderesources/{fit.go,resource_allocation.go,
 least_allocated.go}`. Only the LeastAllocated strategy is implemented.
 """
@@ -17,7 +23,6 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import ClassVar
 
 from drasim.common.api import core_v1, resource_v1, resources
-from drasim.common.quantity import Quantity
 from drasim.scheduler import framework
 from drasim.scheduler.plugins import names
 
@@ -96,34 +101,19 @@ class NodeResourcesFitArgs:
 
 
 # --- resource arithmetic (upstream `framework.Resource`) ---------------------------------
+#
+# Everything per node is integer arithmetic on NodeInfo's vectors (`framework.
+# resource_vector`: cpu in millicores, the rest in whole units). The pod's side is converted
+# once per attempt, in PreFilter and PreScore.
 
-
-def _is_scalar_resource_name(name: str) -> bool:
-    """Names kept as plain counts beside cpu, memory and ephemeral storage: extended
-    resources, hugepages, attachable volumes and prefixed native names such as
-    `deviceclass.resource.kubernetes.io/<class>` (upstream `IsScalarResourceName`)."""
-    return (
-        resources.is_extended_resource_name(name)
-        or name.startswith(("hugepages-", "attachable-volumes-"))
-        or ("/" in name and resources.RESOURCE_DEFAULT_NAMESPACE_PREFIX in name)
-    )
-
-
-def _as_resource(quantities: Mapping[str, Quantity]) -> dict[str, int]:
-    """cpu in millicores, everything else rounded up to whole units; other names dropped."""
-    result: dict[str, int] = {}
-    for name, quantity in quantities.items():
-        if name == CPU:
-            result[name] = quantity.milli_value()
-        elif name in (MEMORY, EPHEMERAL_STORAGE, PODS) or _is_scalar_resource_name(name):
-            result[name] = quantity.int_value()
-    return result
+_NATIVE_CHECKED = (CPU, MEMORY, EPHEMERAL_STORAGE)
 
 
 def _pod_request(pod: core_v1.Pod) -> dict[str, int]:
+    """What Filter checks: the pod's requests (zeros left out) without `pods`."""
     return {
         name: value
-        for name, value in _as_resource(resources.pod_requests(pod)).items()
+        for name, value in framework.pod_resource_request(pod).requested.items()
         if name != PODS
     }
 
@@ -151,34 +141,28 @@ def _should_delegate_to_dra(
     return resolve(name) is not None
 
 
-def _fits_request(
+_Check = tuple[str, int, str, bool]
+"""(resource name, pod request, its `Insufficient` reason, a DeviceClass maps the name)."""
+
+
+def _checks(
     pod_request: Mapping[str, int],
-    node_info: framework.NodeInfo,
     *,
     ignored_resources: frozenset[str] = frozenset(),
     ignored_resource_groups: frozenset[str] = frozenset(),
     resolve: DeviceClassResolver | None = None,
-) -> list[InsufficientResource]:
-    insufficient: list[InsufficientResource] = []
-    allowed_pods = node_info.allowed_pod_number
-    if len(node_info.pods) + 1 > allowed_pods:
-        insufficient.append(
-            InsufficientResource(PODS, REASON_TOO_MANY_PODS, 1, len(node_info.pods), allowed_pods)
-        )
-    if not pod_request:
-        return insufficient
-
-    allocatable = _as_resource(node_info.allocatable)
-    requested = _as_resource(node_info.requested)
-    for name in (CPU, MEMORY, EPHEMERAL_STORAGE):
-        want = pod_request.get(name, 0)
-        free = allocatable.get(name, 0) - requested.get(name, 0)
-        if want > 0 and want > free:
-            insufficient.append(_insufficient(name, want, requested, allocatable))
-
+) -> tuple[_Check, ...]:
+    """The comparisons Filter makes on every node, worked out once per pod: cpu, memory
+    and ephemeral-storage when requested, then the scalar resources the pod asks for that
+    are not ignored. Whether a class maps a name is asked here, once per attempt; a node
+    then delegates the name to DRA when its allocatable for it is 0 or absent (§3.1.2)."""
+    checks = [
+        (name, want, insufficient_reason(name), False)
+        for name in _NATIVE_CHECKED
+        if (want := pod_request.get(name, 0)) > 0
+    ]
     # Sorted so the reasons come out in a stable order (upstream walks a Go map).
-    scalars = sorted(n for n in pod_request if n not in (CPU, MEMORY, EPHEMERAL_STORAGE))
-    for name in scalars:
+    for name in sorted(n for n in pod_request if n not in _NATIVE_CHECKED):
         want = pod_request[name]
         if want == 0:
             continue
@@ -186,25 +170,34 @@ def _fits_request(
             name in ignored_resources or name.split("/", 1)[0] in ignored_resource_groups
         ):
             continue
-        if _should_delegate_to_dra(name, allocatable, resolve):
-            continue  # DynamicResources checks it (spec §3.2.1)
-        if want > allocatable.get(name, 0) - requested.get(name, 0):
-            insufficient.append(_insufficient(name, want, requested, allocatable))
+        mapped = resolve is not None and resolve(name) is not None
+        checks.append((name, want, insufficient_reason(name), mapped))
+    return tuple(checks)
+
+
+def _fits_request(
+    checks: Sequence[_Check], node_info: framework.NodeInfo
+) -> list[InsufficientResource]:
+    """Everything the node lacks for the checks. `NodeResourcesFit.filter` makes the same
+    comparisons inline, without building these records."""
+    insufficient: list[InsufficientResource] = []
+    allowed_pods = node_info.allowed_pod_number
+    if len(node_info.pods) + 1 > allowed_pods:
+        insufficient.append(
+            InsufficientResource(PODS, REASON_TOO_MANY_PODS, 1, len(node_info.pods), allowed_pods)
+        )
+    allocatable = node_info.allocatable_resource
+    requested = node_info.requested
+    for name, want, reason, mapped in checks:
+        capacity = allocatable.get(name, 0)
+        used = requested.get(name, 0)
+        if want > capacity - used:
+            if mapped and capacity <= 0:
+                continue  # DynamicResources checks it (spec §3.2.1)
+            insufficient.append(
+                InsufficientResource(name, reason, want, used, capacity, want > capacity)
+            )
     return insufficient
-
-
-def _insufficient(
-    name: str, want: int, requested: Mapping[str, int], allocatable: Mapping[str, int]
-) -> InsufficientResource:
-    capacity = allocatable.get(name, 0)
-    return InsufficientResource(
-        name,
-        insufficient_reason(name),
-        want,
-        requested.get(name, 0),
-        capacity,
-        unresolvable=want > capacity,
-    )
 
 
 def fits(
@@ -213,7 +206,7 @@ def fits(
     resolve_device_class: DeviceClassResolver | None = None,
 ) -> list[InsufficientResource]:
     """Everything the pod lacks on the node; empty when it fits (upstream `Fits`)."""
-    return _fits_request(_pod_request(pod), node_info, resolve=resolve_device_class)
+    return _fits_request(_checks(_pod_request(pod), resolve=resolve_device_class), node_info)
 
 
 def least_allocated_score(
@@ -237,15 +230,26 @@ def least_allocated_score(
 @dataclasses.dataclass(frozen=True, slots=True)
 class _PreFilterState:
     pod_request: dict[str, int]
+    checks: tuple[_Check, ...]
+    # One Status per distinct verdict (unresolvable, *reasons) of this attempt, handed to
+    # every node that gets it: most rejected nodes lack the same thing, and a Status is
+    # not changed once returned (the framework only names the plugin on it). Kept across
+    # `clone`, as its contents depend on the pod alone.
+    statuses: dict[tuple[object, ...], framework.Status] = dataclasses.field(default_factory=dict)
 
     def clone(self) -> _PreFilterState:
         return self
 
 
+_Scored = tuple[str, int, int, bool, bool]
+"""(resource name, pod request, weight, counted with the non-zero defaults (cpu, memory),
+a DeviceClass maps the name and its devices may be counted)."""
+
+
 @dataclasses.dataclass(frozen=True, slots=True)
 class _PreScoreState:
-    # Same order as the strategy's resources; cpu/memory with the non-zero defaults.
-    pod_requests: list[int]
+    # The strategy's resources in order, less the scalar ones the pod does not request.
+    scored: tuple[_Scored, ...]
 
     def clone(self) -> _PreScoreState:
         return self
@@ -260,6 +264,9 @@ class NodeResourcesFit:
     """
 
     name: ClassVar[str] = names.NODE_RESOURCES_FIT
+    # Filter reads only the pod's spec, the NodeInfo and which extended resources DRA
+    # serves (part of DynamicResources' `filter_stamp`): see framework.FilterVerdicts.
+    reusable_filter_verdicts: ClassVar[bool] = True
 
     def __init__(
         self,
@@ -280,37 +287,80 @@ class NodeResourcesFit:
         pod: core_v1.Pod,
         nodes: Sequence[framework.NodeInfo],
     ) -> tuple[framework.PreFilterResult | None, framework.Status | None]:
-        state.write(_PRE_FILTER_STATE_KEY, _PreFilterState(_pod_request(pod)))
+        pod_request = _pod_request(pod)
+        checks = _checks(
+            pod_request,
+            ignored_resources=self.args.ignored_resources,
+            ignored_resource_groups=self.args.ignored_resource_groups,
+            resolve=self.resolve_device_class,
+        )
+        state.write(_PRE_FILTER_STATE_KEY, _PreFilterState(pod_request, checks))
         return None, None
 
     def filter(
         self, state: framework.CycleState, pod: core_v1.Pod, node_info: framework.NodeInfo
     ) -> framework.Status | None:
+        # Runs for every node of every attempt: int comparisons only (see `_fits_request`).
         try:
             pre_filter_state = state.read(_PRE_FILTER_STATE_KEY)
         except KeyError as err:
             return framework.Status.error(err)
         assert isinstance(pre_filter_state, _PreFilterState)
-        insufficient = _fits_request(
-            pre_filter_state.pod_request,
-            node_info,
-            ignored_resources=self.args.ignored_resources,
-            ignored_resource_groups=self.args.ignored_resource_groups,
-            resolve=self.resolve_device_class,
+        reasons = (
+            [REASON_TOO_MANY_PODS] if len(node_info.pods) >= node_info.allowed_pod_number else None
         )
-        if not insufficient:
+        unresolvable = False
+        allocatable = node_info.allocatable_resource
+        requested = node_info.requested
+        for name, want, reason, mapped in pre_filter_state.checks:
+            capacity = allocatable.get(name, 0)
+            if want > capacity - requested.get(name, 0):
+                if mapped and capacity <= 0:
+                    continue  # DynamicResources checks it (spec §3.2.1)
+                if reasons is None:
+                    reasons = [reason]
+                else:
+                    reasons.append(reason)
+                # Preemption frees only what other pods use; it cannot grow the node
+                # (spec §3.2.1).
+                unresolvable = unresolvable or want > capacity
+        if reasons is None:
             return None
-        reasons = [r.reason for r in insufficient]
-        # Preemption frees only what other pods use; it cannot grow the node (spec §3.2.1).
-        if any(r.unresolvable for r in insufficient):
-            return framework.Status.unresolvable(*reasons)
-        return framework.Status.unschedulable(*reasons)
+        key = (unresolvable, *reasons)
+        status = pre_filter_state.statuses.get(key)
+        if status is None:
+            code = (
+                framework.Code.UNSCHEDULABLE_AND_UNRESOLVABLE
+                if unresolvable
+                else framework.Code.UNSCHEDULABLE
+            )
+            status = pre_filter_state.statuses[key] = framework.Status(code, reasons)
+        return status
 
     # -- scoring --
 
-    def _pod_scoring_requests(self, pod: core_v1.Pod) -> list[int]:
-        requests = _as_resource(framework.pod_non_zero_requests(pod))
-        return [requests.get(spec.name, 0) for spec in self.args.scoring_strategy.resources]
+    def _pre_score_state(self, pod: core_v1.Pod) -> _PreScoreState:
+        request = framework.pod_resource_request(pod)
+        scored: list[_Scored] = []
+        for spec in self.args.scoring_strategy.resources:
+            name = spec.name
+            if name in (CPU, MEMORY):
+                # Request-less containers count with the defaults, so they still spread out.
+                scored.append(
+                    (name, request.non_zero_requested.get(name, 0), spec.weight, True, False)
+                )
+                continue
+            want = request.requested.get(name, 0)
+            if want == 0 and framework.is_scalar_resource_name(name):
+                continue  # the pod does not ask for it
+            mapped = (
+                name != EPHEMERAL_STORAGE
+                and self.dra_capacity is not None
+                and self.resolve_device_class is not None
+                and self.resolve_device_class(name) is not None
+            )
+            scored.append((name, want, spec.weight, False, mapped))
+        return _PreScoreState(tuple(scored))
 
     def pre_score(
         self,
@@ -318,28 +368,42 @@ class NodeResourcesFit:
         pod: core_v1.Pod,
         nodes: Sequence[framework.NodeInfo],
     ) -> framework.Status | None:
-        state.write(_PRE_SCORE_STATE_KEY, _PreScoreState(self._pod_scoring_requests(pod)))
+        state.write(_PRE_SCORE_STATE_KEY, self._pre_score_state(pod))
         return None
 
     def score(
         self, state: framework.CycleState, pod: core_v1.Pod, node_info: framework.NodeInfo
     ) -> int:
+        """LeastAllocated over the strategy's resources, as `least_allocated_score` of
+        `allocatable_and_requested`, inlined: it runs for every scored node."""
         try:
             pre_score_state = state.read(_PRE_SCORE_STATE_KEY)
             assert isinstance(pre_score_state, _PreScoreState)
-            pod_requests = pre_score_state.pod_requests
         except KeyError:
-            pod_requests = self._pod_scoring_requests(pod)
-        specs = self.args.scoring_strategy.resources
-        pairs = [
-            self.allocatable_and_requested(node_info, spec.name, pod_request)
-            for spec, pod_request in zip(specs, pod_requests, strict=True)
-        ]
-        return least_allocated_score(
-            [requested for _, requested in pairs],
-            [allocatable for allocatable, _ in pairs],
-            [spec.weight for spec in specs],
-        )
+            pre_score_state = self._pre_score_state(pod)
+        allocatable = node_info.allocatable_resource
+        node_score = weight_sum = 0
+        for name, want, weight, non_zero, mapped in pre_score_state.scored:
+            capacity = allocatable.get(name, 0)
+            if non_zero:
+                used = node_info.non_zero_requested.get(name, 0) + want
+            elif capacity == 0:
+                if not mapped:
+                    continue  # not on this node: not scored
+                # Spec §3.7.2: devices of the mapped class on this node; none → not scored.
+                assert self.dra_capacity is not None
+                capacity, allocated = self.dra_capacity(node_info, name)
+                used = allocated + want
+            else:
+                used = node_info.requested.get(name, 0) + want
+            if capacity == 0:
+                continue
+            score = (
+                0 if used > capacity else (capacity - used) * framework.MAX_NODE_SCORE // capacity
+            )
+            node_score += score * weight
+            weight_sum += weight
+        return node_score // weight_sum if weight_sum else 0
 
     def allocatable_and_requested(
         self, node_info: framework.NodeInfo, resource_name: str, pod_request: int
@@ -347,14 +411,14 @@ class NodeResourcesFit:
         """The node's capacity for one scored resource and what would be in use with the
         pod; (0, 0) leaves the resource out (upstream `calculateResourceAllocatableRequest`).
         """
-        if pod_request == 0 and _is_scalar_resource_name(resource_name):
+        if pod_request == 0 and framework.is_scalar_resource_name(resource_name):
             return 0, 0  # the pod does not ask for it
-        allocatable = _as_resource(node_info.allocatable)
+        allocatable = node_info.allocatable_resource
         if resource_name in (CPU, MEMORY):
             # Request-less containers count with the defaults, so they still spread out.
-            non_zero = _as_resource(node_info.non_zero_requested)
+            non_zero = node_info.non_zero_requested
             return allocatable.get(resource_name, 0), non_zero.get(resource_name, 0) + pod_request
-        requested = _as_resource(node_info.requested)
+        requested = node_info.requested
         if resource_name == EPHEMERAL_STORAGE:
             return allocatable.get(resource_name, 0), requested.get(resource_name, 0) + pod_request
         capacity = allocatable.get(resource_name, 0)
@@ -425,8 +489,8 @@ class NodeResourcesFit:
     def _have_requested_resources_increased(
         self, pod: core_v1.Pod, old: core_v1.Node, new: core_v1.Node
     ) -> bool:
-        before = _as_resource(old.status.allocatable)
-        after = _as_resource(new.status.allocatable)
+        before = framework.resource_vector(old.status.allocatable)
+        after = framework.resource_vector(new.status.allocatable)
         if after.get(PODS, 0) > before.get(PODS, 0):
             return True
         for name, want in _pod_request(pod).items():
@@ -434,7 +498,7 @@ class NodeResourcesFit:
                 continue
             if after.get(name, 0) > before.get(name, 0):
                 return True
-            if _is_scalar_resource_name(name) and _should_delegate_to_dra(
+            if framework.is_scalar_resource_name(name) and _should_delegate_to_dra(
                 name, after, self.resolve_device_class
             ):
                 return True

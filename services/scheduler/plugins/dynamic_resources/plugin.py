@@ -24,7 +24,7 @@ import contextlib
 import copy
 import dataclasses
 import logging
-from collections.abc import Awaitable, Callable, Iterator, Sequence
+from collections.abc import Awaitable, Callable, Hashable, Iterator, Sequence
 from typing import ClassVar, TypeVar
 
 from drasim.common import codec, errors
@@ -210,6 +210,10 @@ class DynamicResources:
     """
 
     name: ClassVar[str] = names.DYNAMIC_RESOURCES
+    # For a pod whose only claim is its in-memory special claim, Filter's verdict depends
+    # on the pod's spec, the node, the classes and slices and the allocations of the
+    # node's pools: all in `filter_stamp`. PreFilter excludes every other pod.
+    reusable_filter_verdicts: ClassVar[bool] = True
 
     def __init__(
         self,
@@ -277,7 +281,18 @@ class DynamicResources:
             and extended_resource_claim is not None
             and s.allocator is not None
         )
+        if not (
+            s.only_extended_resource_claim
+            and extended_resource_claim is not None
+            and extended_resource_claim.metadata.name == extended.SPECIAL_CLAIM_IN_MEMORY_NAME
+        ):
+            state.reuse_filter_verdicts = False  # user claims, or a leftover special claim
         return None, None
+
+    def filter_stamp(self, node_info: framework.NodeInfo) -> Hashable:
+        """What Filter's verdict for the node depends on besides the pod and the NodeInfo
+        (see `framework.FilterVerdicts`)."""
+        return self.dra_manager.node_stamp(node_info.node)
 
     def _pod_resource_claims(self, pod: core_v1.Pod) -> list[resource_v1.ResourceClaim]:
         """The claims of `pod.spec.resourceClaims` from the claim cache (upstream
@@ -705,6 +720,7 @@ class DynamicResources:
             return claim  # §3.9.1: device plugins serve everything on this node
         in_flight_uid = claim.metadata.uid
         written: resource_v1.ResourceClaim | None = None
+        outcome_unknown = False
         try:
             if (
                 is_extended_resource_claim
@@ -713,7 +729,11 @@ class DynamicResources:
                 claim = written = await self._create_extended_resource_claim(pod, node_name, s)
                 # From now on Unreserve must delete it, whatever fails next.
                 s.claims.set(index, claim)
-            claim = written = await self._allocate_and_reserve(claim, allocation, pod)
+            try:
+                claim = written = await self._allocate_and_reserve(claim, allocation, pod)
+            except errors.Timeout:
+                outcome_unknown = True  # no answer: the allocation may have been written
+                raise
             if is_extended_resource_claim:
                 await self._patch_pod_extended_resource_claim_status(pod, claim, node_name, s)
             return claim
@@ -724,6 +744,11 @@ class DynamicResources:
                 else:
                     self.dra_manager.assume_claim_after_api_call(written)
             if allocation is not None:
+                if outcome_unknown and is_extended_resource_claim:
+                    # Unreserve deletes the claim; its devices stay taken until then.
+                    self.dra_manager.hold_pending_allocation(
+                        in_flight_uid, claim.metadata.namespace, claim.metadata.name
+                    )
                 self.dra_manager.remove_claim_pending_allocation(in_flight_uid)
 
     async def _create_extended_resource_claim(

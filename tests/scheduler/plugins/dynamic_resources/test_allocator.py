@@ -832,3 +832,69 @@ def test_first_free_answer_follows_the_dra_managers_allocations() -> None:
     assert first_device(alloc) == "gpu-0"
     manager.signal_claim_pending_allocation("uid-taken", taken)
     assert first_device(alloc) == "gpu-1"
+
+
+def test_a_held_in_flight_allocation_stays_until_the_claim_shows_allocated_or_deleted() -> None:
+    """Writing the special claim's allocation timed out (it may have been applied): its
+    devices stay taken through Unreserve until the claim cache knows the outcome."""
+    from drasim.scheduler.dra_manager import DraManager
+
+    manager = DraManager()
+    manager.on_class_add(make_class("gpu", BY_DRIVER))
+    manager.on_slice_add(make_slice("s", dev("gpu-0")))
+    node = make_node()
+    claim = make_claim("special", exact("r"))
+    claim.metadata.uid = "uid-special"
+    manager.on_claim_add(claim)  # created, not yet allocated
+    pending = make_claim("special", exact("r"))
+    pending.metadata.uid = "uid-temporary"
+    pending.status.allocation = manager.allocator().allocate(node, [pending])[0]
+    manager.signal_claim_pending_allocation("uid-temporary", pending)
+
+    manager.hold_pending_allocation("uid-temporary", "default", "special")
+    assert not manager.remove_claim_pending_allocation("uid-temporary")  # PreBind's finally
+    assert manager.allocator().allocate(node, [make_claim("other", exact("r"))]) is None
+
+    allocated = make_claim("special", exact("r"))
+    allocated.metadata.uid = "uid-special"
+    allocated.metadata.resource_version = "2"
+    allocated.status.allocation = pending.status.allocation
+    manager.on_claim_update(claim, allocated)  # the write had happened
+    assert not manager.claim_is_pending_allocation("uid-temporary")
+    assert manager.allocator().allocate(node, [make_claim("other", exact("r"))]) is None
+    manager.on_claim_delete(allocated)  # Unreserve deleted it
+    assert manager.allocator().allocate(node, [make_claim("other", exact("r"))]) is not None
+
+    # Held, and the claim is deleted without ever showing the allocation.
+    manager.on_claim_add(claim)
+    manager.signal_claim_pending_allocation("uid-temporary", pending)
+    manager.hold_pending_allocation("uid-temporary", "default", "special")
+    manager.remove_claim_pending_allocation("uid-temporary")
+    assert manager.allocator().allocate(node, [make_claim("other", exact("r"))]) is None
+    manager.on_claim_delete(claim)
+    assert manager.allocator().allocate(node, [make_claim("other", exact("r"))]) is not None
+
+
+def test_node_stamp_changes_with_the_nodes_pools_classes_and_slices() -> None:
+    """What DynamicResources reports for reusing Filter verdicts (framework.FilterVerdicts)."""
+    from drasim.scheduler.dra_manager import DraManager
+
+    manager = DraManager()
+    manager.on_class_add(make_class("gpu", BY_DRIVER))
+    manager.on_slice_add(make_slice("s", dev("gpu-0"), dev("gpu-1")))
+    manager.on_slice_add(make_slice("t", dev("gpu-0"), node="other"))
+    node, other = make_node(), make_node("other")
+    before, other_before = manager.node_stamp(node), manager.node_stamp(other)
+    assert manager.node_stamp(node) == before  # stable while nothing changes
+
+    pending = make_claim("c", exact("r"))
+    pending.status.allocation = manager.allocator().allocate(node, [pending])[0]
+    manager.signal_claim_pending_allocation("uid", pending)
+    assert manager.node_stamp(node) != before  # a device of its pool was taken
+    assert manager.node_stamp(other) == other_before
+    taken = manager.node_stamp(node)
+    manager.remove_claim_pending_allocation("uid")
+    assert manager.node_stamp(node) != taken
+
+    manager.on_class_add(make_class("other-class", BY_DRIVER))
+    assert manager.node_stamp(other) != other_before
