@@ -217,6 +217,9 @@ class CycleState:
         self.reuse_filter_verdicts = False
         # Feasible nodes whose verdict was reused: the chosen one is checked again.
         self.reused_feasible: set[str] = set()
+        # With reuse on: this pod spec's kept verdicts, and the stamp of each feasible node.
+        self.pod_verdicts: PodVerdicts | None = None
+        self.node_stamps: dict[str, Hashable] = {}
 
     def read(self, key: str) -> StateData:
         """Raises KeyError when nothing was written, e.g. because PreFilter did not run."""
@@ -240,6 +243,8 @@ class CycleState:
         copy.record_plugin_metrics = self.record_plugin_metrics
         copy.reuse_filter_verdicts = self.reuse_filter_verdicts
         copy.reused_feasible = set(self.reused_feasible)
+        copy.pod_verdicts = self.pod_verdicts
+        copy.node_stamps = dict(self.node_stamps)
         return copy
 
 
@@ -465,17 +470,17 @@ class NodeScore(NamedTuple):
     score: int
 
 
-class PluginScore(NamedTuple):
+class PluginScore(msgspec.Struct, frozen=True, gc=False):
     name: str
     score: int
 
 
-@dataclasses.dataclass(slots=True)
-class NodePluginScores:
-    """One node's weighted score from each Score plugin, and their sum."""
+class NodePluginScores(msgspec.Struct, gc=False):
+    """One node's weighted score from each Score plugin, and their sum. (Made for every
+    scored node of every attempt: a Struct the cycle collector does not track.)"""
 
     name: str
-    scores: list[PluginScore] = dataclasses.field(default_factory=list)
+    scores: list[PluginScore] = msgspec.field(default_factory=list)
     total_score: int = 0
 
 
@@ -847,6 +852,18 @@ def _plugin_list_message(plugins: Iterable[str]) -> str:
     return "[" + " ".join(sorted(plugins)) + "]"
 
 
+@dataclasses.dataclass(slots=True)
+class PodVerdicts:
+    """What earlier attempts found for one pod spec, per node, with the node's stamp."""
+
+    # node -> (stamp, None if feasible else the rejecting status)
+    filter: dict[str, tuple[Hashable, Status | None]] = dataclasses.field(default_factory=dict)
+    # Score plugin -> node -> (stamp, the plugin's score before normalizing); only for
+    # plugins declaring `reusable_scores = True` (their score, like their Filter, reads
+    # the pod's spec and what the stamp covers).
+    scores: dict[str, dict[str, tuple[Hashable, int]]] = dataclasses.field(default_factory=dict)
+
+
 class FilterVerdicts:
     """Filter verdicts of earlier attempts, reused for pods whose specs are the same.
 
@@ -868,18 +885,18 @@ class FilterVerdicts:
             getattr(p, "reusable_filter_verdicts", False) for p in filter_plugins
         )
         self._stamps = [p.filter_stamp for p in filter_plugins if hasattr(p, "filter_stamp")]
-        self._by_spec: dict[bytes, dict[str, tuple[Hashable, Status | None]]] = {}
+        self._by_spec: dict[bytes, PodVerdicts] = {}
 
     def stamp(self, node_info: NodeInfo) -> Hashable:
         if len(self._stamps) == 1:
             return (node_info.generation, self._stamps[0](node_info))
         return (node_info.generation, *(stamp(node_info) for stamp in self._stamps))
 
-    def for_pod(self, pod: core_v1.Pod) -> dict[str, tuple[Hashable, Status | None]]:
+    def for_pod(self, pod: core_v1.Pod) -> PodVerdicts:
         key = codec.encode(pod.spec)
         verdicts = self._by_spec.pop(key, None)
         if verdicts is None:
-            verdicts = {}
+            verdicts = PodVerdicts()
             if len(self._by_spec) >= self.MAX_SPECS:
                 del self._by_spec[next(iter(self._by_spec))]
         self._by_spec[key] = verdicts  # (re)inserted last: most recently used
@@ -1052,8 +1069,12 @@ class Framework:
             if pl.name not in state.skip_filter_plugins
         ]
         timed = self._observe is not None and state.record_plugin_metrics
-        verdicts = self.filter_verdicts.for_pod(pod) if state.reuse_filter_verdicts else None
+        verdicts = None
+        if state.reuse_filter_verdicts:
+            state.pod_verdicts = self.filter_verdicts.for_pod(pod)
+            verdicts = state.pod_verdicts.filter
         stamp_of = self.filter_verdicts.stamp
+        node_stamps = state.node_stamps
         feasible: list[NodeInfo] = []
         processed = 0
         for node_info in ordered:
@@ -1063,6 +1084,7 @@ class Framework:
                 known = verdicts.get(node_info.name)
                 if known is not None and known[0] == stamp:
                     if known[1] is None:
+                        node_stamps[node_info.name] = stamp
                         feasible.append(node_info)
                         state.reused_feasible.add(node_info.name)
                         if len(feasible) >= to_find:
@@ -1083,6 +1105,7 @@ class Framework:
             else:
                 if verdicts is not None:
                     verdicts[node_info.name] = (stamp, None)
+                    node_stamps[node_info.name] = stamp
                 feasible.append(node_info)
                 if len(feasible) >= to_find:
                     break
@@ -1164,7 +1187,11 @@ class Framework:
         for pl in plugins:
             score = pl.score
             started = time.perf_counter()
-            values = [score(state, pod, n) for n in nodes]
+            if state.pod_verdicts is not None and getattr(pl, "reusable_scores", False):
+                kept = state.pod_verdicts.scores.setdefault(pl.name, {})
+                values = [_kept_score(kept, state, pod, n, score) for n in nodes]
+            else:
+                values = [score(state, pod, n) for n in nodes]
             if timed:  # (upstream times each node; one figure per cycle is enough here)
                 self._observed(state, ExtensionPoint.SCORE, pl.name, started, None)
             if isinstance(pl, ScoreExtensions):
@@ -1196,7 +1223,7 @@ class Framework:
         result = []
         for i, node_info in enumerate(nodes):
             per_plugin = [PluginScore(plugin, values[i]) for plugin, values in weighted]
-            total = sum(value for _, value in per_plugin)
+            total = sum(p.score for p in per_plugin)
             result.append(NodePluginScores(node_info.name, per_plugin, total))
         return result
 
@@ -1272,6 +1299,23 @@ class Framework:
     def events_to_register(self) -> dict[str, list[ClusterEventWithHint]]:
         """Plugin name → the events that may requeue pods it rejected."""
         return {pl.name: pl.events_to_register() for pl in self.enqueue_extensions}
+
+
+def _kept_score(
+    kept: dict[str, tuple[Hashable, int]],
+    state: CycleState,
+    pod: core_v1.Pod,
+    node_info: NodeInfo,
+    score: Callable[[CycleState, core_v1.Pod, NodeInfo], int],
+) -> int:
+    """The node's score from an earlier attempt while its stamp holds, else scored now."""
+    stamp = state.node_stamps[node_info.name]
+    known = kept.get(node_info.name)
+    if known is not None and known[0] == stamp:
+        return known[1]
+    value = score(state, pod, node_info)
+    kept[node_info.name] = (stamp, value)
+    return value
 
 
 def _as_error(status: Status) -> BaseException:

@@ -919,3 +919,33 @@ def test_a_reused_verdict_is_confirmed_on_the_chosen_node() -> None:
         fwk.confirm_reused_verdict(state, POD, chosen)
     feasible, _ = fwk.find_nodes_that_fit(CycleState(), POD, all_nodes)
     assert feasible == [] and filtered(log) == ["ReusableFilter.filter(a)"] * 2
+
+
+@dataclasses.dataclass
+class ReusableScore(FakeScore):
+    """Counts its calls; declares its scores reusable."""
+
+    name: ClassVar[str] = "ReusableScore"
+    reusable_scores: ClassVar[bool] = True
+    calls: list[str] = dataclasses.field(default_factory=list)
+
+    def score(self, state: CycleState, pod: core_v1.Pod, node_info: NodeInfo) -> int:
+        self.calls.append(node_info.name)
+        return self.scores[node_info.name]
+
+
+def test_scores_are_reused_with_the_filter_verdicts() -> None:
+    scorer = ReusableScore({"a": 10, "b": 20})
+    fwk = Framework([ReusableFilter(Recorder()), scorer])
+    all_nodes = nodes("a", "b")
+
+    def attempt() -> list[tuple[str, int]]:
+        state = CycleState()
+        feasible, _ = fwk.find_nodes_that_fit(state, POD, all_nodes)
+        return [(s.name, s.total_score) for s in fwk.run_score_plugins(state, POD, feasible)]
+
+    assert attempt() == [("a", 10), ("b", 20)] and scorer.calls == ["a", "b"]
+    scorer.scores["a"] = 99  # unseen: nothing a stamp covers changed
+    assert attempt() == [("a", 10), ("b", 20)] and scorer.calls == ["a", "b"]
+    all_nodes[0].add_pod(make_pod("p").obj())  # node a changed: scored again
+    assert attempt() == [("a", 99), ("b", 20)] and scorer.calls == ["a", "b", "a"]

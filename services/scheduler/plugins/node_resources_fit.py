@@ -267,6 +267,9 @@ class NodeResourcesFit:
     # Filter reads only the pod's spec, the NodeInfo and which extended resources DRA
     # serves (part of DynamicResources' `filter_stamp`): see framework.FilterVerdicts.
     reusable_filter_verdicts: ClassVar[bool] = True
+    # Score reads the pod's spec, the NodeInfo and, for extended resources DRA serves,
+    # device counts of the node's pools: the same stamp covers it.
+    reusable_scores: ClassVar[bool] = True
 
     def __init__(
         self,
