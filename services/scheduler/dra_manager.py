@@ -81,6 +81,10 @@ class DraManager:
         self.pool_versions: dict[allocator.PoolID, int] = {}
         # Changes whenever a class or a slice does (see `node_stamp`).
         self.version = 0
+        # node name -> (the Node, the snapshot, the pools of the snapshot reaching it)
+        self._node_pools: dict[
+            str, tuple[core_v1.Node, allocator.Snapshot, tuple[allocator.PoolID, ...]]
+        ] = {}
         self._snapshot: allocator.Snapshot | None = None
         # claim -> (the resourceVersion awaited, the waiting PreBind's future)
         self._waiters: dict[ClaimKey, list[tuple[int, asyncio.Future[bool]]]] = {}
@@ -192,7 +196,13 @@ class DraManager:
     def node_stamp(self, node: core_v1.Node) -> Hashable:
         """Changes whenever what the allocator sees for this node may have: a class or a
         slice, or a device of a pool the node reaches being taken or freed."""
-        pools = self.snapshot()._node_view(node).pools
+        snapshot = self.snapshot()
+        cached = self._node_pools.get(node.metadata.name)
+        if cached is not None and cached[0] is node and cached[1] is snapshot:
+            pools = cached[2]
+        else:  # a new node object or new slices: look again which pools reach it
+            pools = snapshot._node_view(node).pools
+            self._node_pools[node.metadata.name] = (node, snapshot, pools)
         versions = self.pool_versions
         if len(pools) == 1:
             return (self.version, versions.get(pools[0], 0))
