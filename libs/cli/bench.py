@@ -53,6 +53,7 @@ from pathlib import Path
 from typing import Any
 
 import msgspec
+import psutil
 import yaml
 
 from drasim.cli import cluster
@@ -467,6 +468,15 @@ class Services:
         if not line.startswith(b"READY"):
             raise BenchError(f"drasim.{name} did not start; see {self.log_dir / f'{name}.log'}")
 
+    def cpu_seconds(self) -> dict[str, float]:
+        """CPU time (user + system) each service process has used so far."""
+        used = {}
+        for name, proc in self.procs.items():
+            with contextlib.suppress(psutil.Error):
+                times = psutil.Process(proc.pid).cpu_times()
+                used[name] = times.user + times.system
+        return used
+
     def check_alive(self) -> None:
         for name, proc in self.procs.items():
             if proc.returncode is not None:
@@ -559,6 +569,9 @@ class Result(msgspec.Struct, kw_only=True):
     init_pods: int
     measure_seconds: float
     setup_seconds: float
+    # Each service's CPU time in the measured phase per measured pod, in ms: what a
+    # binding costs on this machine, less dependent on other load than pods/s.
+    cpu_ms_per_pod: dict[str, float]
     incomplete: str  # why the bench stopped waiting for the measured pods; "" if it did not
     ok: bool
 
@@ -588,6 +601,7 @@ class Runner:
         self.samples: list[float] = []
         self.measure_start = 0.0
         self.measure_seconds = 0.0
+        self.measure_cpu: dict[str, float] = {}  # service -> CPU seconds in the measured phase
 
     async def run(self) -> None:
         for op in self.workload.ops:
@@ -655,6 +669,7 @@ class Runner:
         sampling = asyncio.create_task(collector.run(), name="bench-throughput")
         with _phase(f"creating {count} measured pods in {namespace} and waiting until bound"):
             self.measure_start = time.monotonic()
+            cpu_before = self.services.cpu_seconds()
             try:
                 self.measured = await create_many(
                     self.api, "pods", namespace, bodies, generated=template.generated
@@ -667,6 +682,12 @@ class Runner:
                 with contextlib.suppress(asyncio.CancelledError):
                     await sampling
                 self.measure_seconds = time.monotonic() - self.measure_start
+                cpu_after = self.services.cpu_seconds()
+                self.measure_cpu = {
+                    name: cpu_after[name] - cpu_before[name]
+                    for name in cpu_after
+                    if name in cpu_before
+                }
         self.samples = collector.samples
 
     async def _wait_bound(
@@ -857,6 +878,10 @@ async def run_workload(
             init_pods=runner.init_pods,
             measure_seconds=runner.measure_seconds,
             setup_seconds=setup_seconds,
+            cpu_ms_per_pod={
+                name: round(1000 * seconds / max(measured, 1), 2)
+                for name, seconds in runner.measure_cpu.items()
+            },
             incomplete=runner.incomplete,
             ok=twice == 0 and bound == measured,
         )
@@ -930,6 +955,10 @@ def table(r: Result) -> str:
         ),
         ("devices allocated twice", str(r.devices_allocated_twice)),
         ("measure / setup (s)", f"{r.measure_seconds:.1f} / {r.setup_seconds:.1f}"),
+        (
+            "CPU per measured pod (ms)",
+            ", ".join(f"{name} {ms:.2f}" for name, ms in r.cpu_ms_per_pod.items()) or "-",
+        ),
     ]
     width = max(len(name) for name, _ in rows)
     return "\n".join(f"  {name:<{width}}  {value}" for name, value in rows)
