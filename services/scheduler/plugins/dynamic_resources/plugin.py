@@ -21,7 +21,6 @@ from __future__ import annotations
 import asyncio
 import collections
 import contextlib
-import copy
 import dataclasses
 import logging
 from collections.abc import Awaitable, Callable, Hashable, Iterator, Sequence
@@ -508,7 +507,7 @@ class DynamicResources:
             if not reserved_for or (
                 len(reserved_for) == 1 and reserved_for[0].uid == pod.metadata.uid
             ):
-                deallocated = copy.deepcopy(claim)
+                deallocated = codec.clone(claim)
                 deallocated.status.reserved_for = []
                 deallocated.status.allocation = None
                 deallocated.status.devices = []
@@ -621,7 +620,7 @@ class DynamicResources:
                 assert node_allocation.extended_resource_claim is not None
                 claim = node_allocation.extended_resource_claim
             s.informations_for_claim[index].allocation = allocation
-            pending = copy.deepcopy(claim)
+            pending = codec.clone(claim)
             if extended.DELETE_PROTECTION_FINALIZER not in pending.metadata.finalizers:
                 pending.metadata.finalizers.append(extended.DELETE_PROTECTION_FINALIZER)
             pending.status.allocation = allocation
@@ -676,7 +675,7 @@ class DynamicResources:
                 )
                 if current.metadata.uid != claim.metadata.uid:
                     return  # replaced by another claim of that name
-            updated = copy.deepcopy(current)
+            updated = codec.clone(current)
             updated.status.reserved_for = [
                 ref for ref in updated.status.reserved_for if ref.uid != pod.metadata.uid
             ]
@@ -759,7 +758,7 @@ class DynamicResources:
         node_allocation = s.node_allocations.get(node_name)
         if node_allocation is None or node_allocation.extended_resource_claim is None:
             raise _BindError(f"extended resource claim not found for node {node_name}")
-        claim = copy.deepcopy(node_allocation.extended_resource_claim)
+        claim = codec.clone(node_allocation.extended_resource_claim)
         claim.status.allocation = None
         claim.metadata.name = ""
         claim.metadata.uid = ""
@@ -781,7 +780,7 @@ class DynamicResources:
     ) -> resource_v1.ResourceClaim:
         """Finalizer (a normal update), allocation and `reservedFor` (a status update),
         re-reading the claim after a conflict (spec §3.9.3)."""
-        claim = copy.deepcopy(claim)
+        claim = codec.clone(claim)
 
         async def attempt(refresh: bool) -> resource_v1.ResourceClaim:
             nonlocal claim
@@ -866,7 +865,7 @@ class DynamicResources:
     async def _delete_claim(self, claim: resource_v1.ResourceClaim) -> None:
         """Remove the delete-protection finalizer (an update, re-reading the claim after a
         conflict), then delete; NotFound from the delete is fine (spec §3.6.2)."""
-        current = copy.deepcopy(claim)
+        current = codec.clone(claim)
 
         async def attempt(refresh: bool) -> None:
             nonlocal current
@@ -975,7 +974,7 @@ def _node_extended_claim(
     requests, mappings = extended.device_requests_for_pod(pod, classes.get, dra_names)
     if not requests:
         return None, []
-    node_claim = copy.deepcopy(claim)
+    node_claim = codec.clone(claim)
     node_claim.spec.devices.requests = requests
     return node_claim, mappings
 
