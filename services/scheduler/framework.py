@@ -217,6 +217,10 @@ class CycleState:
         self.reuse_filter_verdicts = False
         # Feasible nodes whose verdict was reused: the chosen one is checked again.
         self.reused_feasible: set[str] = set()
+        # Set by a PreFilter that knows no other node can pass its Filter (NodeResourcesFit:
+        # the nodes whose allocatable has a device plugin's resource the pod asks for).
+        # Unlike a PreFilterResult it does not change the diagnosis: a shortcut only.
+        self.candidate_nodes: frozenset[str] | None = None
         # With reuse on: this pod spec's kept verdicts, and the stamp of each feasible node.
         self.pod_verdicts: PodVerdicts | None = None
         self.node_stamps: dict[str, Hashable] = {}
@@ -244,6 +248,7 @@ class CycleState:
         copy.reuse_filter_verdicts = self.reuse_filter_verdicts
         copy.reused_feasible = set(self.reused_feasible)
         copy.pod_verdicts = self.pod_verdicts
+        copy.candidate_nodes = self.candidate_nodes
         copy.node_stamps = dict(self.node_stamps)
         return copy
 
@@ -1050,6 +1055,13 @@ class Framework:
             diagnosis.absent_nodes_status = Status.unresolvable(
                 f"node(s) didn't satisfy plugin(s) {_plugin_list_message(plugins_with_nodes)}"
             )
+        if state.candidate_nodes is not None:
+            # Only these can pass; if none does, every node is filtered after all, so
+            # that the diagnosis says what each node lacks, as upstream's does.
+            candidates = [n for n in nodes if n.name in state.candidate_nodes]
+            feasible = self._find_nodes_that_pass_filters(state, pod, candidates, Diagnosis())
+            if feasible:
+                return feasible, diagnosis
         return self._find_nodes_that_pass_filters(state, pod, nodes, diagnosis), diagnosis
 
     def _find_nodes_that_pass_filters(

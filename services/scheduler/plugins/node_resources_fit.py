@@ -298,6 +298,19 @@ class NodeResourcesFit:
             resolve=self.resolve_device_class,
         )
         state.write(_PRE_FILTER_STATE_KEY, _PreFilterState(pod_request, checks))
+        # A resource only device plugins serve (no class maps it) fits only on nodes whose
+        # allocatable has enough of it: with thousands of nodes and few such nodes, Filter
+        # need not look at the others (`CycleState.candidate_nodes`).
+        scarce = [(name, want) for name, want, _, mapped in checks if not mapped]
+        scarce = [(name, want) for name, want in scarce if name not in _NATIVE_CHECKED]
+        if scarce:
+            candidates = frozenset(
+                n.name
+                for n in nodes
+                if all(n.allocatable_resource.get(name, 0) >= want for name, want in scarce)
+            )
+            if len(candidates) < len(nodes):
+                state.candidate_nodes = candidates
         return None, None
 
     def filter(

@@ -509,3 +509,37 @@ def test_score_of_a_dra_node_counts_devices() -> None:
 def test_scoring_strategy_validation(strategy: object, message: str) -> None:
     with pytest.raises(ValueError, match=message):
         strategy()  # type: ignore[operator]
+
+
+# --- the candidate nodes of a device plugin's resource ------------------------------------
+
+
+def test_only_nodes_advertising_a_device_plugin_resource_are_filtered() -> None:
+    """With many nodes and few advertising the resource, Filter looks only at those; a pod
+    that fits none still gets every node's own reason, as upstream's message has it."""
+    calls: list[str] = []
+
+    class Counting(NodeResourcesFit):
+        def filter(self, state, pod, node_info):  # type: ignore[no-untyped-def]
+            calls.append(node_info.name)
+            return super().filter(state, pod, node_info)
+
+    def worker(name: str, **extra: str) -> framework.NodeInfo:
+        return framework.NodeInfo(make_node(name).capacity({"cpu": "4", **extra}).obj())
+
+    nodes = [worker(f"plain-{i}") for i in range(5)] + [worker("dp", **{"foo.com/bar": "1"})]
+    fwk = framework.Framework([Counting(resolve_device_class=CLASSES.get)])
+    pod = make_pod().req({"foo.com/bar": "1"}).obj()
+    feasible, _ = fwk.find_nodes_that_fit(framework.CycleState(), pod, nodes)
+    assert [n.name for n in feasible] == ["dp"] and calls == ["dp"]
+
+    calls.clear()
+    greedy = make_pod().req({"foo.com/bar": "2"}).obj()
+    feasible, diagnosis = fwk.find_nodes_that_fit(framework.CycleState(), greedy, nodes)
+    assert feasible == [] and len(calls) == 6
+    assert diagnosis.message(6) == "0/6 nodes are available: 6 Insufficient foo.com/bar."
+
+    # A name DRA may serve is no shortcut: nodes without the resource can still fit.
+    calls.clear()
+    fwk.find_nodes_that_fit(framework.CycleState(), make_pod().req({GPU: "1"}).obj(), nodes)
+    assert len(calls) == 6
