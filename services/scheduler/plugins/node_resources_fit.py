@@ -304,11 +304,16 @@ class NodeResourcesFit:
         scarce = [(name, want) for name, want, _, mapped in checks if not mapped]
         scarce = [(name, want) for name, want in scarce if name not in _NATIVE_CHECKED]
         if scarce:
+            name, want = scarce[0]
             candidates = frozenset(
-                n.name
-                for n in nodes
-                if all(n.allocatable_resource.get(name, 0) >= want for name, want in scarce)
+                n.name for n in nodes if n.allocatable_resource.get(name, 0) >= want
             )
+            for name, want in scarce[1:]:
+                candidates = frozenset(
+                    n.name
+                    for n in nodes
+                    if n.name in candidates and n.allocatable_resource.get(name, 0) >= want
+                )
             if len(candidates) < len(nodes):
                 state.candidate_nodes = candidates
         return None, None
