@@ -8,6 +8,7 @@ await api.bind(pod, "worker-1")
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 from collections.abc import AsyncIterator
 from typing import Any, TypeVar
@@ -29,6 +30,8 @@ T = TypeVar("T", bound=KubeObject)
 _status_decoder = msgspec.json.Decoder(errors.Status)
 # Objects per list page: ~1 KiB each keeps a page well under NATS' 1 MiB payload limit.
 LIST_PAGE = 500
+# Events a watch holds received but not yet taken.
+WATCH_BUFFER = 1024
 
 
 class WatchEvent(msgspec.Struct, frozen=True):
@@ -299,9 +302,14 @@ async def watch_messages(
     # The stream holds first..last; an empty, aligned stream has first == last + 1.
     if start < first and not (first == last + 1 == start):
         raise errors.Expired(f"too old resource version: {resource_version} ({first - 1})")
+    # Delivered through a callback into a queue, not `sub.messages`: nats-py's iterator
+    # starts a task and an `asyncio.wait` for every message, about half again the cost of
+    # receiving it. A full queue holds the callback, so nats-py's pending limits still apply.
+    received: asyncio.Queue[Msg] = asyncio.Queue(WATCH_BUFFER)
     sub = await bus.js.subscribe(
         subjects.events_of(bus.prefix, resource, node=node),
         stream=subjects.stream(bus.prefix),
+        cb=received.put,
         ordered_consumer=True,
         config=js_api.ConsumerConfig(
             deliver_policy=js_api.DeliverPolicy.BY_START_SEQUENCE, opt_start_seq=start
@@ -309,8 +317,8 @@ async def watch_messages(
         idle_heartbeat=2.0,
     )
     try:
-        async for msg in sub.messages:
-            yield msg
+        while True:
+            yield await received.get()
     finally:
         with contextlib.suppress(nats.errors.Error):
             await sub.unsubscribe()

@@ -121,12 +121,18 @@ async def send_frames(nc: NATS, frames: list[bytes]) -> None:
 
     Like `publish`, refuses a closed connection and a message over the server's payload
     limit (the server would close the connection; a frame is a little longer than its
-    headers and payload, so this errs on the safe side), and buffers while reconnecting."""
+    headers and payload, so this errs on the safe side), and buffers while reconnecting
+    up to the connection's pending limit."""
     if nc.is_closed:
         raise nats.errors.ConnectionClosedError
     if any(len(frame) > nc.max_payload for frame in frames):
         raise nats.errors.MaxPayloadError
-    await nc._send_command(b"".join(frames))
+    data = b"".join(frames)
+    if not nc.is_connected and (
+        nc._max_pending_size <= 0 or len(data) + nc._pending_data_size > nc._max_pending_size
+    ):
+        raise nats.errors.OutboundBufferLimitError
+    await nc._send_command(data)
     await nc._flush_pending()
 
 

@@ -34,8 +34,8 @@ BEGIN_AND_LOCK_WRITES = f"BEGIN; SELECT pg_advisory_xact_lock({WRITE_LOCK_KEY})"
 SELECT_MAX_SEQ = "SELECT coalesce(max(seq), 0) FROM events"
 # A batch's rows and keys travel as one array of composite values per statement (the row
 # types of migration 0002), not as one array per column: asyncpg checks every element of
-# an array parameter against collections.abc in Python, which cost the writer more per
-# event than anything else, and a row is one element. `EventRow`, `ObjectRow` and `Key`
+# an array parameter against collections.abc in Python (a third of what the writer's
+# statements cost it per event), and a row is one element. `EventRow`, `ObjectRow` and `Key`
 # tuples are those values as they are; a key's row comes back with its 1-based position.
 INSERT_EVENTS = """
 INSERT INTO events (seq, type, resource, namespace, name, uid, node_name, object, actor,
