@@ -477,6 +477,14 @@ class Services:
                 used[name] = times.user + times.system
         return used
 
+    def rss_mb(self) -> dict[str, float]:
+        """Resident memory of each service process now, in MiB."""
+        rss = {}
+        for name, proc in self.procs.items():
+            with contextlib.suppress(psutil.Error):
+                rss[name] = round(psutil.Process(proc.pid).memory_info().rss / 2**20, 1)
+        return rss
+
     def check_alive(self) -> None:
         for name, proc in self.procs.items():
             if proc.returncode is not None:
@@ -572,6 +580,7 @@ class Result(msgspec.Struct, kw_only=True):
     # Each service's CPU time in the measured phase per measured pod, in ms: what a
     # binding costs on this machine, less dependent on other load than pods/s.
     cpu_ms_per_pod: dict[str, float]
+    rss_mb: dict[str, float]  # each service's resident memory when the measured pods bound
     incomplete: str  # why the bench stopped waiting for the measured pods; "" if it did not
     ok: bool
 
@@ -602,6 +611,7 @@ class Runner:
         self.measure_start = 0.0
         self.measure_seconds = 0.0
         self.measure_cpu: dict[str, float] = {}  # service -> CPU seconds in the measured phase
+        self.measure_rss: dict[str, float] = {}  # service -> MiB resident at its end
 
     async def run(self) -> None:
         for op in self.workload.ops:
@@ -683,6 +693,7 @@ class Runner:
                     await sampling
                 self.measure_seconds = time.monotonic() - self.measure_start
                 cpu_after = self.services.cpu_seconds()
+                self.measure_rss = self.services.rss_mb()
                 self.measure_cpu = {
                     name: cpu_after[name] - cpu_before[name]
                     for name in cpu_after
@@ -878,6 +889,7 @@ async def run_workload(
             init_pods=runner.init_pods,
             measure_seconds=runner.measure_seconds,
             setup_seconds=setup_seconds,
+            rss_mb=runner.measure_rss,
             cpu_ms_per_pod={
                 name: round(1000 * seconds / max(measured, 1), 2)
                 for name, seconds in runner.measure_cpu.items()
@@ -955,6 +967,10 @@ def table(r: Result) -> str:
         ),
         ("devices allocated twice", str(r.devices_allocated_twice)),
         ("measure / setup (s)", f"{r.measure_seconds:.1f} / {r.setup_seconds:.1f}"),
+        (
+            "resident memory (MiB)",
+            ", ".join(f"{name} {mb:.0f}" for name, mb in r.rss_mb.items()) or "-",
+        ),
         (
             "CPU per measured pod (ms)",
             ", ".join(f"{name} {ms:.2f}" for name, ms in r.cpu_ms_per_pod.items()) or "-",
