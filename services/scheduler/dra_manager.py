@@ -193,12 +193,11 @@ class DraManager:
             self._snapshot = allocator.Snapshot(self.slices.values())
         return self._snapshot
 
-    def node_info_stamp(self, node_info: framework.NodeInfo) -> Hashable:
-        return self.node_stamp(node_info.node)
-
-    def node_stamp(self, node: core_v1.Node) -> Hashable:
+    def node_stamp(self, node_info: framework.NodeInfo) -> Hashable:
         """Changes whenever what the allocator sees for this node may have: a class or a
-        slice, or a device of a pool the node reaches being taken or freed."""
+        slice, or a device of a pool the node reaches being taken or freed. (Called for
+        every node of every attempt, see `framework.FilterVerdicts`.)"""
+        node = node_info.node
         snapshot = self._snapshot or self.snapshot()
         cached = self._node_pools.get(node.metadata.name)
         if cached is not None and cached[0] is node and cached[1] is snapshot:

@@ -893,9 +893,15 @@ class FilterVerdicts:
         self._by_spec: dict[bytes, PodVerdicts] = {}
 
     def stamp(self, node_info: NodeInfo) -> Hashable:
-        if len(self._stamps) == 1:
-            return (node_info.generation, self._stamps[0](node_info))
         return (node_info.generation, *(stamp(node_info) for stamp in self._stamps))
+
+    def stamp_function(self) -> Callable[[NodeInfo], Hashable]:
+        """`stamp`, or the same without a call more per node in the usual case of one
+        plugin adding to it."""
+        if len(self._stamps) != 1:
+            return self.stamp
+        [plugin_stamp] = self._stamps
+        return lambda node_info: (node_info.generation, plugin_stamp(node_info))
 
     def for_pod(self, pod: core_v1.Pod) -> PodVerdicts:
         key = codec.encode(pod.spec)
@@ -1085,7 +1091,7 @@ class Framework:
         if state.reuse_filter_verdicts:
             state.pod_verdicts = self.filter_verdicts.for_pod(pod)
             verdicts = state.pod_verdicts.filter
-        stamp_of = self.filter_verdicts.stamp
+        stamp_of = self.filter_verdicts.stamp_function()
         node_stamps = state.node_stamps
         feasible: list[NodeInfo] = []
         processed = 0
@@ -1201,7 +1207,7 @@ class Framework:
             started = time.perf_counter()
             if state.pod_verdicts is not None and getattr(pl, "reusable_scores", False):
                 kept = state.pod_verdicts.scores.setdefault(pl.name, {})
-                values = [_kept_score(kept, state, pod, n, score) for n in nodes]
+                values = _kept_scores(kept, state.node_stamps, state, pod, nodes, score)
             else:
                 values = [score(state, pod, n) for n in nodes]
             if timed:  # (upstream times each node; one figure per cycle is enough here)
@@ -1313,21 +1319,27 @@ class Framework:
         return {pl.name: pl.events_to_register() for pl in self.enqueue_extensions}
 
 
-def _kept_score(
+def _kept_scores(
     kept: dict[str, tuple[Hashable, int]],
+    stamps: Mapping[str, Hashable],
     state: CycleState,
     pod: core_v1.Pod,
-    node_info: NodeInfo,
+    nodes: Sequence[NodeInfo],
     score: Callable[[CycleState, core_v1.Pod, NodeInfo], int],
-) -> int:
-    """The node's score from an earlier attempt while its stamp holds, else scored now."""
-    stamp = state.node_stamps[node_info.name]
-    known = kept.get(node_info.name)
-    if known is not None and known[0] == stamp:
-        return known[1]
-    value = score(state, pod, node_info)
-    kept[node_info.name] = (stamp, value)
-    return value
+) -> list[int]:
+    """Each node's score from an earlier attempt while its stamp holds, else scored now."""
+    values = []
+    for node_info in nodes:
+        name = node_info.name
+        stamp = stamps[name]
+        known = kept.get(name)
+        if known is not None and known[0] == stamp:
+            values.append(known[1])
+        else:
+            value = score(state, pod, node_info)
+            kept[name] = (stamp, value)
+            values.append(value)
+    return values
 
 
 def _as_error(status: Status) -> BaseException:

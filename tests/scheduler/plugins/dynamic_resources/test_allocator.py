@@ -878,23 +878,24 @@ def test_a_held_in_flight_allocation_stays_until_the_claim_shows_allocated_or_de
 def test_node_stamp_changes_with_the_nodes_pools_classes_and_slices() -> None:
     """What DynamicResources reports for reusing Filter verdicts (framework.FilterVerdicts)."""
     from drasim.scheduler.dra_manager import DraManager
+    from drasim.scheduler.framework import NodeInfo
 
     manager = DraManager()
     manager.on_class_add(make_class("gpu", BY_DRIVER))
     manager.on_slice_add(make_slice("s", dev("gpu-0"), dev("gpu-1")))
     manager.on_slice_add(make_slice("t", dev("gpu-0"), node="other"))
     node, other = make_node(), make_node("other")
-    before, other_before = manager.node_stamp(node), manager.node_stamp(other)
-    assert manager.node_stamp(node) == before  # stable while nothing changes
+    before, other_before = manager.node_stamp(NodeInfo(node)), manager.node_stamp(NodeInfo(other))
+    assert manager.node_stamp(NodeInfo(node)) == before  # stable while nothing changes
 
     pending = make_claim("c", exact("r"))
     pending.status.allocation = manager.allocator().allocate(node, [pending])[0]
     manager.signal_claim_pending_allocation("uid", pending)
-    assert manager.node_stamp(node) != before  # a device of its pool was taken
-    assert manager.node_stamp(other) == other_before
-    taken = manager.node_stamp(node)
+    assert manager.node_stamp(NodeInfo(node)) != before  # a device of its pool was taken
+    assert manager.node_stamp(NodeInfo(other)) == other_before
+    taken = manager.node_stamp(NodeInfo(node))
     manager.remove_claim_pending_allocation("uid")
-    assert manager.node_stamp(node) != taken
+    assert manager.node_stamp(NodeInfo(node)) != taken
 
     manager.on_class_add(make_class("other-class", BY_DRIVER))
-    assert manager.node_stamp(other) != other_before
+    assert manager.node_stamp(NodeInfo(other)) != other_before
