@@ -249,13 +249,16 @@ def select_host(scores: Sequence[framework.NodePluginScores], rng: random.Random
     """The highest total score; ties are broken uniformly at random by reservoir
     sampling, so equal nodes share the load."""
     best = scores[0]
+    best_score = best.total_score
     ties = 1
-    for candidate in scores[1:]:
-        if candidate.total_score > best.total_score:
-            best, ties = candidate, 1
-        elif candidate.total_score == best.total_score:
+    random = rng.random  # (randrange costs a Python call per tie; often hundreds tie)
+    for candidate in scores:
+        score = candidate.total_score
+        if score > best_score:
+            best, best_score, ties = candidate, score, 1
+        elif score == best_score and candidate is not best:
             ties += 1
-            if rng.randrange(ties) == 0:
+            if random() * ties < 1:
                 best = candidate
     return best.name
 
