@@ -26,7 +26,7 @@ from tests.scheduler.e2e.test_extended_resources import (
 )
 from tests.scheduler.wrappers import make_pod
 
-CLIENT_TIMEOUT = 0.5  # the scheduler's; the held-back answers come after 1.5 s
+CLIENT_TIMEOUT = 1.0  # the scheduler's; the held-back answers come after 2.5 s
 
 
 @pytest.fixture
@@ -46,7 +46,7 @@ async def impatient_scheduler(bus: Bus) -> AsyncIterator[Callable[[], Awaitable[
 
 
 def hold_back(server: object, resource: str, verb: str, subresource: str = "") -> FaultRule:
-    rule = FaultRule(resource=resource, verb=verb, subresource=subresource, delay_reply_seconds=1.5)
+    rule = FaultRule(resource=resource, verb=verb, subresource=subresource, delay_reply_seconds=2.5)
     server.core.fault_plan = FaultPlan(rules=[rule])  # type: ignore[attr-defined]
     return rule
 
