@@ -1,5 +1,6 @@
-"""The scheduling framework: status codes, per-attempt state, NodeInfo, one Protocol per
-extension point, and `Framework`, which runs the plugins of each point with upstream's rules.
+"""The scheduling framework: status codes, per-attempt state, one Protocol per extension
+point, and `Framework`, which runs the plugins of each point with upstream's rules (NodeInfo
+lives in `node_info`, reused Filter verdicts in `verdicts`; both are re-exported here).
 
 Upstream: `staging/src/k8s.io/kube-scheduler/framework/{interface.go,types.go}`,
 `pkg/scheduler/framework/runtime/framework.go`, `pkg/scheduler/framework/types.go`
@@ -19,9 +20,19 @@ from typing import Any, ClassVar, NamedTuple, Protocol, runtime_checkable
 
 import msgspec
 
-from drasim.common import codec
 from drasim.common.api import core_v1, resources
-from drasim.common.quantity import Quantity, parse_quantity
+from drasim.common.quantity import Quantity
+from drasim.scheduler.node_info import (
+    DEFAULT_MEMORY_REQUEST,
+    DEFAULT_MILLI_CPU_REQUEST,
+    NodeInfo,
+    PodResourceRequest,
+    is_scalar_resource_name,
+    pod_non_zero_requests,
+    pod_resource_request,
+    resource_vector,
+)
+from drasim.scheduler.verdicts import FilterVerdicts, PodVerdicts, kept_scores
 
 __all__ = [
     "DEFAULT_MEMORY_REQUEST",
@@ -77,11 +88,6 @@ MIN_NODE_SCORE = 0
 # Filtering stops after this many feasible nodes at least (upstream's constants).
 MIN_FEASIBLE_NODES_TO_FIND = 100
 MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND = 5
-
-# Scoring counts a container without a cpu/memory request as asking for this much, so that
-# many request-less pods do not all land on one node (`schedutil.DefaultMilliCPURequest`).
-DEFAULT_MILLI_CPU_REQUEST = 100
-DEFAULT_MEMORY_REQUEST = 200 * 1024 * 1024
 
 
 # --- Status ------------------------------------------------------------------------------
@@ -250,199 +256,6 @@ class CycleState:
         copy.pod_verdicts = self.pod_verdicts
         copy.candidate_nodes = self.candidate_nodes
         copy.node_stamps = dict(self.node_stamps)
-        return copy
-
-
-# --- NodeInfo ----------------------------------------------------------------------------
-
-_generations = itertools.count(1)
-_NON_ZERO_DEFAULTS = {
-    "cpu": parse_quantity(f"{DEFAULT_MILLI_CPU_REQUEST}m"),
-    "memory": parse_quantity(DEFAULT_MEMORY_REQUEST),
-}
-_NATIVE_RESOURCES = ("cpu", "memory", "ephemeral-storage", "pods")
-_scalar_resource_names: dict[str, bool] = {}
-
-
-def is_scalar_resource_name(name: str) -> bool:
-    """Names kept as plain counts beside cpu, memory and ephemeral storage: extended
-    resources, hugepages, attachable volumes and prefixed native names such as
-    `deviceclass.resource.kubernetes.io/<class>` (upstream `IsScalarResourceName`).
-
-    Memoized: the answer depends on the name alone, and a cluster uses few names.
-    """
-    scalar = _scalar_resource_names.get(name)
-    if scalar is None:
-        scalar = _scalar_resource_names[name] = (
-            resources.is_extended_resource_name(name)
-            or name.startswith(("hugepages-", "attachable-volumes-"))
-            or ("/" in name and resources.RESOURCE_DEFAULT_NAMESPACE_PREFIX in name)
-        )
-    return scalar
-
-
-def resource_vector(quantities: Mapping[str, Quantity]) -> dict[str, int]:
-    """Quantities in NodeInfo's integer units (upstream `Resource.Add`): cpu in millicores
-    rounded up (`MilliValue`), memory, ephemeral-storage, pods and scalar resources rounded
-    up to whole units (`Value`); other names are dropped."""
-    result: dict[str, int] = {}
-    for name, quantity in quantities.items():
-        if name == "cpu":
-            result[name] = quantity.milli_value()
-        elif name in _NATIVE_RESOURCES or is_scalar_resource_name(name):
-            result[name] = quantity.int_value()
-    return result
-
-
-def pod_non_zero_requests(pod: core_v1.Pod) -> dict[str, Quantity]:
-    """The pod's requests with each container's missing cpu/memory set to the scoring
-    defaults (upstream `PodRequests` with `NonMissingContainerRequests`)."""
-
-    def with_defaults(container: core_v1.Container) -> core_v1.Container:
-        requests = {**_NON_ZERO_DEFAULTS, **resources.container_requests(container)}
-        defaulted = msgspec.structs.replace(container.resources, requests=requests)
-        return msgspec.structs.replace(container, resources=defaulted)
-
-    spec = msgspec.structs.replace(
-        pod.spec,
-        containers=[with_defaults(c) for c in pod.spec.containers],
-        init_containers=[with_defaults(c) for c in pod.spec.init_containers],
-    )
-    return resources.pod_requests(msgspec.structs.replace(pod, spec=spec))
-
-
-@dataclasses.dataclass(frozen=True, slots=True)
-class PodResourceRequest:
-    """A pod's requests in NodeInfo's integer units (upstream `calculateResource`).
-
-    `requested` is `resource_vector(pod_requests(pod))` and `non_zero_requested` the cpu
-    and memory of `pod_non_zero_requests(pod)`; names whose value is 0 are left out. Shared
-    between NodeInfos and cycles: never mutate the dicts.
-    """
-
-    requested: dict[str, int]
-    non_zero_requested: dict[str, int]
-
-    @classmethod
-    def of(cls, pod: core_v1.Pod) -> PodResourceRequest:
-        """Convert the pod's requests, without the cache (see `pod_resource_request`)."""
-        requested = resource_vector(resources.pod_requests(pod))
-        non_zero = resource_vector(pod_non_zero_requests(pod))
-        return cls(
-            {name: value for name, value in requested.items() if value},
-            {name: non_zero[name] for name in ("cpu", "memory") if non_zero.get(name)},
-        )
-
-
-_POD_REQUEST_CACHE_SIZE = 4096
-_pod_request_cache: dict[tuple[str, str], PodResourceRequest] = {}
-
-
-def pod_resource_request(pod: core_v1.Pod) -> PodResourceRequest:
-    """The pod's requests converted once per pod version: PreFilter, PreScore and the
-    cache's assume of one attempt share one conversion.
-
-    Keyed by UID and resourceVersion: a pod's resources do not change without a new
-    resourceVersion, and the scheduler's assumed copy differs in `nodeName` only. A pod
-    with neither (built in a test) is converted every time.
-    """
-    meta = pod.metadata
-    if not meta.uid or not meta.resource_version:
-        return PodResourceRequest.of(pod)
-    key = (meta.uid, meta.resource_version)
-    cached = _pod_request_cache.get(key)
-    if cached is None:
-        if len(_pod_request_cache) >= _POD_REQUEST_CACHE_SIZE:
-            _pod_request_cache.clear()  # a pod is looked up within one attempt or so
-        cached = _pod_request_cache[key] = PodResourceRequest.of(pod)
-    return cached
-
-
-def _pod_key(pod: core_v1.Pod) -> str:
-    return pod.metadata.uid or f"{pod.metadata.namespace}/{pod.metadata.name}"
-
-
-def _add(total: dict[str, int], more: Mapping[str, int], sign: int = 1) -> None:
-    """Add (or subtract) a pod's vector; a name whose sum becomes 0 is dropped, so the
-    total equals the sum over the pods whatever their order."""
-    for name, value in more.items():
-        value = total.get(name, 0) + sign * value
-        if value:
-            total[name] = value
-        else:
-            total.pop(name, None)
-
-
-class NodeInfo:
-    """A node with the pods assigned (or assumed) to it and what they request.
-
-    Resources are integer vectors, name → int with cpu in millicores (upstream
-    `framework.Resource`, see `resource_vector`), so Filter and Score compare ints:
-    `allocatable_resource` is the node's allocatable, converted when the node is set;
-    `requested` sums the pods' `PodResourceRequest.requested` and `non_zero_requested`
-    their cpu and memory with the scoring defaults, both kept up to date as pods are added
-    and removed (names at 0 are left out). `allocatable` is the Node's own quantities and
-    `name` its name. `generation` changes on every change, so a snapshot can tell whether
-    it is stale.
-    """
-
-    def __init__(self, node: core_v1.Node, pods: Iterable[core_v1.Pod] = ()) -> None:
-        self.set_node(node)
-        self.pods: list[core_v1.Pod] = []
-        # What each pod of `pods` added (same index), subtracted again on removal.
-        self.pod_requests: list[PodResourceRequest] = []
-        self.requested: dict[str, int] = {}
-        self.non_zero_requested: dict[str, int] = {}
-        for pod in pods:
-            self.add_pod(pod)
-
-    @property
-    def allocatable(self) -> dict[str, Quantity]:
-        return self.node.status.allocatable
-
-    def set_node(self, node: core_v1.Node) -> None:
-        self.node = node
-        self.name: str = node.metadata.name  # read for every node of every attempt
-        # Replaced, never changed in place: snapshots share it.
-        self.allocatable_resource = resource_vector(node.status.allocatable)
-        self.allowed_pod_number = self.allocatable_resource.get("pods", 0)
-        self.generation = next(_generations)
-
-    def add_pod(self, pod: core_v1.Pod) -> None:
-        request = pod_resource_request(pod)
-        self.pods.append(pod)
-        self.pod_requests.append(request)
-        _add(self.requested, request.requested)
-        _add(self.non_zero_requested, request.non_zero_requested)
-        self.generation = next(_generations)
-
-    def remove_pod(self, pod: core_v1.Pod) -> None:
-        """Raises KeyError when the pod is not on this node (matched by UID, else name)."""
-        key = _pod_key(pod)
-        for i, existing in enumerate(self.pods):
-            if _pod_key(existing) == key:
-                del self.pods[i]
-                # Subtract what the stored copy added: the caller's copy may differ.
-                request = self.pod_requests.pop(i)
-                _add(self.requested, request.requested, sign=-1)
-                _add(self.non_zero_requested, request.non_zero_requested, sign=-1)
-                self.generation = next(_generations)
-                return
-        raise KeyError(f"pod {key} not found on node {self.name}")
-
-    def snapshot(self) -> NodeInfo:
-        """A copy that later changes to this one do not affect (same generation): shallow
-        copies of the lists and the small request vectors."""
-        copy = NodeInfo.__new__(NodeInfo)
-        copy.node = self.node
-        copy.name = self.name
-        copy.allocatable_resource = self.allocatable_resource
-        copy.allowed_pod_number = self.allowed_pod_number
-        copy.pods = list(self.pods)
-        copy.pod_requests = list(self.pod_requests)
-        copy.requested = dict(self.requested)
-        copy.non_zero_requested = dict(self.non_zero_requested)
-        copy.generation = self.generation
         return copy
 
 
@@ -857,66 +670,6 @@ def _plugin_list_message(plugins: Iterable[str]) -> str:
     return "[" + " ".join(sorted(plugins)) + "]"
 
 
-@dataclasses.dataclass(slots=True)
-class PodVerdicts:
-    """What earlier attempts found for one pod spec, per node, with the node's stamp."""
-
-    # node -> (stamp, None if feasible else the rejecting status)
-    filter: dict[str, tuple[Hashable, Status | None]] = dataclasses.field(default_factory=dict)
-    # Score plugin -> node -> (stamp, the plugin's score before normalizing); only for
-    # plugins declaring `reusable_scores = True` (their score, like their Filter, reads
-    # the pod's spec and what the stamp covers).
-    scores: dict[str, dict[str, tuple[Hashable, int]]] = dataclasses.field(default_factory=dict)
-
-
-class FilterVerdicts:
-    """Filter verdicts of earlier attempts, reused for pods whose specs are the same.
-
-    A verdict (feasible, or the rejecting status) depends on the pod's spec and on the
-    node's state; it is kept per pod spec and node with a stamp of that state: the
-    NodeInfo's generation (its node object and pods) and what plugins add through
-    `filter_stamp(node_info)` (DynamicResources: its classes, slices and the allocations
-    of the node's pools). An attempt checks nodes whose stamp is unchanged without calling
-    the plugins, so a cycle pays for the few nodes that changed. Used only when every
-    Filter plugin declares `reusable_filter_verdicts = True`, and not for a pod that a
-    PreFilter excluded (`CycleState.reuse_filter_verdicts`). Like the equivalence cache
-    kube-scheduler once had; the chosen node is always filtered again before Reserve.
-    """
-
-    MAX_SPECS = 64  # distinct pod specs kept, the least recently used dropped first
-
-    def __init__(self, filter_plugins: Sequence[FilterPlugin]) -> None:
-        self.enabled = bool(filter_plugins) and all(
-            getattr(p, "reusable_filter_verdicts", False) for p in filter_plugins
-        )
-        self._stamps = [p.filter_stamp for p in filter_plugins if hasattr(p, "filter_stamp")]
-        self._by_spec: dict[bytes, PodVerdicts] = {}
-
-    def stamp(self, node_info: NodeInfo) -> Hashable:
-        return (node_info.generation, *(stamp(node_info) for stamp in self._stamps))
-
-    def stamp_function(self) -> Callable[[NodeInfo], Hashable]:
-        """`stamp`, or the same without a call more per node in the usual case of one
-        plugin adding to it."""
-        if len(self._stamps) != 1:
-            return self.stamp
-        [plugin_stamp] = self._stamps
-        return lambda node_info: (node_info.generation, plugin_stamp(node_info))
-
-    def for_pod(self, pod: core_v1.Pod) -> PodVerdicts:
-        key = codec.encode(pod.spec)
-        verdicts = self._by_spec.pop(key, None)
-        if verdicts is None:
-            verdicts = PodVerdicts()
-            if len(self._by_spec) >= self.MAX_SPECS:
-                del self._by_spec[next(iter(self._by_spec))]
-        self._by_spec[key] = verdicts  # (re)inserted last: most recently used
-        return verdicts
-
-    def clear(self) -> None:
-        self._by_spec.clear()
-
-
 class Framework:
     """One scheduling profile: its plugins sorted into extension points, run in list order.
 
@@ -1207,7 +960,7 @@ class Framework:
             started = time.perf_counter()
             if state.pod_verdicts is not None and getattr(pl, "reusable_scores", False):
                 kept = state.pod_verdicts.scores.setdefault(pl.name, {})
-                values = _kept_scores(kept, state.node_stamps, state, pod, nodes, score)
+                values = kept_scores(kept, state.node_stamps, state, pod, nodes, score)
             else:
                 values = [score(state, pod, n) for n in nodes]
             if timed:  # (upstream times each node; one figure per cycle is enough here)
@@ -1317,29 +1070,6 @@ class Framework:
     def events_to_register(self) -> dict[str, list[ClusterEventWithHint]]:
         """Plugin name → the events that may requeue pods it rejected."""
         return {pl.name: pl.events_to_register() for pl in self.enqueue_extensions}
-
-
-def _kept_scores(
-    kept: dict[str, tuple[Hashable, int]],
-    stamps: Mapping[str, Hashable],
-    state: CycleState,
-    pod: core_v1.Pod,
-    nodes: Sequence[NodeInfo],
-    score: Callable[[CycleState, core_v1.Pod, NodeInfo], int],
-) -> list[int]:
-    """Each node's score from an earlier attempt while its stamp holds, else scored now."""
-    values = []
-    for node_info in nodes:
-        name = node_info.name
-        stamp = stamps[name]
-        known = kept.get(name)
-        if known is not None and known[0] == stamp:
-            values.append(known[1])
-        else:
-            value = score(state, pod, node_info)
-            kept[name] = (stamp, value)
-            values.append(value)
-    return values
 
 
 def _as_error(status: Status) -> BaseException:
