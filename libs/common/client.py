@@ -267,9 +267,19 @@ class ApiClient:
                 yield WatchEvent(
                     event.type,
                     codec.decode(event.object, type_),
-                    msg.metadata.sequence.stream,
+                    stream_sequence(msg),
                     msg.headers.get(headers.TRACEPARENT, "") if msg.headers else "",
                 )
+
+
+def stream_sequence(msg: Msg) -> int:
+    """The stream sequence (resourceVersion) of a delivered event, read from its ack
+    subject `$JS.ACK.<stream>.<consumer>.<delivered>.<stream seq>.…` as nats-py's ordered
+    consumer reads it: `msg.metadata` builds dataclasses and a datetime for every event."""
+    tokens = msg.reply.split(".")
+    if len(tokens) == 9 and tokens[0] == "$JS" and tokens[1] == "ACK":
+        return int(tokens[5])
+    return msg.metadata.sequence.stream
 
 
 async def stream_bounds(bus: Bus) -> tuple[int, int]:
@@ -289,7 +299,7 @@ async def watch_raw(
     msgs = watch_messages(bus, resource, resource_version=resource_version, node=node)
     async with contextlib.aclosing(msgs):
         async for msg in msgs:
-            yield msg.metadata.sequence.stream, decode(msg.data)
+            yield stream_sequence(msg), decode(msg.data)
 
 
 async def watch_messages(

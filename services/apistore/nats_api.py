@@ -63,11 +63,10 @@ class NatsApi:
         self._sub = None
 
     async def start(self) -> None:
-        self._sub = await self._bus.nc.subscribe(
-            subjects.api(self._bus.prefix),
-            queue=subjects.api_queue_group(),
-            cb=self._on_request,
-            pending_msgs_limit=1_000_000,
+        # Requests handed over as the connection reads them (`_on_request` only queues
+        # them), without nats-py's queue and task per message.
+        self._sub = await self._bus.subscribe_direct(
+            subjects.api(self._bus.prefix), self._on_request, queue=subjects.api_queue_group()
         )
         # Serving once started: the server has the subscription before the first request.
         # Twice: nats-py writes the PING of a flush ahead of commands still buffered (the
@@ -85,7 +84,7 @@ class NatsApi:
         if self._replier is not None:
             await asyncio.gather(self._replier, return_exceptions=True)
 
-    async def _on_request(self, msg: Msg) -> None:
+    def _on_request(self, msg: Msg) -> None:
         started = time.perf_counter()
         hdrs = msg.headers or {}
         try:

@@ -114,6 +114,30 @@ def _memoised_by_content(
     return cached
 
 
+def _memoised_by_items(
+    check: Callable[[Mapping[str, str], str], list[FieldError]],
+) -> Callable[[Mapping[str, str], str], list[FieldError]]:
+    """Remember a pure check of a string map at a path, keyed by its items: objects made
+    from one template carry the same labels and annotations, and one check of the whole
+    map costs less than a memo lookup per key and value. `FieldError`s are frozen."""
+    memo: dict[tuple[str, tuple[tuple[str, str], ...]], tuple[FieldError, ...]] = {}
+
+    @functools.wraps(check)
+    def cached(values: Mapping[str, str], path: str) -> list[FieldError]:
+        if not values:
+            return check(values, path)
+        key = (path, tuple(values.items()))
+        found = memo.get(key)
+        if found is None:
+            found = tuple(check(values, path))
+            if len(memo) >= _MEMO_MAX:
+                memo.clear()
+            memo[key] = found
+        return list(found)
+
+    return cached
+
+
 def _max_len_error(length: int) -> str:
     return f"must be no more than {length} characters"
 
@@ -343,6 +367,7 @@ def _validate_object_meta_update(new: ObjectMeta, old: ObjectMeta) -> list[Field
     ]
 
 
+@_memoised_by_items
 def _validate_labels(values: Mapping[str, str], path: str) -> list[FieldError]:
     errs = []
     for key, value in values.items():
@@ -351,6 +376,7 @@ def _validate_labels(values: Mapping[str, str], path: str) -> list[FieldError]:
     return errs
 
 
+@_memoised_by_items
 def _validate_annotations(annotations: Mapping[str, str], path: str) -> list[FieldError]:
     errs = []
     for key in annotations:
@@ -923,6 +949,8 @@ def _same_but_mutable_fields(new: core_v1.PodSpec, old: core_v1.PodSpec) -> bool
     suffice (no deep copy of the whole spec). Images are paired in `all_containers()` order,
     init containers first; when the container lists differ in length the specs differ anyway.
     """
+    if new == old:  # the usual update (labels, status): nothing of the spec changed
+        return True
     if len(new.init_containers) != len(old.init_containers) or len(new.containers) != len(
         old.containers
     ):

@@ -3,7 +3,12 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 import itertools
+import logging
+import math
+import re
+from collections.abc import Awaitable, Callable
 
 import nats
 import nats.errors
@@ -12,8 +17,20 @@ from nats.aio.msg import Msg
 from nats.aio.subscription import Subscription
 from nats.js import JetStreamContext
 
+log = logging.getLogger(__name__)
+
 # The status NATS answers a request with when nobody subscribes to its subject.
 _NO_RESPONDERS = "503"
+# What nats-py's `publish` accepts as a header name and a subject (its own rules).
+_HEADER_KEY = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
+_BAD_SUBJECT = re.compile(r"[ \t\r\n]")
+_NO_NEWLINES = str.maketrans({"\r": " ", "\n": " "})
+_HEADER_BLOCKS_MAX = 1024
+# Requests time out on ticks of this many seconds (late by at most one, never early).
+_TIMEOUT_TICK = 0.05
+# What `bytes.strip()` strips, and the ASCII characters `str.isspace()` accepts.
+_ASCII_STRIP = " \t\n\r\x0b\x0c"
+_SPACE_IN_NAME = re.compile(r"[\t\n\x0b\x0c\r\x1c-\x1f ]")
 
 
 class Bus:
@@ -21,6 +38,13 @@ class Bus:
 
     def __init__(self, nc: NATS, prefix: str) -> None:
         self.nc = nc
+        # Every message's headers are parsed by `_parse_headers` (see there).
+        parse = functools.partial(_parse_headers, nc._process_headers)
+        nc._process_headers = parse  # type: ignore[method-assign]
+        # Messages of `subscribe_direct` subscriptions, by subscription id (see there).
+        self._direct: dict[int, Callable[[Msg], None]] = {}
+        process = functools.partial(_process_msg, nc, nc._process_msg, self._direct)
+        nc._process_msg = process  # type: ignore[method-assign]
         self.js: JetStreamContext = nc.jetstream()
         self.prefix = prefix
         # Replies to `request`: one wildcard subscription, one future per request.
@@ -29,6 +53,12 @@ class Bus:
         self._reply_lock = asyncio.Lock()
         self._waiting: dict[str, asyncio.Future[Msg]] = {}
         self._tokens = itertools.count()
+        # Tokens whose requests time out at each tick, one timer per tick (see `request`).
+        self._expiring: dict[int, list[str]] = {}
+        self._loop: asyncio.AbstractEventLoop | None = None
+        # Subjects `request` has checked, and encoded header blocks by their items.
+        self._subjects: set[str] = set()
+        self._header_blocks: dict[tuple[tuple[str, str], ...], bytes] = {}
 
     @classmethod
     async def connect(cls, url: str, *, prefix: str, name: str = "drasim") -> Bus:
@@ -43,6 +73,21 @@ class Bus:
         )
         return cls(nc, prefix)
 
+    async def subscribe_direct(
+        self, subject: str, handler: Callable[[Msg], None], *, queue: str = ""
+    ) -> Subscription:
+        """Subscribe `handler`, called with each message as the connection reads it.
+
+        A callback subscription (`nc.subscribe(cb=...)`) passes every message through a
+        queue to a task that awaits the callback: for a request or a reply, about as much
+        as the rest of receiving it. So `handler` is a plain function, called from the
+        connection's read loop: it must not block, and what it raises is logged. Messages
+        arriving after `unsubscribe` are dropped, as nats-py drops them. Plain subjects
+        only: JetStream's flow control and ordering checks are skipped."""
+        sub = await self.nc.subscribe(subject, queue=queue)
+        self._direct[sub._id] = handler
+        return sub
+
     async def close(self) -> None:
         if not self.nc.is_closed:
             await self.nc.drain()
@@ -55,45 +100,171 @@ class Bus:
         timeout: float,
         headers: dict[str, str] | None = None,
     ) -> Msg:
-        """`nc.request`, leaner: a counter instead of random tokens and one timer handle
-        instead of `wait_for` per request (the API client's hot path).
+        """`nc.request`, leaner (the API client's hot path): a counter instead of random
+        tokens; instead of `wait_for`, timeouts on ticks of `_TIMEOUT_TICK`, one timer per
+        tick however many requests it ends (a timer each cost more than the rest of a
+        request here); the PUB command built here in one go, its header block encoded once
+        per distinct headers.
 
         Raises `nats.errors.NoRespondersError` and `nats.errors.TimeoutError` as
-        `nc.request` does.
+        `nc.request` does, and what `nc.publish` raises for a bad subject or header, a
+        closed connection or an oversized payload.
         """
         if self._reply_sub is None:
             await self._subscribe_replies()
+        nc = self.nc
+        if subject not in self._subjects:
+            if not subject or _BAD_SUBJECT.search(subject):
+                raise nats.errors.BadSubjectError
+            self._subjects.add(subject)
+        hdr = self._header_block(headers) if headers else b""
+        if nc.is_closed:
+            raise nats.errors.ConnectionClosedError
+        if nc.is_draining_pubs:
+            raise nats.errors.ConnectionDrainingError
+        size = len(payload)
+        if size > nc.max_payload:
+            raise nats.errors.MaxPayloadError
         token = str(next(self._tokens))
-        loop = asyncio.get_running_loop()
+        reply = self._reply_prefix + token
+        if hdr:
+            frame = b"HPUB %s %s %d %d\r\n%s%s\r\n" % (
+                subject.encode(),
+                reply.encode(),
+                len(hdr),
+                len(hdr) + size,
+                hdr,
+                payload,
+            )
+        else:
+            frame = b"PUB %s %s %d\r\n%s\r\n" % (subject.encode(), reply.encode(), size, payload)
+        if not nc.is_connected and (
+            nc._max_pending_size <= 0 or len(frame) + nc._pending_data_size > nc._max_pending_size
+        ):
+            raise nats.errors.OutboundBufferLimitError
+        loop = self._loop
+        assert loop is not None  # set with the reply subscription
         fut: asyncio.Future[Msg] = loop.create_future()
         self._waiting[token] = fut
-        timer = loop.call_later(timeout, _expire, fut)
+        tick = math.ceil((loop.time() + timeout) / _TIMEOUT_TICK)
+        expiring = self._expiring.get(tick)
+        if expiring is None:
+            expiring = self._expiring[tick] = []
+            loop.call_at(tick * _TIMEOUT_TICK, self._expire, tick)
+        expiring.append(token)
         try:
-            await self.nc.publish(
-                subject, payload, reply=self._reply_prefix + token, headers=headers
-            )
+            # As `nc.publish` queues a command and wakes the flusher.
+            nc.stats["out_msgs"] += 1
+            nc.stats["out_bytes"] += size
+            await nc._send_command(frame)
+            if nc._flush_queue is not None and nc._flush_queue.empty():
+                await nc._flush_pending()
             msg = await fut
         finally:
-            timer.cancel()
             self._waiting.pop(token, None)
         if msg.headers and msg.headers.get("Status") == _NO_RESPONDERS:
             raise nats.errors.NoRespondersError
         return msg
 
+    def _header_block(self, headers: dict[str, str]) -> bytes:
+        """The `NATS/1.0` block of `headers` as `nc.publish` writes it (names trimmed and
+        checked, values trimmed with line breaks made spaces); remembered, as the API
+        client sends the same few (its actor) with every request."""
+        key = tuple(headers.items())
+        block = self._header_blocks.get(key)
+        if block is None:
+            lines = [b"NATS/1.0\r\n"]
+            for name, value in key:
+                name = name.strip()
+                if not name:
+                    continue
+                if not _HEADER_KEY.fullmatch(name):
+                    raise nats.errors.BadHeaderError(name)
+                lines.append(
+                    b"%s: %s\r\n" % (name.encode(), value.strip().translate(_NO_NEWLINES).encode())
+                )
+            lines.append(b"\r\n")
+            block = b"".join(lines)
+            if len(self._header_blocks) >= _HEADER_BLOCKS_MAX:
+                self._header_blocks.clear()
+            self._header_blocks[key] = block
+        return block
+
     async def _subscribe_replies(self) -> None:
         async with self._reply_lock:
             if self._reply_sub is not None:
                 return
+            self._loop = asyncio.get_running_loop()
             prefix = self.nc.new_inbox() + "."
-            self._reply_sub = await self.nc.subscribe(prefix + "*", cb=self._on_reply)
+            self._reply_sub = await self.subscribe_direct(prefix + "*", self._on_reply)
             self._reply_prefix = prefix
 
-    async def _on_reply(self, msg: Msg) -> None:
+    def _on_reply(self, msg: Msg) -> None:
         fut = self._waiting.get(msg.subject[len(self._reply_prefix) :])
         if fut is not None and not fut.done():
             fut.set_result(msg)
 
+    def _expire(self, tick: int) -> None:
+        """Time out the requests of `tick` still waiting for their answer."""
+        for token in self._expiring.pop(tick, ()):
+            fut = self._waiting.get(token)
+            if fut is not None and not fut.done():
+                fut.set_exception(nats.errors.TimeoutError())
 
-def _expire(fut: asyncio.Future[Msg]) -> None:
-    if not fut.done():
-        fut.set_exception(nats.errors.TimeoutError())
+
+async def _process_msg(
+    nc: NATS,
+    process: Callable[[int, bytes, bytes, bytes, bytes], Awaitable[None]],
+    direct: dict[int, Callable[[Msg], None]],
+    sid: int,
+    subject: bytes,
+    reply: bytes,
+    data: bytes,
+    headers: bytes,
+) -> None:
+    """nats-py's `Client._process_msg`, which its parser awaits for every message, except
+    for `Bus.subscribe_direct` subscriptions: their handler gets the message at once."""
+    handler = direct.get(sid)
+    if handler is None:
+        return await process(sid, subject, reply, data, headers)
+    if sid not in nc._subs:  # unsubscribed
+        del direct[sid]
+        return None
+    nc.stats["in_msgs"] += 1
+    nc.stats["in_bytes"] += len(data)
+    msg = Msg(
+        nc,
+        subject=subject.decode(),
+        reply=reply.decode(),
+        data=data,
+        headers=await nc._process_headers(headers) if headers else None,
+        _sid=sid,
+    )
+    try:
+        handler(msg)
+    except Exception:
+        log.exception("handling a message on %s failed", msg.subject)
+    return None
+
+
+async def _parse_headers(
+    parse: Callable[[bytes], Awaitable[dict[str, str] | None]], headers: bytes
+) -> dict[str, str] | None:
+    """nats-py's header parsing (`Client._process_headers`, which it awaits for every
+    message with headers) for the usual block, ASCII without a status line, in a quarter
+    of the time: one decode for the block instead of two per line and a character loop per
+    name. Same result: names and values trimmed as `bytes.strip` does, names containing
+    whitespace dropped, an empty block None. Anything else goes to nats-py's `parse`."""
+    if not headers:
+        return None
+    if headers[:10] != b"NATS/1.0\r\n" or not headers.isascii():
+        return await parse(headers)
+    found = {}
+    for line in headers[10:].decode().split("\r\n"):
+        if line:
+            name, sep, value = line.partition(":")
+            if sep:
+                name = name.strip(_ASCII_STRIP)
+                if not _SPACE_IN_NAME.search(name):
+                    found[name] = value.strip(_ASCII_STRIP)
+    return found or None
