@@ -118,8 +118,10 @@ class Cache:
             log.error("pod %s was already in the cache", _name(pod))
             return
         if current is not None:
-            self._remove_pod(current)
             self._assumed_pods.discard(uid)
+            if self._replace_pod(current, pod):
+                return
+            self._remove_pod(current)
         self._add_pod(pod)
 
     def update_pod(self, old: core_v1.Pod, new: core_v1.Pod) -> None:
@@ -127,6 +129,8 @@ class Cache:
         current = self._pod_states.get(uid)
         if current is None or uid in self._assumed_pods:
             log.error("pod %s updated but not bound in the cache", _name(new))
+            return
+        if self._replace_pod(current, new):
             return
         self._remove_pod(current)
         self._add_pod(new)
@@ -151,6 +155,17 @@ class Cache:
             info = self._nodes[name] = NodeInfo(placeholder)
         info.add_pod(pod)
         self._nodes.move_to_end(name)
+
+    def _replace_pod(self, current: core_v1.Pod, new: core_v1.Pod) -> bool:
+        """A newer version of a counted pod on the same node, without a change the
+        scheduling cycle could see (see `NodeInfo.replace_pod`)."""
+        name = current.spec.node_name
+        if new.spec.node_name != name or name not in self._nodes:
+            return False
+        if not self._nodes[name].replace_pod(current, new):
+            return False
+        self._pod_states[new.metadata.uid] = new
+        return True
 
     def _remove_pod(self, pod: core_v1.Pod) -> None:
         name = pod.spec.node_name

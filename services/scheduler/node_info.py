@@ -206,6 +206,24 @@ class NodeInfo:
                 return
         raise KeyError(f"pod {key} not found on node {self.name}")
 
+    def replace_pod(self, old: core_v1.Pod, new: core_v1.Pod) -> bool:
+        """Swap in a newer version of a pod on this node if nothing Filter or Score reads
+        changed (its requests and labels): then the generation stays, so verdicts kept for
+        this node stay valid (`verdicts.FilterVerdicts`) — an assumed pod's confirmation
+        and its status updates would otherwise invalidate them again and again. Returns
+        False (and changes nothing) when the caller must remove and add instead."""
+        if new.metadata.labels != old.metadata.labels:
+            return False
+        request = pod_resource_request(new)
+        key = _pod_key(old)
+        for i, existing in enumerate(self.pods):
+            if _pod_key(existing) == key:
+                if self.pod_requests[i] != request:
+                    return False
+                self.pods[i] = new
+                return True
+        return False
+
     def snapshot(self) -> NodeInfo:
         """A copy that later changes to this one do not affect (same generation): shallow
         copies of the lists and the small request vectors."""

@@ -146,3 +146,44 @@ def test_node_update_reaches_the_snapshot() -> None:
     cache.update_snapshot(snapshot)
     info = snapshot.get("a")
     assert info is not None and str(info.allocatable["cpu"]) == "8"
+
+
+def test_a_newer_version_of_a_pod_keeps_the_generation_unless_it_matters() -> None:
+    """Confirming an assumed pod, or a status update, changes nothing Filter reads: the
+    node's generation (what reused verdicts are checked against) stays. New requests or
+    labels change it."""
+    cache = Cache()
+    cache.add_node(node("a"))
+    cache.assume_pod(pod("p", "a"))
+    generation = snapshot_of(cache).get("a").generation  # type: ignore[union-attr]
+
+    bound = pod("p", "a")
+    bound.metadata.resource_version = "2"
+    cache.add_pod(bound)  # the informer's confirmation
+    snapshot = snapshot_of(cache)
+    assert snapshot.get("a").generation == generation  # type: ignore[union-attr]
+    assert cpu_requested(snapshot, "a") == "1" and not cache.is_assumed_pod(bound)
+
+    running = pod("p", "a")
+    running.metadata.resource_version = "3"
+    running.status.phase = "Running"
+    cache.update_pod(bound, running)
+    assert snapshot_of(cache).get("a").generation == generation  # type: ignore[union-attr]
+
+    labelled = pod("p", "a")
+    labelled.metadata.resource_version = "4"
+    labelled.metadata.labels = {"app": "x"}
+    cache.update_pod(running, labelled)
+    snapshot = snapshot_of(cache)
+    assert snapshot.get("a").generation != generation  # type: ignore[union-attr]
+    generation = snapshot.get("a").generation  # type: ignore[union-attr]
+
+    bigger = pod("p", "a", cpu="2")
+    bigger.metadata.resource_version = "5"
+    bigger.metadata.labels = {"app": "x"}
+    cache.update_pod(labelled, bigger)
+    snapshot = snapshot_of(cache)
+    assert snapshot.get("a").generation != generation  # type: ignore[union-attr]
+    assert cpu_requested(snapshot, "a") == "2"
+    cache.remove_pod(bigger)
+    assert cpu_requested(snapshot_of(cache), "a") == "0"
