@@ -17,7 +17,9 @@ import signal
 import sys
 from collections.abc import Awaitable, Callable
 
-from drasim.common import tracing
+from prometheus_client import CollectorRegistry
+
+from drasim.common import metrics, tracing
 from drasim.common.config import Config, ConfigError
 
 
@@ -74,6 +76,22 @@ async def wait_for_signal() -> None:
     finally:
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.remove_signal_handler(sig)
+
+
+async def serve_until_signal(
+    args: argparse.Namespace,
+    detail: str,
+    *,
+    registry: CollectorRegistry,
+    refresh: metrics.Refresh | None = None,
+) -> None:
+    """What every service does once started: serve `/metrics` if `--metrics-port` asks,
+    print the READY line (`detail`, then where the metrics are) and run until a signal."""
+    async with metrics.serving(
+        args.metrics_port, host=args.metrics_host, registry=registry, refresh=refresh
+    ) as endpoint:
+        announce_ready(detail + metrics.ready_detail(endpoint))
+        await wait_for_signal()
 
 
 def use_event_loop() -> str:

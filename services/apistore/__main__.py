@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 from drasim.apistore.server import ApiServer
-from drasim.common import metrics, service
+from drasim.common import service
 
 
 def _http_options(parser: argparse.ArgumentParser) -> None:
@@ -48,17 +48,12 @@ def main(argv: list[str] | None = None) -> int:
         http = f" http={scheme}://{args.http_host}:{server.http.port}" if server.http else ""
         assert server.metrics is not None
         try:
-            async with metrics.serving(
-                args.metrics_port,
-                host=args.metrics_host,
+            await service.serve_until_signal(
+                args,
+                f"apistore nats={config.nats_url} prefix={config.prefix}{http}",
                 registry=server.metrics.registry,
                 refresh=server.metrics.refresh,
-            ) as endpoint:
-                service.announce_ready(
-                    f"apistore nats={config.nats_url} prefix={config.prefix}{http}"
-                    + metrics.ready_detail(endpoint)
-                )
-                await service.wait_for_signal()
+            )
         finally:
             await server.stop()
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 
-from drasim.common import metrics, service
+from drasim.common import service
 from drasim.common.bus.client import Bus
 from drasim.controllers.server import ControllerManager
 
@@ -20,14 +20,11 @@ def main(argv: list[str] | None = None) -> int:
         manager = ControllerManager(bus)
         try:
             await manager.start()
-            async with metrics.serving(
-                args.metrics_port, host=args.metrics_host, registry=manager.metrics.registry
-            ) as endpoint:
-                service.announce_ready(
-                    f"controllers nats={config.nats_url} prefix={config.prefix}"
-                    + metrics.ready_detail(endpoint)
-                )
-                await service.wait_for_signal()
+            await service.serve_until_signal(
+                args,
+                f"controllers nats={config.nats_url} prefix={config.prefix}",
+                registry=manager.metrics.registry,
+            )
         finally:
             await manager.stop()
             await bus.close()

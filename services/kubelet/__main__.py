@@ -11,7 +11,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from drasim.common import cluster_file, metrics, service
+from drasim.common import cluster_file, service
 from drasim.common.bus.client import Bus
 from drasim.common.client import ApiClient
 from drasim.kubelet.run import KubeletProcess
@@ -53,14 +53,11 @@ def main(argv: list[str] | None = None) -> int:
         )
         try:
             await kubelet.start()
-            async with metrics.serving(
-                args.metrics_port, host=args.metrics_host, registry=kubelet.metrics.registry
-            ) as endpoint:
-                service.announce_ready(
-                    f"kubelet shard={index}/{count} nodes={len(nodes)}"
-                    + metrics.ready_detail(endpoint)
-                )
-                await service.wait_for_signal()
+            await service.serve_until_signal(
+                args,
+                f"kubelet shard={index}/{count} nodes={len(nodes)}",
+                registry=kubelet.metrics.registry,
+            )
         finally:
             await kubelet.stop()
             await bus.close()

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 
-from drasim.common import metrics, service
+from drasim.common import service
 from drasim.common.bus.client import Bus
 from drasim.common.client import ApiClient
 from drasim.scheduler.server import Scheduler
@@ -22,14 +22,11 @@ def main(argv: list[str] | None = None) -> int:
         try:
             await scheduler.start()
             service.freeze_gc()  # the synced caches stay: the collector need not scan them
-            async with metrics.serving(
-                args.metrics_port, host=args.metrics_host, registry=scheduler.metrics.registry
-            ) as endpoint:
-                service.announce_ready(
-                    f"scheduler nats={config.nats_url} prefix={config.prefix}"
-                    + metrics.ready_detail(endpoint)
-                )
-                await service.wait_for_signal()
+            await service.serve_until_signal(
+                args,
+                f"scheduler nats={config.nats_url} prefix={config.prefix}",
+                registry=scheduler.metrics.registry,
+            )
         finally:
             await scheduler.stop()
             await bus.close()
