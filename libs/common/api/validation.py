@@ -72,6 +72,20 @@ TOTAL_ANNOTATION_SIZE_LIMIT = 256 * 1024
 _MEMO_MAX = 4096
 
 
+def _remembered(
+    memo: dict[Any, tuple[Any, ...]], key: Any, check: Callable[..., list[Any]], *args: Any
+) -> list[Any]:
+    """`check(*args)`, answered from `memo` under `key` when asked before (the memo is
+    emptied when full: the checks are pure, so forgetting costs only time)."""
+    found = memo.get(key)
+    if found is None:
+        found = tuple(check(*args))
+        if len(memo) >= _MEMO_MAX:
+            memo.clear()
+        memo[key] = found
+    return list(found)
+
+
 def _memoised(check: Callable[[str], list[str]]) -> Callable[[str], list[str]]:
     """Remember a pure string check's messages: a cluster repeats the same names, label keys
     and values in every object, and the write path validates each object it writes."""
@@ -79,13 +93,7 @@ def _memoised(check: Callable[[str], list[str]]) -> Callable[[str], list[str]]:
 
     @functools.wraps(check)
     def cached(value: str) -> list[str]:
-        found = memo.get(value)
-        if found is None:
-            found = tuple(check(value))
-            if len(memo) >= _MEMO_MAX:
-                memo.clear()
-            memo[value] = found
-        return list(found)
+        return _remembered(memo, value, check, value)
 
     return cached
 
@@ -102,14 +110,7 @@ def _memoised_by_content(
 
     @functools.wraps(check)
     def cached(value: Any, path: str) -> list[FieldError]:
-        key = (path, codec.encode(value))
-        found = memo.get(key)
-        if found is None:
-            found = tuple(check(value, path))
-            if len(memo) >= _MEMO_MAX:
-                memo.clear()
-            memo[key] = found
-        return list(found)
+        return _remembered(memo, (path, codec.encode(value)), check, value, path)
 
     return cached
 
@@ -126,14 +127,7 @@ def _memoised_by_items(
     def cached(values: Mapping[str, str], path: str) -> list[FieldError]:
         if not values:
             return check(values, path)
-        key = (path, tuple(values.items()))
-        found = memo.get(key)
-        if found is None:
-            found = tuple(check(values, path))
-            if len(memo) >= _MEMO_MAX:
-                memo.clear()
-            memo[key] = found
-        return list(found)
+        return _remembered(memo, (path, tuple(values.items())), check, values, path)
 
     return cached
 
