@@ -205,12 +205,15 @@ class Snapshot:
                 yield s, devices
 
     def _select_cached(
-        self, view: _NodeView, selectors: Sequence[tuple[str, cel_env.Selector]]
+        self,
+        view: _NodeView,
+        key: tuple[str, ...],
+        selectors: Sequence[tuple[str, cel_env.Selector]],
     ) -> list[_Candidate] | None:
-        """All of the node's candidates that every selector accepts, remembered per node;
-        None when a selector fails on some device: then only the free devices may be
-        looked at (as upstream does), so the caller selects among those instead."""
-        key = tuple(selector.expression for _, selector in selectors)
+        """All of the node's candidates that every selector accepts, remembered per node
+        under `key` (the selectors' expressions); None when a selector fails on some
+        device: then only the free devices may be looked at (as upstream does), so the
+        caller selects among those instead."""
         found = view.matching.get(key)
         if found is None:
             try:
@@ -489,10 +492,7 @@ class Allocator:
     def _matching(self, view: _NodeView, alternative: _AlternativePlan) -> list[_Candidate]:
         """The node's devices the alternative's selectors accept (for ExactCount, those
         taken may be left out)."""
-        found = view.matching.get(alternative.key)
-        if found is not None:
-            return found
-        found = self._snapshot._select_cached(view, alternative.compiled)
+        found = self._snapshot._select_cached(view, alternative.key, alternative.compiled)
         if found is not None:
             return found
         if alternative.exact:

@@ -223,7 +223,10 @@ class DynamicResources:
         assume_extended_resource_timeout: float = ASSUME_EXTENDED_RESOURCE_TIMEOUT_DEFAULT_SECONDS,
     ) -> None:
         self.dra_manager = dra_manager
-        self.filter_stamp = dra_manager.node_stamp  # type: ignore[method-assign]
+        # What Filter's verdict for a node depends on besides the pod and the NodeInfo
+        # (see `verdicts.FilterVerdicts`): the DraManager's method itself, as it is called
+        # for every node of every attempt.
+        self.filter_stamp: Callable[[framework.NodeInfo], Hashable] = dra_manager.node_stamp
         self.api = api
         self.extended_resources = extended_resources
         self.assume_extended_resource_timeout = assume_extended_resource_timeout
@@ -288,12 +291,6 @@ class DynamicResources:
         ):
             state.reuse_filter_verdicts = False  # user claims, or a leftover special claim
         return None, None
-
-    def filter_stamp(self, node_info: framework.NodeInfo) -> Hashable:
-        """What Filter's verdict for the node depends on besides the pod and the NodeInfo
-        (see `framework.FilterVerdicts`). (`__init__` binds the DraManager's method in its
-        place: it is called for every node of every attempt.)"""
-        return self.dra_manager.node_stamp(node_info)
 
     def _pod_resource_claims(self, pod: core_v1.Pod) -> list[resource_v1.ResourceClaim]:
         """The claims of `pod.spec.resourceClaims` from the claim cache (upstream
