@@ -16,7 +16,7 @@ unprepare those of a pod deleted while it was down.
 from __future__ import annotations
 
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator, Mapping
 from pathlib import Path
 from typing import TypeVar
 
@@ -32,6 +32,8 @@ from drasim.drivers.errors import TemporaryError
 from drasim.kubelet import metrics
 
 T = TypeVar("T")
+# A driver call's result for one claim.
+R = TypeVar("R", dra_api.NodePrepareResourceResponse, dra_api.NodeUnprepareResourceResponse)
 
 __all__ = ["ClaimInfo", "DraManager", "DraManagerState", "claim_names"]
 
@@ -123,17 +125,23 @@ class DraManager:
         for driver, infos in by_driver.items():
             client = dra_api.DraPluginClient(self.bus, node=self.node, driver=driver)
             response = await client.prepare([info.ref() for info in infos])
-            for info in infos:
-                result = response.claims.get(info.uid)
-                if result is None or result.error:
-                    self._save()
-                    problem = result.error if result else "no result for the claim"
-                    raise TemporaryError(
-                        f"NodePrepareResources failed for ResourceClaim {info.name}: {problem}"
-                    )
+            for info, result in self._results("NodePrepareResources", infos, response.claims):
                 info.prepared[driver] = result.devices
             self._save()
         return found
+
+    def _results(
+        self, operation: str, infos: list[ClaimInfo], results: Mapping[str, R]
+    ) -> Iterator[tuple[ClaimInfo, R]]:
+        """Each claim's result of one driver call, in order; a missing or failed one saves
+        what was done so far and raises TemporaryError (the pod is retried)."""
+        for info in infos:
+            result = results.get(info.uid)
+            if result is None or result.error:
+                self._save()
+                problem = result.error if result else "no result for the claim"
+                raise TemporaryError(f"{operation} failed for ResourceClaim {info.name}: {problem}")
+            yield info, result
 
     async def _admit_claim(self, pod: core_v1.Pod, name: str, info: ClaimInfo | None) -> ClaimInfo:
         namespace = pod.metadata.namespace
@@ -184,14 +192,7 @@ class DraManager:
         for driver, infos in by_driver.items():
             client = dra_api.DraPluginClient(self.bus, node=self.node, driver=driver)
             response = await client.unprepare([info.ref() for info in infos])
-            for info in infos:
-                result = response.claims.get(info.uid)
-                if result is None or result.error:
-                    self._save()
-                    problem = result.error if result else "no result for the claim"
-                    raise TemporaryError(
-                        f"NodeUnprepareResources failed for ResourceClaim {info.name}: {problem}"
-                    )
+            for info, _ in self._results("NodeUnprepareResources", infos, response.claims):
                 del info.prepared[driver]
         for info in unused:
             if not info.prepared:
