@@ -15,9 +15,9 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Container, Hashable, Iterator, Mapping, Set
+from collections.abc import Container, Iterator, Mapping, Set
 
-from drasim.common.api import core_v1, resource_v1
+from drasim.common.api import resource_v1
 from drasim.scheduler import framework
 from drasim.scheduler.plugins.dynamic_resources import allocator
 from drasim.scheduler.plugins.dynamic_resources.class_cache import ExtendedResourceCache
@@ -79,12 +79,8 @@ class DraManager:
         # (driver, pool) -> a number that changes whenever a device of the pool is taken
         # or freed: the allocator reuses a node's last answer while its pools stand still.
         self.pool_versions: dict[allocator.PoolID, int] = {}
-        # Changes whenever a class or a slice does (see `node_stamp`).
-        self.version = 0
-        # node name -> (the Node, the snapshot, the pools of the snapshot reaching it)
-        self._node_pools: dict[
-            str, tuple[core_v1.Node, allocator.Snapshot, tuple[allocator.PoolID, ...]]
-        ] = {}
+        # Told of every change the DynamicResources Filter reads (`watch`).
+        self._sinks: list[framework.NodeChangeSink] = []
         self._snapshot: allocator.Snapshot | None = None
         # claim -> (the resourceVersion awaited, the waiting PreBind's future)
         self._waiters: dict[ClaimKey, list[tuple[int, asyncio.Future[bool]]]] = {}
@@ -92,22 +88,22 @@ class DraManager:
 
     # -- informer handlers ---------------------------------------------------------------
     def on_class_add(self, cls: resource_v1.DeviceClass) -> None:
-        self.version += 1
+        self._all_changed()
         self.classes[cls.metadata.name] = cls
         self.class_cache.on_add(cls)
 
     def on_class_update(self, old: resource_v1.DeviceClass, new: resource_v1.DeviceClass) -> None:
-        self.version += 1
+        self._all_changed()
         self.classes[new.metadata.name] = new
         self.class_cache.on_update(old, new)
 
     def on_class_delete(self, cls: resource_v1.DeviceClass) -> None:
-        self.version += 1
+        self._all_changed()
         self.classes.pop(cls.metadata.name, None)
         self.class_cache.on_delete(cls)
 
     def on_slice_add(self, s: resource_v1.ResourceSlice) -> None:
-        self.version += 1
+        self._all_changed()
         self.slices[s.metadata.name] = s
         self._snapshot = None
 
@@ -117,7 +113,7 @@ class DraManager:
         self.on_slice_add(new)
 
     def on_slice_delete(self, s: resource_v1.ResourceSlice) -> None:
-        self.version += 1
+        self._all_changed()
         self.slices.pop(s.metadata.name, None)
         self._snapshot = None
 
@@ -181,6 +177,27 @@ class DraManager:
     def _pool_changed(self, device: allocator.DeviceID) -> None:
         pool = (device[0], device[1])
         self.pool_versions[pool] = self.pool_versions.get(pool, 0) + 1
+        if not self._sinks or self._snapshot is None:
+            # Without a snapshot no Filter has run since the last slice change, which
+            # told the sinks that everything changed.
+            return
+        nodes = self._snapshot.pool_nodes.get(pool, ())
+        for sink in self._sinks:
+            if nodes is None:  # a pool shared by nodes selected by label, or all nodes
+                sink.all_changed()
+            else:
+                for node_name in nodes:
+                    sink.node_changed(node_name)
+
+    def _all_changed(self) -> None:
+        for sink in self._sinks:
+            sink.all_changed()
+
+    def watch(self, sink: framework.NodeChangeSink) -> None:
+        """Tell `sink` of every change that can alter what the allocator finds on a node:
+        a class or a slice (every node), a device taken or freed (the nodes its pool
+        reaches). For `framework.FilterVerdicts`."""
+        self._sinks.append(sink)
 
     # -- reading ---------------------------------------------------------------------------
     def resolve_device_class(self, name: str) -> resource_v1.DeviceClass | None:
@@ -192,23 +209,6 @@ class DraManager:
         if self._snapshot is None:
             self._snapshot = allocator.Snapshot(self.slices.values())
         return self._snapshot
-
-    def node_stamp(self, node_info: framework.NodeInfo) -> Hashable:
-        """Changes whenever what the allocator sees for this node may have: a class or a
-        slice, or a device of a pool the node reaches being taken or freed. (Called for
-        every node of every attempt, see `framework.FilterVerdicts`.)"""
-        node = node_info.node
-        snapshot = self._snapshot or self.snapshot()
-        cached = self._node_pools.get(node.metadata.name)
-        if cached is not None and cached[0] is node and cached[1] is snapshot:
-            pools = cached[2]
-        else:  # a new node object or new slices: look again which pools reach it
-            pools = snapshot._node_view(node).pools
-            self._node_pools[node.metadata.name] = (node, snapshot, pools)
-        versions = self.pool_versions
-        if len(pools) == 1:
-            return (self.version, versions.get(pools[0], 0))
-        return (self.version, *(versions.get(pool, 0) for pool in pools))
 
     def allocator(self) -> allocator.Allocator:
         return allocator.Allocator(self.snapshot(), self.classes, self.allocated)

@@ -15,7 +15,7 @@ import dataclasses
 import enum
 import itertools
 import time
-from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, ClassVar, NamedTuple, Protocol, runtime_checkable
 
 import msgspec
@@ -32,7 +32,7 @@ from drasim.scheduler.node_info import (
     pod_resource_request,
     resource_vector,
 )
-from drasim.scheduler.verdicts import FilterVerdicts, PodVerdicts, kept_scores
+from drasim.scheduler.verdicts import FilterVerdicts, NodeChangeSink, PodVerdicts, kept_scores
 
 __all__ = [
     "DEFAULT_MEMORY_REQUEST",
@@ -53,6 +53,7 @@ __all__ = [
     "FitError",
     "Framework",
     "FrameworkError",
+    "NodeChangeSink",
     "NodeInfo",
     "NodePluginScores",
     "NodeScore",
@@ -227,9 +228,8 @@ class CycleState:
         # the nodes whose allocatable has a device plugin's resource the pod asks for).
         # Unlike a PreFilterResult it does not change the diagnosis: a shortcut only.
         self.candidate_nodes: frozenset[str] | None = None
-        # With reuse on: this pod spec's kept verdicts, and the stamp of each feasible node.
+        # With reuse on: this pod spec's kept verdicts.
         self.pod_verdicts: PodVerdicts | None = None
-        self.node_stamps: dict[str, Hashable] = {}
 
     def read(self, key: str) -> StateData:
         """Raises KeyError when nothing was written, e.g. because PreFilter did not run."""
@@ -255,7 +255,6 @@ class CycleState:
         copy.reused_feasible = set(self.reused_feasible)
         copy.pod_verdicts = self.pod_verdicts
         copy.candidate_nodes = self.candidate_nodes
-        copy.node_stamps = dict(self.node_stamps)
         return copy
 
 
@@ -844,18 +843,14 @@ class Framework:
         if state.reuse_filter_verdicts:
             state.pod_verdicts = self.filter_verdicts.for_pod(pod)
             verdicts = state.pod_verdicts.filter
-        stamp_of = self.filter_verdicts.stamp_function()
-        node_stamps = state.node_stamps
         feasible: list[NodeInfo] = []
         processed = 0
         for node_info in ordered:
             processed += 1
             if verdicts is not None:
-                stamp = stamp_of(node_info)
                 known = verdicts.get(node_info.name)
-                if known is not None and known[0] == stamp:
+                if known is not None and known[0] == node_info.generation:
                     if known[1] is None:
-                        node_stamps[node_info.name] = stamp
                         feasible.append(node_info)
                         state.reused_feasible.add(node_info.name)
                         if len(feasible) >= to_find:
@@ -875,8 +870,7 @@ class Framework:
                     break
             else:
                 if verdicts is not None:
-                    verdicts[node_info.name] = (stamp, None)
-                    node_stamps[node_info.name] = stamp
+                    verdicts[node_info.name] = (node_info.generation, None)
                 feasible.append(node_info)
                 if len(feasible) >= to_find:
                     break
@@ -885,7 +879,7 @@ class Framework:
                 raise FrameworkError(_wrap(f"running {name!r} filter plugin", status))
             status = status.with_plugin(name)
             if verdicts is not None:
-                verdicts[node_info.name] = (stamp, status)
+                verdicts[node_info.name] = (node_info.generation, status)
             diagnosis.node_to_status[node_info.name] = status
             diagnosis.add_plugin_status(status)
         self._next_start_node_index = (start + processed) % num_all
@@ -960,7 +954,7 @@ class Framework:
             started = time.perf_counter()
             if state.pod_verdicts is not None and getattr(pl, "reusable_scores", False):
                 kept = state.pod_verdicts.scores.setdefault(pl.name, {})
-                values = kept_scores(kept, state.node_stamps, state, pod, nodes, score)
+                values = kept_scores(kept, state, pod, nodes, score)
             else:
                 values = [score(state, pod, n) for n in nodes]
             if timed:  # (upstream times each node; one figure per cycle is enough here)

@@ -4,8 +4,8 @@
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Hashable, Mapping, Sequence
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Protocol
 
 from drasim.common import codec
 from drasim.common.api import core_v1
@@ -14,62 +14,99 @@ from drasim.scheduler.node_info import NodeInfo
 if TYPE_CHECKING:
     from drasim.scheduler.framework import CycleState, FilterPlugin, Status
 
-__all__ = ["FilterVerdicts", "PodVerdicts", "kept_scores"]
+__all__ = ["FilterVerdicts", "NodeChangeSink", "PodVerdicts", "kept_scores"]
+
+
+class NodeChangeSink(Protocol):
+    """Where a plugin reports changes its Filter reads beyond the pod's spec and the
+    NodeInfo (DynamicResources: classes, slices, devices taken or freed)."""
+
+    def node_changed(self, node_name: str) -> None: ...
+
+    def all_changed(self) -> None: ...
 
 
 @dataclasses.dataclass(slots=True)
 class PodVerdicts:
-    """What earlier attempts found for one pod spec, per node, with the node's stamp."""
+    """What earlier attempts found for one pod spec, per node, with the NodeInfo's
+    generation they saw."""
 
-    # node -> (stamp, None if feasible else the rejecting status)
-    filter: dict[str, tuple[Hashable, Status | None]] = dataclasses.field(default_factory=dict)
-    # Score plugin -> node -> (stamp, the plugin's score before normalizing); only for
-    # plugins declaring `reusable_scores = True` (their score, like their Filter, reads
-    # the pod's spec and what the stamp covers).
-    scores: dict[str, dict[str, tuple[Hashable, int]]] = dataclasses.field(default_factory=dict)
+    # node -> (generation, None if feasible else the rejecting status)
+    filter: dict[str, tuple[int, Status | None]] = dataclasses.field(default_factory=dict)
+    # Score plugin -> node -> (generation, the plugin's score before normalizing); only
+    # for plugins declaring `reusable_scores = True` (their score, like their Filter,
+    # reads the pod's spec, the NodeInfo and what plugins report as changes).
+    scores: dict[str, dict[str, tuple[int, int]]] = dataclasses.field(default_factory=dict)
+    # How far into the change log these verdicts are up to date (`FilterVerdicts`).
+    position: int = 0
+
+    def forget(self, node_name: str) -> None:
+        self.filter.pop(node_name, None)
+        for kept in self.scores.values():
+            kept.pop(node_name, None)
+
+    def forget_all(self) -> None:
+        self.filter.clear()
+        self.scores.clear()
 
 
 class FilterVerdicts:
     """Filter verdicts of earlier attempts, reused for pods whose specs are the same.
 
     A verdict (feasible, or the rejecting status) depends on the pod's spec and on the
-    node's state; it is kept per pod spec and node with a stamp of that state: the
-    NodeInfo's generation (its node object and pods) and what plugins add through
-    `filter_stamp(node_info)` (DynamicResources: its classes, slices and the allocations
-    of the node's pools). An attempt checks nodes whose stamp is unchanged without calling
-    the plugins, so a cycle pays for the few nodes that changed. Used only when every
-    Filter plugin declares `reusable_filter_verdicts = True`, and not for a pod that a
-    PreFilter excluded (`CycleState.reuse_filter_verdicts`). Like the equivalence cache
-    kube-scheduler once had; the chosen node is always filtered again before Reserve.
+    node's state; it is kept per pod spec and node while that state holds. The NodeInfo's
+    generation covers the node object and its pods; what else a plugin's Filter reads, the
+    plugin reports through `watch_filter_inputs(sink)` as calls of `node_changed(name)`
+    (DynamicResources: a device of a pool reaching the node taken or freed) and
+    `all_changed()` (a class or a slice). Node changes go to a log; each pod spec's
+    verdicts drop the nodes logged since they were last used, so an attempt checks the
+    unchanged nodes with one comparison each and pays for the few that changed. Used only
+    when every Filter plugin declares `reusable_filter_verdicts = True`, and not for a pod
+    that a PreFilter excluded (`CycleState.reuse_filter_verdicts`). Like the equivalence
+    cache kube-scheduler once had; the chosen node is always filtered again before Reserve.
     """
 
     MAX_SPECS = 64  # distinct pod specs kept, the least recently used dropped first
+    MAX_LOG = 10_000  # node changes kept; verdicts older than the log are all dropped
 
     def __init__(self, filter_plugins: Sequence[FilterPlugin]) -> None:
         self.enabled = bool(filter_plugins) and all(
             getattr(p, "reusable_filter_verdicts", False) for p in filter_plugins
         )
-        self._stamps = [p.filter_stamp for p in filter_plugins if hasattr(p, "filter_stamp")]
         self._by_spec: dict[bytes, PodVerdicts] = {}
+        self._log: list[str] = []
+        self._log_start = 0  # position of `_log[0]` among all changes ever logged
+        for plugin in filter_plugins:
+            watch = getattr(plugin, "watch_filter_inputs", None)
+            if watch is not None:
+                watch(self)
 
-    def stamp(self, node_info: NodeInfo) -> Hashable:
-        return (node_info.generation, *(stamp(node_info) for stamp in self._stamps))
+    def node_changed(self, node_name: str) -> None:
+        if not self._by_spec:
+            return
+        if len(self._log) >= self.MAX_LOG:
+            self._log_start += len(self._log)
+            self._log = []
+        self._log.append(node_name)
 
-    def stamp_function(self) -> Callable[[NodeInfo], Hashable]:
-        """`stamp`, or the same without a call more per node in the usual case of one
-        plugin adding to it."""
-        if len(self._stamps) != 1:
-            return self.stamp
-        [plugin_stamp] = self._stamps
-        return lambda node_info: (node_info.generation, plugin_stamp(node_info))
+    def all_changed(self) -> None:
+        self._by_spec.clear()
 
     def for_pod(self, pod: core_v1.Pod) -> PodVerdicts:
+        """This spec's verdicts, without those of nodes changed since their last use."""
         key = codec.encode(pod.spec)
+        position = self._log_start + len(self._log)
         verdicts = self._by_spec.pop(key, None)
         if verdicts is None:
-            verdicts = PodVerdicts()
+            verdicts = PodVerdicts(position=position)
             if len(self._by_spec) >= self.MAX_SPECS:
                 del self._by_spec[next(iter(self._by_spec))]
+        elif verdicts.position < self._log_start:
+            verdicts.forget_all()
+        else:
+            for node_name in self._log[verdicts.position - self._log_start :]:
+                verdicts.forget(node_name)
+        verdicts.position = position
         self._by_spec[key] = verdicts  # (re)inserted last: most recently used
         return verdicts
 
@@ -78,23 +115,21 @@ class FilterVerdicts:
 
 
 def kept_scores(
-    kept: dict[str, tuple[Hashable, int]],
-    stamps: Mapping[str, Hashable],
+    kept: dict[str, tuple[int, int]],
     state: CycleState,
     pod: core_v1.Pod,
     nodes: Sequence[NodeInfo],
     score: Callable[[CycleState, core_v1.Pod, NodeInfo], int],
 ) -> list[int]:
-    """Each node's score from an earlier attempt while its stamp holds, else scored now."""
+    """Each node's score from an earlier attempt while its NodeInfo and what plugins
+    report hold, else scored now."""
     values = []
     for node_info in nodes:
-        name = node_info.name
-        stamp = stamps[name]
-        known = kept.get(name)
-        if known is not None and known[0] == stamp:
+        known = kept.get(node_info.name)
+        if known is not None and known[0] == node_info.generation:
             values.append(known[1])
         else:
             value = score(state, pod, node_info)
-            kept[name] = (stamp, value)
+            kept[node_info.name] = (node_info.generation, value)
             values.append(value)
     return values

@@ -17,6 +17,7 @@ from drasim.scheduler.framework import (
     Diagnosis,
     Framework,
     FrameworkError,
+    NodeChangeSink,
     NodeInfo,
     PreFilterResult,
     Status,
@@ -830,13 +831,15 @@ def test_filtering_stops_at_enough_feasible_nodes_and_rotates() -> None:
 
 @dataclasses.dataclass
 class ReusableFilter(FakeFilter):
-    """A filter whose verdict depends on the pod's spec, the NodeInfo and `external`, which
-    its `filter_stamp` reports (as DynamicResources does with its pools' versions)."""
+    """A filter whose verdict depends on the pod's spec, the NodeInfo and `external`,
+    whose changes it reports to the sink of `watch_filter_inputs` (as DynamicResources
+    does for devices taken and freed)."""
 
     name: ClassVar[str] = "ReusableFilter"
     reusable_filter_verdicts: ClassVar[bool] = True
     external: dict[str, int] = dataclasses.field(default_factory=dict)
     veto: bool = False
+    sinks: list[NodeChangeSink] = dataclasses.field(default_factory=list)
 
     def pre_filter(
         self, state: CycleState, pod: core_v1.Pod, nodes: Sequence[NodeInfo]
@@ -845,8 +848,16 @@ class ReusableFilter(FakeFilter):
             state.reuse_filter_verdicts = False
         return None, None
 
-    def filter_stamp(self, node_info: NodeInfo) -> int:
-        return self.external.get(node_info.name, 0)
+    def watch_filter_inputs(self, sink: NodeChangeSink) -> None:
+        self.sinks.append(sink)
+
+    def change(self, node_name: str | None) -> None:
+        """Change `external` for one node (None: for all) and report it."""
+        for sink in self.sinks:
+            if node_name is None:
+                sink.all_changed()
+            else:
+                sink.node_changed(node_name)
 
 
 def filtered(log: Recorder) -> list[str]:
@@ -855,7 +866,7 @@ def filtered(log: Recorder) -> list[str]:
     return calls
 
 
-def test_verdicts_are_reused_until_the_node_or_its_stamp_changes() -> None:
+def test_verdicts_are_reused_until_the_node_or_a_reported_input_changes() -> None:
     log = Recorder()
     plugin = ReusableFilter(log, reject={"b": Status.unschedulable("no")})
     fwk = Framework([plugin])
@@ -876,14 +887,37 @@ def test_verdicts_are_reused_until_the_node_or_its_stamp_changes() -> None:
     assert again.message(3) == diagnosis.message(3)
     assert state.reused_feasible == {"a", "c"}
 
-    # A pod added to node a (new generation) and a change behind c's stamp: both again.
+    # A pod added to node a (new generation) and a reported change of c: both again.
     all_nodes[0].add_pod(make_pod("p").req({"cpu": "1"}).obj())
-    plugin.external["c"] = 1
+    plugin.change("c")
     fwk.find_nodes_that_fit(CycleState(), POD, all_nodes)
     assert sorted(filtered(log)) == ["ReusableFilter.filter(a)", "ReusableFilter.filter(c)"]
 
+    # A change of every node: all again.
+    plugin.change(None)
+    fwk.find_nodes_that_fit(CycleState(), POD, all_nodes)
+    assert len(filtered(log)) == 3
+
     # A pod with another spec has verdicts of its own.
     fwk.find_nodes_that_fit(CycleState(), make_pod("x").req({"cpu": "2"}).obj(), all_nodes)
+    assert len(filtered(log)) == 3
+
+
+def test_verdicts_older_than_the_change_log_are_all_dropped() -> None:
+    log = Recorder()
+    plugin = ReusableFilter(log)
+    fwk = Framework([plugin])
+    fwk.filter_verdicts.MAX_LOG = 2
+    all_nodes = nodes("a", "b", "c")
+    fwk.find_nodes_that_fit(CycleState(), POD, all_nodes)
+    filtered(log)
+    plugin.change("a")
+    fwk.find_nodes_that_fit(CycleState(), POD, all_nodes)
+    assert filtered(log) == ["ReusableFilter.filter(a)"]
+
+    for name in ("a", "a", "b"):  # the log starts over: "a" is no longer in it
+        plugin.change(name)
+    fwk.find_nodes_that_fit(CycleState(), POD, all_nodes)
     assert len(filtered(log)) == 3
 
 
@@ -913,7 +947,7 @@ def test_a_reused_verdict_is_confirmed_on_the_chosen_node() -> None:
     fwk.confirm_reused_verdict(state, POD, chosen)
     assert filtered(log) == ["ReusableFilter.filter(a)"]
 
-    # A change the stamps did not show: the confirmation fails and every verdict goes.
+    # A change nobody reported: the confirmation fails and every verdict goes.
     plugin.reject["a"] = Status.unschedulable("no")
     with pytest.raises(FrameworkError, match="stale"):
         fwk.confirm_reused_verdict(state, POD, chosen)
@@ -945,7 +979,7 @@ def test_scores_are_reused_with_the_filter_verdicts() -> None:
         return [(s.name, s.total_score) for s in fwk.run_score_plugins(state, POD, feasible)]
 
     assert attempt() == [("a", 10), ("b", 20)] and scorer.calls == ["a", "b"]
-    scorer.scores["a"] = 99  # unseen: nothing a stamp covers changed
+    scorer.scores["a"] = 99  # unseen: nothing reported changed
     assert attempt() == [("a", 10), ("b", 20)] and scorer.calls == ["a", "b"]
     all_nodes[0].add_pod(make_pod("p").obj())  # node a changed: scored again
     assert attempt() == [("a", 99), ("b", 20)] and scorer.calls == ["a", "b", "a"]

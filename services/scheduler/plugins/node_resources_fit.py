@@ -265,10 +265,11 @@ class NodeResourcesFit:
 
     name: ClassVar[str] = names.NODE_RESOURCES_FIT
     # Filter reads only the pod's spec, the NodeInfo and which extended resources DRA
-    # serves (part of DynamicResources' `filter_stamp`): see framework.FilterVerdicts.
+    # serves (DynamicResources' `watch_filter_inputs` reports its changes): see
+    # framework.FilterVerdicts.
     reusable_filter_verdicts: ClassVar[bool] = True
     # Score reads the pod's spec, the NodeInfo and, for extended resources DRA serves,
-    # device counts of the node's pools: the same stamp covers it.
+    # device counts of the node's pools: the same reports cover it.
     reusable_scores: ClassVar[bool] = True
 
     def __init__(

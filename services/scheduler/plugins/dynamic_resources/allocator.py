@@ -130,6 +130,9 @@ class Snapshot:
         self._all_nodes: list[_IndexedSlice] = []
         self._by_selector: list[tuple[core_v1.NodeSelector, _IndexedSlice]] = []
         self._per_device: list[_IndexedSlice] = []
+        # pool -> the nodes its slices name, or None if a slice reaches nodes otherwise
+        # (all nodes, a node selector, per device): who to tell when its devices change.
+        self.pool_nodes: dict[PoolID, set[str] | None] = {}
         for pool_id, pool_slices in newest.items():
             unusable = _pool_problem(pool_slices)
             for s in sorted(pool_slices, key=lambda s: s.metadata.name):
@@ -160,6 +163,12 @@ class Snapshot:
                 )
             )
         indexed = _IndexedSlice(s.metadata.name, pool_id, unusable, devices)
+        nodes = self.pool_nodes.setdefault(pool_id, set())
+        if spec.node_name and not per_device:
+            if nodes is not None:
+                nodes.add(spec.node_name)
+        else:
+            self.pool_nodes[pool_id] = None
         if spec.node_name:
             self._by_node_name.setdefault(spec.node_name, []).append(indexed)
         elif spec.all_nodes:

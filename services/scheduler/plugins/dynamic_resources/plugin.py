@@ -23,7 +23,7 @@ import collections
 import contextlib
 import dataclasses
 import logging
-from collections.abc import Awaitable, Callable, Hashable, Iterator, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Sequence
 from typing import ClassVar, TypeVar
 
 from drasim.common import codec, errors
@@ -211,7 +211,8 @@ class DynamicResources:
     name: ClassVar[str] = names.DYNAMIC_RESOURCES
     # For a pod whose only claim is its in-memory special claim, Filter's verdict depends
     # on the pod's spec, the node, the classes and slices and the allocations of the
-    # node's pools: all in `filter_stamp`. PreFilter excludes every other pod.
+    # node's pools: all reported by `watch_filter_inputs`. PreFilter excludes every other
+    # pod.
     reusable_filter_verdicts: ClassVar[bool] = True
 
     def __init__(
@@ -223,15 +224,16 @@ class DynamicResources:
         assume_extended_resource_timeout: float = ASSUME_EXTENDED_RESOURCE_TIMEOUT_DEFAULT_SECONDS,
     ) -> None:
         self.dra_manager = dra_manager
-        # What Filter's verdict for a node depends on besides the pod and the NodeInfo
-        # (see `verdicts.FilterVerdicts`): the DraManager's method itself, as it is called
-        # for every node of every attempt.
-        self.filter_stamp: Callable[[framework.NodeInfo], Hashable] = dra_manager.node_stamp
         self.api = api
         self.extended_resources = extended_resources
         self.assume_extended_resource_timeout = assume_extended_resource_timeout
         # `dra_resourceclaim_creates_total{status}`: status "success" or "failure".
         self.resourceclaim_creates_total: collections.Counter[str] = collections.Counter()
+
+    def watch_filter_inputs(self, sink: framework.NodeChangeSink) -> None:
+        """What Filter's verdict for a node depends on besides the pod and the NodeInfo
+        (see `framework.FilterVerdicts`): the DraManager reports it."""
+        self.dra_manager.watch(sink)
 
     # -- PreFilter --
 

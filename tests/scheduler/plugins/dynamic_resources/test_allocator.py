@@ -875,27 +875,60 @@ def test_a_held_in_flight_allocation_stays_until_the_claim_shows_allocated_or_de
     assert manager.allocator().allocate(node, [make_claim("other", exact("r"))]) is not None
 
 
-def test_node_stamp_changes_with_the_nodes_pools_classes_and_slices() -> None:
+NIC = "nic.example.com"
+
+
+class ChangeLog:
+    """A `framework.NodeChangeSink` that records what it is told."""
+
+    def __init__(self) -> None:
+        self.changes: list[str] = []
+
+    def node_changed(self, node_name: str) -> None:
+        self.changes.append(node_name)
+
+    def all_changed(self) -> None:
+        self.changes.append("*")
+
+    def take(self) -> list[str]:
+        taken, self.changes = self.changes, []
+        return taken
+
+
+def test_the_manager_reports_changes_of_the_nodes_pools_classes_and_slices() -> None:
     """What DynamicResources reports for reusing Filter verdicts (framework.FilterVerdicts)."""
     from drasim.scheduler.dra_manager import DraManager
-    from drasim.scheduler.framework import NodeInfo
 
     manager = DraManager()
+    sink = ChangeLog()
+    manager.watch(sink)
     manager.on_class_add(make_class("gpu", BY_DRIVER))
     manager.on_slice_add(make_slice("s", dev("gpu-0"), dev("gpu-1")))
     manager.on_slice_add(make_slice("t", dev("gpu-0"), node="other"))
-    node, other = make_node(), make_node("other")
-    before, other_before = manager.node_stamp(NodeInfo(node)), manager.node_stamp(NodeInfo(other))
-    assert manager.node_stamp(NodeInfo(node)) == before  # stable while nothing changes
+    manager.on_slice_add(
+        make_slice("u", dev("nic-0"), node=None, pool="shared", driver=NIC, allNodes=True)
+    )
+    assert sink.take() == ["*", "*", "*", "*"]
+    node = make_node()
 
     pending = make_claim("c", exact("r"))
     pending.status.allocation = manager.allocator().allocate(node, [pending])[0]
     manager.signal_claim_pending_allocation("uid", pending)
-    assert manager.node_stamp(NodeInfo(node)) != before  # a device of its pool was taken
-    assert manager.node_stamp(NodeInfo(other)) == other_before
-    taken = manager.node_stamp(NodeInfo(node))
+    assert sink.take() == [WORKER]  # a device of its pool was taken: that node only
     manager.remove_claim_pending_allocation("uid")
-    assert manager.node_stamp(NodeInfo(node)) != taken
+    assert sink.take() == [WORKER]  # and freed
 
+    shared = make_claim("n", exact("r"))
+    shared.status.allocation = resource_v1.AllocationResult(
+        devices=resource_v1.DeviceAllocationResult(
+            results=[
+                resource_v1.DeviceRequestAllocationResult(
+                    request="r", driver=NIC, pool="shared", device="nic-0"
+                )
+            ]
+        )
+    )
+    manager.on_claim_add(shared)
+    assert sink.take() == ["*"]  # a pool every node reaches
     manager.on_class_add(make_class("other-class", BY_DRIVER))
-    assert manager.node_stamp(NodeInfo(other)) != other_before
+    assert sink.take() == ["*"]
