@@ -136,16 +136,20 @@ class DraManager:
 
     def _store_claim(self, claim: resource_v1.ResourceClaim) -> None:
         key = (claim.metadata.namespace, claim.metadata.name)
+        uid = claim.metadata.uid
+        devices = claim_devices(claim)
         old = self.claims.get(key)
         if old is not None:
             if _version(claim) < _version(old):
                 return  # an informer event older than the claim assumed after our write
-            self._release(old)
+            self._release(old, keep=devices if old.metadata.uid == uid else ())
             self._unindex(key, old)
         self.claims[key] = claim
-        for device in claim_devices(claim):
-            self._allocated[device] = claim.metadata.uid
-            self._pool_changed(device)
+        for device in devices:
+            if self._allocated.get(device) != uid:
+                self._allocated[device] = uid
+                if device not in self._in_flight_devices:
+                    self._pool_changed(device)  # (an in-flight device was taken already)
         owner = claim.metadata.controller_ref()
         if owner is not None:
             self._controlled.setdefault(owner.uid, {})[key] = None
@@ -153,11 +157,15 @@ class DraManager:
             self._release_hold(key)  # its devices are taken by `_allocated` now
         self._notify(key)
 
-    def _release(self, claim: resource_v1.ResourceClaim) -> None:
+    def _release(
+        self, claim: resource_v1.ResourceClaim, keep: Container[allocator.DeviceID] = ()
+    ) -> None:
+        """Free the claim's devices, but those in `keep` (its newer version holds them)."""
         for device in claim_devices(claim):
-            if self._allocated.get(device) == claim.metadata.uid:
+            if device not in keep and self._allocated.get(device) == claim.metadata.uid:
                 del self._allocated[device]
-                self._pool_changed(device)
+                if device not in self._in_flight_devices:
+                    self._pool_changed(device)
 
     def _unindex(self, key: ClaimKey, claim: resource_v1.ResourceClaim) -> None:
         owner = claim.metadata.controller_ref()
@@ -175,6 +183,8 @@ class DraManager:
         self._store_claim(claim)
 
     def _pool_changed(self, device: allocator.DeviceID) -> None:
+        """A device of the pool was taken or freed (by stored claims and in-flight
+        allocations together: one moving from one to the other changes nothing)."""
         pool = (device[0], device[1])
         self.pool_versions[pool] = self.pool_versions.get(pool, 0) + 1
         if not self._sinks or self._snapshot is None:
@@ -253,7 +263,8 @@ class DraManager:
         self._in_flight[uid] = claim
         for device in claim_devices(claim):
             self._in_flight_devices[device] = uid
-            self._pool_changed(device)
+            if device not in self._allocated:
+                self._pool_changed(device)
 
     def hold_pending_allocation(self, uid: str, namespace: str, name: str) -> None:
         """Writing this claim's allocation got no answer: the write may have happened. Keep
@@ -277,7 +288,8 @@ class DraManager:
         for device in claim_devices(claim):
             if self._in_flight_devices.get(device) == uid:
                 del self._in_flight_devices[device]
-                self._pool_changed(device)
+                if device not in self._allocated:
+                    self._pool_changed(device)
         return True
 
     def claim_is_pending_allocation(self, uid: str) -> bool:

@@ -82,7 +82,7 @@ class FilterVerdicts:
                 watch(self)
 
     def node_changed(self, node_name: str) -> None:
-        if not self._by_spec:
+        if not self._by_spec or (self._log and self._log[-1] == node_name):
             return
         if len(self._log) >= self.MAX_LOG:
             self._log_start += len(self._log)

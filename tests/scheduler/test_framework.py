@@ -915,7 +915,7 @@ def test_verdicts_older_than_the_change_log_are_all_dropped() -> None:
     fwk.find_nodes_that_fit(CycleState(), POD, all_nodes)
     assert filtered(log) == ["ReusableFilter.filter(a)"]
 
-    for name in ("a", "a", "b"):  # the log starts over: "a" is no longer in it
+    for name in ("b", "c", "b"):  # the log starts over: "b" is no longer in it
         plugin.change(name)
     fwk.find_nodes_that_fit(CycleState(), POD, all_nodes)
     assert len(filtered(log)) == 3

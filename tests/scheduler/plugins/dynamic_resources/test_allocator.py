@@ -918,6 +918,19 @@ def test_the_manager_reports_changes_of_the_nodes_pools_classes_and_slices() -> 
     manager.remove_claim_pending_allocation("uid")
     assert sink.take() == [WORKER]  # and freed
 
+    # Reserve, PreBind's write, the informer's copy: taken once, then nothing changes.
+    manager.signal_claim_pending_allocation("uid", pending)
+    written = codec.clone(pending)
+    written.metadata.uid, written.metadata.resource_version = "uid", "5"
+    manager.assume_claim_after_api_call(written)
+    manager.remove_claim_pending_allocation("uid")
+    informed = codec.clone(written)
+    informed.metadata.resource_version = "6"
+    manager.on_claim_update(written, informed)
+    assert sink.take() == [WORKER]
+    manager.on_claim_delete(informed)
+    assert sink.take() == [WORKER]
+
     shared = make_claim("n", exact("r"))
     shared.status.allocation = resource_v1.AllocationResult(
         devices=resource_v1.DeviceAllocationResult(
