@@ -47,7 +47,8 @@ from drasim.common.config import Config
 from drasim.common.embedded import EmbeddedNats, EmbeddedPostgres, free_port
 
 # Every service `up` runs, as the module `python -m` starts; the last dotted part names it.
-SERVICES: tuple[str, ...] = ("drasim.apistore", "drasim.controllers", "drasim.scheduler")
+APISTORE = "drasim.apistore"
+SERVICES: tuple[str, ...] = (APISTORE, "drasim.controllers", "drasim.scheduler")
 KUBELET = "drasim.kubelet"
 STOP_TIMEOUT = 10.0
 READY_MARKER = "READY"
@@ -129,7 +130,7 @@ async def _up(
         )
         cluster.write_cluster(config.data_dir, info)
         stack.callback(cluster.remove_cluster, config.data_dir, info.pid)
-        own_argv = {"drasim.apistore": _write_kubeconfig(config, http_port or free_port())}
+        own_argv = {APISTORE: _write_kubeconfig(config, http_port or free_port())}
         argv = ["--nats-url", nats_url, "--database-url", database_url, "--prefix", config.prefix]
         services = [
             _Launch(
@@ -186,8 +187,15 @@ async def _up(
                     config.data_dir, msgspec.structs.replace(info, metrics=endpoints)
                 )
 
+        # The apistore first: the other services' informers would only retry (and say so)
+        # until it serves.
+        stages = [
+            [s for s in services if s.module == APISTORE],
+            [s for s in services if s.module != APISTORE],
+            nodes,
+        ]
         return await _supervise(
-            [services, nodes] if nodes else [services],
+            [stage for stage in stages if stage],
             stopping,
             ready_line,
             before_nodes=before_nodes if nodes else None,
@@ -324,7 +332,7 @@ async def _supervise(
     """Run the services until a stop is asked for (0) or one of them exits (1).
 
     Stages start in order, each once the previous one is ready (the kubelets need the
-    apistore); `before_nodes` runs before the second stage, `when_ready` after the ready
+    apistore); `before_nodes` runs before the last stage, `when_ready` after the ready
     line, `on_ready` just before it with the services' metrics URLs by service name. A
     failure of either stops the cluster like a crashed service.
     """
@@ -344,7 +352,7 @@ async def _supervise(
         async def launch() -> None:
             try:
                 for i, stage in enumerate(stages):
-                    if i == 1 and before_nodes is not None:
+                    if i == len(stages) - 1 and before_nodes is not None:
                         await before_nodes()
                     started: list[_Service] = []
                     launched.append(started)

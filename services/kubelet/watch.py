@@ -29,7 +29,7 @@ from drasim.common.api import core_v1
 from drasim.common.bus import messages, subjects
 from drasim.common.bus.client import Bus
 from drasim.common.bus.headers import TRACEPARENT
-from drasim.common.client import ApiClient, stream_bounds
+from drasim.common.client import ApiClient, stream_bounds, stream_sequence
 
 __all__ = ["PodHandler", "PodWatch", "watch_nodes_raw"]
 
@@ -52,7 +52,7 @@ async def watch_nodes_raw(
     msgs = _watch_nodes(bus, resource, nodes, resource_version=resource_version)
     async with contextlib.aclosing(msgs):
         async for msg in msgs:
-            yield msg.metadata.sequence.stream, decode(msg.data)
+            yield stream_sequence(msg), decode(msg.data)
 
 
 async def _watch_nodes(
@@ -149,7 +149,7 @@ class PodWatch:
         )
         async with contextlib.aclosing(msgs):
             async for msg in msgs:
-                self._on_event(msg.metadata.sequence.stream, decode(msg.data), msg.headers)
+                self._on_event(stream_sequence(msg), decode(msg.data), msg.headers)
 
     def _on_event(
         self, seq: int, event: messages.WatchEvent, headers: dict[str, str] | None
