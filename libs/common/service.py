@@ -15,11 +15,13 @@ import logging
 import os
 import signal
 import sys
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Protocol
 
 from prometheus_client import CollectorRegistry
 
 from drasim.common import metrics, tracing
+from drasim.common.bus.client import Bus
 from drasim.common.config import Config, ConfigError
 
 
@@ -27,7 +29,11 @@ def parse_args(
     name: str,
     argv: list[str] | None = None,
     add: Callable[[argparse.ArgumentParser], None] | None = None,
+    *,
+    required: Sequence[str] = ("--nats-url",),
 ) -> tuple[Config, argparse.Namespace]:
+    """The command line every service shares (plus what `add` adds), with the environment
+    filling what it leaves out; exits 2 naming the flags in `required` still missing."""
     parser = argparse.ArgumentParser(prog=f"drasim-{name}")
     parser.add_argument("--nats-url")
     parser.add_argument("--database-url")
@@ -49,6 +55,11 @@ def parse_args(
         )
     except ConfigError as exc:
         parser.error(str(exc))
+    missing = [flag for flag in required if not getattr(config, flag[2:].replace("-", "_"))]
+    if missing:
+        verb = "is" if len(missing) == 1 else "are"
+        print(f"drasim-{name}: {' and '.join(missing)} {verb} required", file=sys.stderr)
+        sys.exit(2)
     return config, args
 
 
@@ -92,6 +103,53 @@ async def serve_until_signal(
     ) as endpoint:
         announce_ready(detail + metrics.ready_detail(endpoint))
         await wait_for_signal()
+
+
+class _Metrics(Protocol):
+    @property
+    def registry(self) -> CollectorRegistry: ...
+
+
+class Component(Protocol):
+    """A service's work on one NATS connection (the scheduler, the controller manager, a
+    kubelet process), as `run_on_bus` runs it."""
+
+    @property
+    def metrics(self) -> _Metrics: ...
+
+    async def start(self) -> None: ...
+
+    async def stop(self) -> None: ...
+
+
+def run_on_bus(
+    name: str,
+    config: Config,
+    args: argparse.Namespace,
+    build: Callable[[Bus], Component],
+    detail: str,
+    *,
+    connection: str = "",
+    freeze: bool = False,
+) -> int:
+    """Connect to NATS, start what `build` makes of the connection, serve until a signal
+    (`serve_until_signal`, READY line `detail`), then stop it and close the connection.
+    `freeze`: once started, keep what it loaded out of the collector's sight
+    (`freeze_gc`)."""
+
+    async def serve() -> None:
+        bus = await Bus.connect(config.nats_url, prefix=config.prefix, name=connection or name)
+        component = build(bus)
+        try:
+            await component.start()
+            if freeze:
+                freeze_gc()
+            await serve_until_signal(args, detail, registry=component.metrics.registry)
+        finally:
+            await component.stop()
+            await bus.close()
+
+    return run(name, serve, config.log_level)
 
 
 def use_event_loop() -> str:

@@ -21,10 +21,9 @@ def _http_options(parser: argparse.ArgumentParser) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    config, args = service.parse_args("apistore", argv, _http_options)
-    if not config.nats_url or not config.database_url:
-        print("drasim-apistore: --nats-url and --database-url are required", file=sys.stderr)
-        return 2
+    config, args = service.parse_args(
+        "apistore", argv, _http_options, required=("--nats-url", "--database-url")
+    )
     if args.http_port is not None and args.http_token_file is None:
         print("drasim-apistore: --http-port needs --http-token-file", file=sys.stderr)
         return 2

@@ -12,7 +12,6 @@ import sys
 from pathlib import Path
 
 from drasim.common import cluster_file, service
-from drasim.common.bus.client import Bus
 from drasim.common.client import ApiClient
 from drasim.kubelet.run import KubeletProcess
 
@@ -32,9 +31,6 @@ def _add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     config, args = service.parse_args("kubelet", argv, add=_add_arguments)
-    if not config.nats_url:
-        print("drasim-kubelet: --nats-url is required", file=sys.stderr)
-        return 2
     try:
         cluster = cluster_file.load(args.cluster)
         index, count = cluster_file.parse_shard(args.shard)
@@ -42,27 +38,19 @@ def main(argv: list[str] | None = None) -> int:
         print(f"drasim-kubelet: {exc}", file=sys.stderr)
         return 2
     nodes = cluster.shard(index, count)
-
-    async def serve() -> None:
-        bus = await Bus.connect(config.nats_url, prefix=config.prefix, name=f"kubelet-{index}")
-        kubelet = KubeletProcess(
+    return service.run_on_bus(
+        "kubelet",
+        config,
+        args,
+        lambda bus: KubeletProcess(
             api=ApiClient(bus, actor="kubelet"),
             nodes=nodes,
             state_dir=args.state_dir,
             heartbeat_period=args.heartbeat_seconds,
-        )
-        try:
-            await kubelet.start()
-            await service.serve_until_signal(
-                args,
-                f"kubelet shard={index}/{count} nodes={len(nodes)}",
-                registry=kubelet.metrics.registry,
-            )
-        finally:
-            await kubelet.stop()
-            await bus.close()
-
-    return service.run("kubelet", serve, config.log_level)
+        ),
+        f"kubelet shard={index}/{count} nodes={len(nodes)}",
+        connection=f"kubelet-{index}",
+    )
 
 
 if __name__ == "__main__":
