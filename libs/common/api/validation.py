@@ -19,7 +19,12 @@ import msgspec
 
 from drasim.common import codec, labels
 from drasim.common.api import apps_v1, coordination_v1, core_v1, registry, resource_v1, resources
-from drasim.common.api.meta_v1 import KubeObject, LabelSelector, ObjectMeta
+from drasim.common.api.meta_v1 import (
+    KubeObject,
+    LabelSelector,
+    LabelSelectorRequirement,
+    ObjectMeta,
+)
 from drasim.common.errors import (
     FieldError,
     field_duplicate,
@@ -141,47 +146,64 @@ def _regex_error(message: str, fmt: str, *examples: str) -> str:
     return f"{message} (e.g. {shown}regex used for validation is '{fmt}')"
 
 
+def _length_and_format_errors(
+    value: str, max_length: int, pattern: re.Pattern[str], format_error: str
+) -> list[str]:
+    """Upstream's `MaxLenError` then `RegexError`: the two reasons every bounded name
+    format (DNS label, DNS subdomain, label value) gives, in that order."""
+    errs = []
+    if len(value) > max_length:
+        errs.append(_max_len_error(max_length))
+    if not pattern.fullmatch(value):
+        errs.append(format_error)
+    return errs
+
+
+_DNS1123_LABEL_ERR = _regex_error(
+    "a lowercase RFC 1123 label must consist of lower case alphanumeric characters "
+    "or '-', and must start and end with an alphanumeric character",
+    _DNS1123_LABEL_FMT,
+    "my-name",
+    "123-abc",
+)
+_DNS1123_SUBDOMAIN_ERR = _regex_error(
+    "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric "
+    "characters, '-' or '.', and must start and end with an alphanumeric character",
+    _DNS1123_SUBDOMAIN_FMT,
+    "example.com",
+)
+_QUALIFIED_NAME_ERR = _regex_error(
+    "must consist of alphanumeric characters, '-', '_' or '.', "
+    "and must start and end with an alphanumeric character",
+    _QUALIFIED_NAME_FMT,
+    "MyName",
+    "my.name",
+    "123-abc",
+)
+_LABEL_VALUE_ERR = _regex_error(
+    "a valid label must be an empty string or consist of alphanumeric characters, "
+    "'-', '_' or '.', and must start and end with an alphanumeric character",
+    _LABEL_VALUE_FMT,
+    "MyValue",
+    "my_value",
+    "12345",
+)
+
+
 @_memoised
 def is_dns1123_label(value: str) -> list[str]:
     """RFC 1123 label: lowercase alphanumerics and '-', at most 63 characters."""
-    errs = []
-    if len(value) > DNS1123_LABEL_MAX_LENGTH:
-        errs.append(_max_len_error(DNS1123_LABEL_MAX_LENGTH))
-    if not _DNS1123_LABEL_RE.fullmatch(value):
-        errs.append(
-            _regex_error(
-                "a lowercase RFC 1123 label must consist of lower case alphanumeric characters "
-                "or '-', and must start and end with an alphanumeric character",
-                _DNS1123_LABEL_FMT,
-                "my-name",
-                "123-abc",
-            )
-        )
-    return errs
+    return _length_and_format_errors(
+        value, DNS1123_LABEL_MAX_LENGTH, _DNS1123_LABEL_RE, _DNS1123_LABEL_ERR
+    )
 
 
 @_memoised
 def is_dns1123_subdomain(value: str) -> list[str]:
     """RFC 1123 subdomain: dot-separated labels, at most 253 characters."""
-    errs = []
-    if len(value) > DNS1123_SUBDOMAIN_MAX_LENGTH:
-        errs.append(_max_len_error(DNS1123_SUBDOMAIN_MAX_LENGTH))
-    if not _DNS1123_SUBDOMAIN_RE.fullmatch(value):
-        errs.append(
-            _regex_error(
-                "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric "
-                "characters, '-' or '.', and must start and end with an alphanumeric character",
-                _DNS1123_SUBDOMAIN_FMT,
-                "example.com",
-            )
-        )
-    return errs
-
-
-_QUALIFIED_NAME_ERR = (
-    "must consist of alphanumeric characters, '-', '_' or '.', "
-    "and must start and end with an alphanumeric character"
-)
+    return _length_and_format_errors(
+        value, DNS1123_SUBDOMAIN_MAX_LENGTH, _DNS1123_SUBDOMAIN_RE, _DNS1123_SUBDOMAIN_ERR
+    )
 
 
 @_memoised
@@ -198,42 +220,24 @@ def is_qualified_name(value: str) -> list[str]:
         else:
             errs += [f"prefix part {msg}" for msg in is_dns1123_subdomain(prefix)]
     else:
-        example = _regex_error(
-            _QUALIFIED_NAME_ERR, _QUALIFIED_NAME_FMT, "MyName", "my.name", "123-abc"
-        )
         return [
-            f"a qualified name {example} with an optional DNS subdomain prefix and '/' "
-            "(e.g. 'example.com/MyName')"
+            f"a qualified name {_QUALIFIED_NAME_ERR} with an optional DNS subdomain prefix "
+            "and '/' (e.g. 'example.com/MyName')"
         ]
     if not name:
         errs.append("name part must be non-empty")
     elif len(name) > QUALIFIED_NAME_MAX_LENGTH:
         errs.append(f"name part {_max_len_error(QUALIFIED_NAME_MAX_LENGTH)}")
     if not _QUALIFIED_NAME_RE.fullmatch(name):
-        example = _regex_error(
-            _QUALIFIED_NAME_ERR, _QUALIFIED_NAME_FMT, "MyName", "my.name", "123-abc"
-        )
-        errs.append(f"name part {example}")
+        errs.append(f"name part {_QUALIFIED_NAME_ERR}")
     return errs
 
 
 @_memoised
 def is_valid_label_value(value: str) -> list[str]:
-    errs = []
-    if len(value) > LABEL_VALUE_MAX_LENGTH:
-        errs.append(_max_len_error(LABEL_VALUE_MAX_LENGTH))
-    if not _LABEL_VALUE_RE.fullmatch(value):
-        errs.append(
-            _regex_error(
-                "a valid label must be an empty string or consist of alphanumeric characters, "
-                "'-', '_' or '.', and must start and end with an alphanumeric character",
-                _LABEL_VALUE_FMT,
-                "MyValue",
-                "my_value",
-                "12345",
-            )
-        )
-    return errs
+    return _length_and_format_errors(
+        value, LABEL_VALUE_MAX_LENGTH, _LABEL_VALUE_RE, _LABEL_VALUE_ERR
+    )
 
 
 def is_c_identifier(value: str) -> list[str]:
@@ -255,6 +259,27 @@ def _each(path: str, value: Any, messages: Iterable[str]) -> list[FieldError]:
     if not messages:
         return []
     return [field_invalid(path, value, msg) for msg in messages]
+
+
+def _validate_unique_name(name: str, path: str, seen: set[str]) -> list[FieldError]:
+    """The `name` of an entry in a list keyed by name (containers, a pod's resource claims,
+    a claim's requests and subrequests): required, a DNS label, and unique; `seen` collects
+    the names met so far."""
+    if not name:
+        return [field_required(path)]
+    errs = _each(path, name, is_dns1123_label(name))
+    if name in seen:
+        errs.append(field_duplicate(path, name))
+    seen.add(name)
+    return errs
+
+
+def _validate_required_subdomain(name: str, path: str) -> list[FieldError]:
+    """A required reference to another object by name (a device class, a claim): object
+    names are DNS subdomains."""
+    if not name:
+        return [field_required(path)]
+    return _each(path, name, is_dns1123_subdomain(name))
 
 
 def _nonnegative(path: str, value: int) -> list[FieldError]:
@@ -412,32 +437,44 @@ def _validate_owner_references(meta: ObjectMeta, path: str) -> list[FieldError]:
     return errs
 
 
+_LABEL_SELECTOR_OPERATORS = ["In", "NotIn", "Exists", "DoesNotExist"]
+
+
+def _validate_selector_requirement(
+    req: LabelSelectorRequirement | core_v1.NodeSelectorRequirement,
+    path: str,
+    operators: list[str],
+) -> list[FieldError]:
+    """The key and set-based operator rules that label-selector and node-selector
+    requirements share: `values` needed for In/NotIn, forbidden for Exists/DoesNotExist.
+    Any other operator must be one of `operators`; its own value rules are the caller's."""
+    errs = _each(f"{path}.key", req.key, is_qualified_name(req.key))
+    if req.operator in ("In", "NotIn"):
+        if not req.values:
+            errs.append(
+                field_required(
+                    f"{path}.values", "must be specified when `operator` is 'In' or 'NotIn'"
+                )
+            )
+    elif req.operator in ("Exists", "DoesNotExist"):
+        if req.values:
+            errs.append(
+                field_forbidden(
+                    f"{path}.values",
+                    "may not be specified when `operator` is 'Exists' or 'DoesNotExist'",
+                )
+            )
+    elif req.operator not in operators:
+        errs.append(field_not_supported(f"{path}.operator", req.operator, operators))
+    return errs
+
+
 def _validate_label_selector(selector: LabelSelector, path: str) -> list[FieldError]:
     errs = _validate_labels(selector.match_labels, f"{path}.matchLabels")
     for i, req in enumerate(selector.match_expressions):
-        req_path = f"{path}.matchExpressions[{i}]"
-        errs += _each(f"{req_path}.key", req.key, is_qualified_name(req.key))
-        if req.operator in ("In", "NotIn"):
-            if not req.values:
-                errs.append(
-                    field_required(
-                        f"{req_path}.values", "must be specified when `operator` is 'In' or 'NotIn'"
-                    )
-                )
-        elif req.operator in ("Exists", "DoesNotExist"):
-            if req.values:
-                errs.append(
-                    field_forbidden(
-                        f"{req_path}.values",
-                        "may not be specified when `operator` is 'Exists' or 'DoesNotExist'",
-                    )
-                )
-        else:
-            errs.append(
-                field_not_supported(
-                    f"{req_path}.operator", req.operator, ["In", "NotIn", "Exists", "DoesNotExist"]
-                )
-            )
+        errs += _validate_selector_requirement(
+            req, f"{path}.matchExpressions[{i}]", _LABEL_SELECTOR_OPERATORS
+        )
     return errs
 
 
@@ -601,17 +638,26 @@ def _validate_namespace(ns: core_v1.Namespace, old: KubeObject | None) -> list[F
 _TAINT_EFFECTS = ["NoSchedule", "PreferNoSchedule", "NoExecute"]
 
 
+def _validate_taint(
+    taint: core_v1.Taint | resource_v1.DeviceTaint, path: str, effects: list[str]
+) -> list[FieldError]:
+    """A node taint and a device taint follow the same rules but for the effects allowed
+    (a device has no PreferNoSchedule)."""
+    errs = _each(f"{path}.key", taint.key, is_qualified_name(taint.key))
+    errs += _each(f"{path}.value", taint.value, is_valid_label_value(taint.value))
+    if not taint.effect:
+        errs.append(field_required(f"{path}.effect"))
+    elif taint.effect not in effects:
+        errs.append(field_not_supported(f"{path}.effect", taint.effect, effects))
+    return errs
+
+
 def _validate_node(node: core_v1.Node, old: KubeObject | None) -> list[FieldError]:
     errs = []
     seen = set()
     for i, taint in enumerate(node.spec.taints):
         path = f"spec.taints[{i}]"
-        errs += _each(f"{path}.key", taint.key, is_qualified_name(taint.key))
-        errs += _each(f"{path}.value", taint.value, is_valid_label_value(taint.value))
-        if not taint.effect:
-            errs.append(field_required(f"{path}.effect"))
-        elif taint.effect not in _TAINT_EFFECTS:
-            errs.append(field_not_supported(f"{path}.effect", taint.effect, _TAINT_EFFECTS))
+        errs += _validate_taint(taint, path, _TAINT_EFFECTS)
         if (taint.key, taint.effect) in seen:
             errs.append(field_duplicate(path, _builtins(taint)))
         seen.add((taint.key, taint.effect))
@@ -739,14 +785,7 @@ def _validate_container(
     container: core_v1.Container, path: str, names: set[str], claim_names: set[str]
 ) -> list[FieldError]:
     """Checks one container; `names` collects names across init, regular and ephemeral ones."""
-    errs = []
-    if not container.name:
-        errs.append(field_required(f"{path}.name"))
-    else:
-        errs += _each(f"{path}.name", container.name, is_dns1123_label(container.name))
-        if container.name in names:
-            errs.append(field_duplicate(f"{path}.name", container.name))
-        names.add(container.name)
+    errs = _validate_unique_name(container.name, f"{path}.name", names)
     if not container.image:
         errs.append(field_required(f"{path}.image"))
     errs += _validate_resource_requirements(container.resources, f"{path}.resources")
@@ -776,13 +815,7 @@ def _validate_pod_resource_claims(
     seen = set()
     for i, claim in enumerate(claims):
         claim_path = f"{path}[{i}]"
-        if not claim.name:
-            errs.append(field_required(f"{claim_path}.name"))
-        else:
-            errs += _each(f"{claim_path}.name", claim.name, is_dns1123_label(claim.name))
-            if claim.name in seen:
-                errs.append(field_duplicate(f"{claim_path}.name", claim.name))
-            seen.add(claim.name)
+        errs += _validate_unique_name(claim.name, f"{claim_path}.name", seen)
         sources = [
             (field_name, value)
             for field_name, value in (
@@ -870,33 +903,15 @@ def _validate_node_selector_term(term: core_v1.NodeSelectorTerm, path: str) -> l
     errs = []
     for i, req in enumerate(term.match_expressions):
         req_path = f"{path}.matchExpressions[{i}]"
-        errs += _each(f"{req_path}.key", req.key, is_qualified_name(req.key))
-        if req.operator in ("In", "NotIn"):
-            if not req.values:
-                errs.append(
-                    field_required(
-                        f"{req_path}.values", "must be specified when `operator` is 'In' or 'NotIn'"
-                    )
-                )
-        elif req.operator in ("Exists", "DoesNotExist"):
-            if req.values:
-                errs.append(
-                    field_forbidden(
-                        f"{req_path}.values",
-                        "may not be specified when `operator` is 'Exists' or 'DoesNotExist'",
-                    )
-                )
-        elif req.operator in ("Gt", "Lt"):
-            if len(req.values) != 1 or not req.values[0].lstrip("-").isdigit():
-                errs.append(
-                    field_required(
-                        f"{req_path}.values",
-                        "must be specified single value when `operator` is 'Lt' or 'Gt'",
-                    )
-                )
-        else:
+        errs += _validate_selector_requirement(req, req_path, _NODE_SELECTOR_OPERATORS)
+        if req.operator in ("Gt", "Lt") and (
+            len(req.values) != 1 or not req.values[0].lstrip("-").isdigit()
+        ):
             errs.append(
-                field_not_supported(f"{req_path}.operator", req.operator, _NODE_SELECTOR_OPERATORS)
+                field_required(
+                    f"{req_path}.values",
+                    "must be specified single value when `operator` is 'Lt' or 'Gt'",
+                )
             )
     for i, req in enumerate(term.match_fields):
         req_path = f"{path}.matchFields[{i}]"
@@ -1010,14 +1025,7 @@ def validate_pod_status(pod: core_v1.Pod) -> list[FieldError]:
         if key in seen:
             errs.append(field_duplicate(item, _builtins(mapping)))
         seen.add(key)
-    if not status.resource_claim_name:
-        errs.append(field_required(f"{path}.resourceClaimName"))
-    else:
-        errs += _each(
-            f"{path}.resourceClaimName",
-            status.resource_claim_name,
-            is_dns1123_subdomain(status.resource_claim_name),
-        )
+    errs += _validate_required_subdomain(status.resource_claim_name, f"{path}.resourceClaimName")
     return errs
 
 
@@ -1213,13 +1221,7 @@ def _validate_device_class(dc: resource_v1.DeviceClass, old: KubeObject | None) 
 def _validate_device_taints(taints: list[resource_v1.DeviceTaint], path: str) -> list[FieldError]:
     errs = []
     for i, taint in enumerate(taints):
-        t_path = f"{path}[{i}]"
-        errs += _each(f"{t_path}.key", taint.key, is_qualified_name(taint.key))
-        errs += _each(f"{t_path}.value", taint.value, is_valid_label_value(taint.value))
-        if not taint.effect:
-            errs.append(field_required(f"{t_path}.effect"))
-        elif taint.effect not in DEVICE_TAINT_EFFECTS:
-            errs.append(field_not_supported(f"{t_path}.effect", taint.effect, DEVICE_TAINT_EFFECTS))
+        errs += _validate_taint(taint, f"{path}[{i}]", DEVICE_TAINT_EFFECTS)
     return errs
 
 
@@ -1408,15 +1410,7 @@ def _validate_request_references(refs: list[str], path: str, known: set[str]) ->
 def _validate_exact(
     request: resource_v1.ExactDeviceRequest | resource_v1.DeviceSubRequest, path: str
 ) -> list[FieldError]:
-    errs = []
-    if not request.device_class_name:
-        errs.append(field_required(f"{path}.deviceClassName"))
-    else:
-        errs += _each(
-            f"{path}.deviceClassName",
-            request.device_class_name,
-            is_dns1123_subdomain(request.device_class_name),
-        )
+    errs = _validate_required_subdomain(request.device_class_name, f"{path}.deviceClassName")
     errs += _validate_selectors(request.selectors, f"{path}.selectors")
     mode = request.allocation_mode or resource_v1.ALLOCATION_MODE_EXACT_COUNT
     if mode == resource_v1.ALLOCATION_MODE_ALL:
@@ -1451,13 +1445,7 @@ def _validate_claim_spec(spec: resource_v1.ResourceClaimSpec, path: str) -> list
     seen = set()
     for i, request in enumerate(claim.requests):
         r_path = f"{path}.requests[{i}]"
-        if not request.name:
-            errs.append(field_required(f"{r_path}.name"))
-        else:
-            errs += _each(f"{r_path}.name", request.name, is_dns1123_label(request.name))
-            if request.name in seen:
-                errs.append(field_duplicate(f"{r_path}.name", request.name))
-            seen.add(request.name)
+        errs += _validate_unique_name(request.name, f"{r_path}.name", seen)
         if request.exactly is not None and request.first_available:
             errs.append(
                 field_forbidden(
@@ -1522,13 +1510,7 @@ def _validate_subrequests(
     seen = set()
     for i, sub in enumerate(subrequests):
         s_path = f"{path}[{i}]"
-        if not sub.name:
-            errs.append(field_required(f"{s_path}.name"))
-        else:
-            errs += _each(f"{s_path}.name", sub.name, is_dns1123_label(sub.name))
-            if sub.name in seen:
-                errs.append(field_duplicate(f"{s_path}.name", sub.name))
-            seen.add(sub.name)
+        errs += _validate_unique_name(sub.name, f"{s_path}.name", seen)
         errs += _validate_exact(sub, s_path)
     return errs
 
