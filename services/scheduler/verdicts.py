@@ -76,14 +76,18 @@ class FilterVerdicts:
         self._by_spec: dict[bytes, PodVerdicts] = {}
         self._log: list[str] = []
         self._log_start = 0  # position of `_log[0]` among all changes ever logged
+        self._read_to = 0  # the log's end when a spec's verdicts last caught up with it
         for plugin in filter_plugins:
             watch = getattr(plugin, "watch_filter_inputs", None)
             if watch is not None:
                 watch(self)
 
     def node_changed(self, node_name: str) -> None:
-        if not self._by_spec or (self._log and self._log[-1] == node_name):
-            return
+        end = self._log_start + len(self._log)
+        if not self._by_spec or (
+            self._log and self._log[-1] == node_name and self._read_to < end
+        ):
+            return  # (logged last, and no spec has read past it since: it would drop it again)
         if len(self._log) >= self.MAX_LOG:
             self._log_start += len(self._log)
             self._log = []
@@ -106,7 +110,7 @@ class FilterVerdicts:
         else:
             for node_name in self._log[verdicts.position - self._log_start :]:
                 verdicts.forget(node_name)
-        verdicts.position = position
+        verdicts.position = self._read_to = position
         self._by_spec[key] = verdicts  # (re)inserted last: most recently used
         return verdicts
 
