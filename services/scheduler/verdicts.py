@@ -84,9 +84,7 @@ class FilterVerdicts:
 
     def node_changed(self, node_name: str) -> None:
         end = self._log_start + len(self._log)
-        if not self._by_spec or (
-            self._log and self._log[-1] == node_name and self._read_to < end
-        ):
+        if not self._by_spec or (self._log and self._log[-1] == node_name and self._read_to < end):
             return  # (logged last, and no spec has read past it since: it would drop it again)
         if len(self._log) >= self.MAX_LOG:
             self._log_start += len(self._log)
