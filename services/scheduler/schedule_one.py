@@ -225,7 +225,7 @@ def schedule_pod(sched: Scheduler, state: CycleState, pod: core_v1.Pod) -> Sched
         host = feasible[0].name
     else:
         scores = spans.call("Score", prioritize_nodes, sched.framework, state, pod, feasible)
-        host = select_host(scores, sched.rng)
+        host = select_host(feasible, scores, sched.rng)
     if state.reused_feasible:
         chosen = next(n for n in feasible if n.name == host)
         sched.framework.confirm_reused_verdict(state, pod, chosen)
@@ -234,33 +234,33 @@ def schedule_pod(sched: Scheduler, state: CycleState, pod: core_v1.Pod) -> Sched
 
 def prioritize_nodes(
     fwk: framework.Framework, state: CycleState, pod: core_v1.Pod, nodes: Sequence[NodeInfo]
-) -> list[framework.NodePluginScores]:
-    """PreScore and Score; without Score plugins every node scores 1, as upstream."""
+) -> list[int]:
+    """PreScore and Score: each node's total score; without Score plugins every node
+    scores 1, as upstream."""
     if not fwk.score_plugins:
-        return [framework.NodePluginScores(n.name, total_score=1) for n in nodes]
+        return [1] * len(nodes)
     status = fwk.run_pre_score_plugins(state, pod, nodes)
     if not framework.is_success(status):
         assert status is not None
         raise FrameworkError(status)
-    return fwk.run_score_plugins(state, pod, nodes)
+    return fwk.total_scores(state, pod, nodes)
 
 
-def select_host(scores: Sequence[framework.NodePluginScores], rng: random.Random) -> str:
-    """The highest total score; ties are broken uniformly at random by reservoir
-    sampling, so equal nodes share the load."""
-    best = scores[0]
-    best_score = best.total_score
+def select_host(nodes: Sequence[NodeInfo], scores: Sequence[int], rng: random.Random) -> str:
+    """The node with the highest total score; ties are broken uniformly at random by
+    reservoir sampling, so equal nodes share the load."""
+    best = 0
+    best_score = scores[0]
     ties = 1
     random = rng.random  # (randrange costs a Python call per tie; often hundreds tie)
-    for candidate in scores:
-        score = candidate.total_score
+    for i, score in enumerate(scores):
         if score > best_score:
-            best, best_score, ties = candidate, score, 1
-        elif score == best_score and candidate is not best:
+            best, best_score, ties = i, score, 1
+        elif score == best_score and i != best:
             ties += 1
             if random() * ties < 1:
-                best = candidate
-    return best.name
+                best = i
+    return nodes[best].name
 
 
 # --- the binding cycle -------------------------------------------------------------------

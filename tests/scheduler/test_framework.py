@@ -483,6 +483,8 @@ def test_scores_are_normalized_weighted_and_summed() -> None:
         framework.PluginScore("FakeScore", 10),
         framework.PluginScore("FakeNormalizedScore", 120),
     ]
+    assert fwk.total_scores(state, POD, nodes("a", "b")) == [130, 40]
+    assert Framework([plain]).total_scores(state, POD, nodes("a", "b")) == [10, 20]
 
 
 def test_pre_score_skip_skips_that_plugins_score() -> None:
@@ -490,6 +492,7 @@ def test_pre_score_skip_skips_that_plugins_score() -> None:
     state = CycleState()
     assert fwk.run_pre_score_plugins(state, POD, nodes("a")) is None
     assert [s.total_score for s in fwk.run_score_plugins(state, POD, nodes("a"))] == [0]
+    assert fwk.total_scores(state, POD, nodes("a")) == [0]
 
 
 def test_pre_score_failure_is_an_error() -> None:
