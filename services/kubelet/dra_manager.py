@@ -15,6 +15,7 @@ unprepare those of a pod deleted while it was down.
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import Awaitable, Callable, Iterator, Mapping
 from pathlib import Path
@@ -96,6 +97,11 @@ class DraManager:
         # `(operation, is_error, seconds)` of each prepare and unprepare, for the
         # process's `dra_operations_duration_seconds`.
         self.observe_operation: Callable[[str, bool, float], None] | None = None
+        # The node's pods are synced concurrently; their prepares and unprepares take
+        # turns, so that one never works on claims another has in hand (two unprepares
+        # would both find a claim unused and unprepare it twice; a prepare could admit a
+        # pod to a claim an unprepare is releasing).
+        self._lock = asyncio.Lock()
 
     def claims_of(self, pod_uid: str) -> list[ClaimInfo]:
         return [c for c in self.claims.values() if pod_uid in c.pod_uids]
@@ -109,6 +115,10 @@ class DraManager:
         return await self._measured(metrics.PREPARE_RESOURCES, self._prepare(pod))
 
     async def _prepare(self, pod: core_v1.Pod) -> dict[str, ClaimInfo]:
+        async with self._lock:
+            return await self._prepare_locked(pod)
+
+    async def _prepare_locked(self, pod: core_v1.Pod) -> dict[str, ClaimInfo]:
         namespace, uid = pod.metadata.namespace, pod.metadata.uid
         found: dict[str, ClaimInfo] = {}
         for name in claim_names(pod):
@@ -181,6 +191,10 @@ class DraManager:
         await self._measured(metrics.UNPREPARE_RESOURCES, self._unprepare(pod_uid))
 
     async def _unprepare(self, pod_uid: str) -> None:
+        async with self._lock:
+            await self._unprepare_locked(pod_uid)
+
+    async def _unprepare_locked(self, pod_uid: str) -> None:
         for info in self.claims_of(pod_uid):
             info.pod_uids.discard(pod_uid)
         self._save()

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+
 from drasim.common.api import core_v1, resource_v1
 from drasim.common.client import ApiClient
 from drasim.kubelet import runtime
@@ -240,3 +242,37 @@ async def test_deleting_a_dra_pod_unprepares_and_frees_its_devices(
         f"gpu.example.com/gpu={claim.metadata.uid}-gpu-7"
     ]
     assert driver.prepare_count == 2
+
+
+async def test_pods_deleted_together_unprepare_each_claim_once(
+    api: ApiClient, kubelet: KubeletProcess
+) -> None:
+    """Deletions handled concurrently on one node must not unprepare each other's claims
+    (once a second call found the first's claim still prepared and unprepared it too)."""
+    driver = kubelet.agents[DRA_NODE].drivers["gpu.example.com"]
+    unprepared: list[str] = []
+    original = driver.node_unprepare_resources
+
+    def counting(request):  # type: ignore[no-untyped-def]
+        unprepared.extend(claim.uid for claim in request.claims)
+        return original(request)
+
+    driver.node_unprepare_resources = counting  # type: ignore[method-assign]
+    claims = []
+    names = [f"pod-{i}" for i in range(4)]
+    for i, name in enumerate(names):
+        _, claim = await schedule_with_dra(
+            api, make_pod(name).limits({"example.com/gpu": "1"}).obj(), DRA_NODE,
+            mappings=[("con0", "example.com/gpu", "container-0-request-0")],
+            results=[("container-0-request-0", f"gpu-{i}")],
+        )  # fmt: skip
+        claims.append(claim.metadata.uid)
+    for name in names:
+        await wait_for(api, core_v1.Pod, name, running, namespace="default")
+
+    await asyncio.gather(*(api.delete(core_v1.Pod, n, namespace="default") for n in names))
+    for name in names:
+        await wait_for(api, core_v1.Pod, name, lambda p: p is None, namespace="default")
+    assert driver.prepared_devices() == {}
+    assert sorted(unprepared) == sorted(claims)
+    assert kubelet.agents[DRA_NODE].dra.claims == {}
