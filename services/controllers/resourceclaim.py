@@ -409,6 +409,16 @@ class ResourceClaimController:
         claim = self.claims.get(name, namespace)
         if claim is None:
             return
+        try:
+            await self._sync_claim(namespace, name, claim)
+        except errors.NotFound:
+            # Deleted since the informer's copy (its garbage collection raced this sync):
+            # nothing is left to release, and the informer's DELETED event follows.
+            log.debug("resourceclaim %s/%s is gone; nothing to release", namespace, name)
+
+    async def _sync_claim(
+        self, namespace: str, name: str, claim: resource_v1.ResourceClaim
+    ) -> None:
         reserved = claim.status.reserved_for
         valid = [ref for ref in reserved if await self._keep_reservation(claim, ref)]
         protected = claimutil.DELETE_PROTECTION_FINALIZER in claim.metadata.finalizers

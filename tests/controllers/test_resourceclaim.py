@@ -452,3 +452,26 @@ def test_which_pod_events_enqueue_their_claims(
     controller.queue = queue  # type: ignore[assignment]
     controller.enqueue_pod(pod, deleted=deleted)
     assert [name for kind, _, name in queue.keys if kind == "claim"] == claims
+
+
+async def test_a_claim_deleted_since_the_informer_saw_it_needs_no_release(
+    api: ApiClient, manager: ControllerManager, changes: Changes
+) -> None:
+    """Its pod gone, the claim's garbage collection can win the race with the controller's
+    sync; the update that would release it then finds nothing, which is not an error to
+    retry (the informer's DELETED event follows)."""
+    gone = make_pod("gone").obj()
+    gone.metadata.uid = "gone-uid"
+    claim = await allocate(api, await api.create(make_claim("orphan")), gone, request="gpu")
+    await changes.until(
+        lambda: (
+            (seen := manager.resource_claims.get("orphan", "default")) is not None
+            and seen.status.reserved_for == []
+        )  # the controller released the gone pod's entry
+    )
+    stale = claim  # as the informer held it before the release
+    await api.delete(resource_v1.ResourceClaim, "orphan", namespace="default")
+    await changes.until(lambda: manager.resource_claims.get("orphan", "default") is None)
+
+    manager.resource_claims.cache[("default", "orphan")] = stale
+    await manager.resource_claim.sync_claim("default", "orphan")  # no NotFound raised
