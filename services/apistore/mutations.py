@@ -21,7 +21,7 @@ import msgspec
 from drasim.apistore import faults, patches, strategy
 from drasim.apistore.store import EventRow, Key, ObjectRow
 from drasim.common import codec, errors
-from drasim.common.api import registry, validation
+from drasim.common.api import meta_v1, registry, validation
 from drasim.common.bus import messages
 
 # The second last formatted (the instant and its UTC offset) and its text.
@@ -115,10 +115,18 @@ def request_namespace(info: registry.ResourceInfo, req_ns: str, obj_ns: str | No
     return obj_ns or req_ns or "default"
 
 
+class _OwnerNames(msgspec.Struct, rename="camel"):
+    api_version: str = ""
+    kind: str = ""
+    name: str = ""
+    uid: str = ""
+
+
 class _MetaNames(msgspec.Struct, rename="camel"):
     name: str = ""
     generate_name: str = ""
     namespace: str = ""
+    owner_references: list[_OwnerNames] | None = None
 
 
 class _NamesView(msgspec.Struct):
@@ -128,6 +136,17 @@ class _NamesView(msgspec.Struct):
 
 
 _names_decoder = msgspec.json.Decoder(_NamesView)
+
+
+class _Uid(msgspec.Struct):
+    uid: str = ""
+
+
+class _UidView(msgspec.Struct):
+    metadata: _Uid = msgspec.field(default_factory=_Uid)
+
+
+_uid_decoder = msgspec.json.Decoder(_UidView)
 
 
 def _names_of(info: registry.ResourceInfo, data: bytes) -> _MetaNames:
@@ -140,7 +159,20 @@ def _names_of(info: registry.ResourceInfo, data: bytes) -> _MetaNames:
         return _names_decoder.decode(data).metadata
     except (msgspec.DecodeError, msgspec.ValidationError):
         meta = decode_object(info, data).metadata
-        return _MetaNames(meta.name, meta.generate_name, meta.namespace)
+        owners = [
+            _OwnerNames(o.api_version, o.kind, o.name, o.uid) for o in meta.owner_references or ()
+        ]
+        return _MetaNames(meta.name, meta.generate_name, meta.namespace, owners)
+
+
+def _owner_key(owner: _OwnerNames | meta_v1.OwnerReference, namespace: str) -> Key | None:
+    """Where an ownerReference's object is stored; None for a kind drasim does not serve
+    (its existence cannot be checked, so it counts as existing)."""
+    try:
+        info = registry.by_api_version_kind(owner.api_version, owner.kind)
+    except errors.NotFound:
+        return None
+    return key_of(info, namespace if info.namespaced else "", owner.name)
 
 
 def prepare_keys(req: messages.Request) -> list[Key]:
@@ -162,6 +194,10 @@ def prepare_keys(req: messages.Request) -> list[Key]:
             keys = [key_of(info, ns, name)] if name else []
         if ns:
             keys.append(("namespaces", "", ns))
+        for owner in meta.owner_references or ():  # read for `Batch._all_owners_absent`
+            owner_key = _owner_key(owner, ns)
+            if owner_key is not None:
+                keys.append(owner_key)
         return keys
     return [key_of(info, req.namespace or "default", req.name)]
 
@@ -313,7 +349,36 @@ class Batch:
         if info.plural in strategy.GENERATION:
             meta.generation = 1
         strategy.reset_status_on_create(info.plural, obj)
-        return self._emit("ADDED", info, obj, ctx, dry_run=req.dry_run)
+        created = self._emit("ADDED", info, obj, ctx, dry_run=req.dry_run)
+        if not req.dry_run and self._all_owners_absent(obj):
+            # Made for an owner deleted meanwhile (a controller acting on a stale cache):
+            # Kubernetes' garbage collector deletes such dependents; drasim does it here,
+            # as it collects the dependents of an owner deleted before them.
+            self.delete(
+                messages.Delete(
+                    resource=info.plural,
+                    namespace=key[1],
+                    name=key[2],
+                    propagation_policy="Background",
+                ),
+                Context(actor="garbage-collector", traceparent=ctx.traceparent, now=ctx.now),
+            )
+        return created
+
+    def _all_owners_absent(self, obj: Any) -> bool:
+        """Whether the object has ownerReferences and none names an existing object (by
+        uid: an owner deleted and made again under its name is another object)."""
+        owners = obj.metadata.owner_references
+        if not owners:
+            return False
+        for owner in owners:
+            owner_key = _owner_key(owner, obj.metadata.namespace or "")
+            if owner_key is None:
+                return False
+            data = self._rows.get(owner_key)
+            if data is not None and _uid_decoder.decode(data).metadata.uid == owner.uid:
+                return False
+        return True
 
     def update(self, req: messages.Update, ctx: Context, *, patched: Any = None) -> bytes:
         info = resource_info(req.resource)

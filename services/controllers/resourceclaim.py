@@ -299,13 +299,16 @@ class ResourceClaimController:
                 core_v1.PodResourceClaimStatus(name=claim, resource_claim_name=claim_name)
                 for claim, claim_name in made.items()
             ]
-            await self.api.patch(
-                core_v1.Pod,
-                name,
-                {"status": {"resourceClaimStatuses": codec.to_builtins(statuses)}},
-                namespace=namespace,
-                subresource="status",
-            )
+            try:
+                await self.api.patch(
+                    core_v1.Pod,
+                    name,
+                    {"status": {"resourceClaimStatuses": codec.to_builtins(statuses)}},
+                    namespace=namespace,
+                    subresource="status",
+                )
+            except errors.NotFound:
+                return  # the pod went meanwhile: the claims made for it go with it (owner)
         if pod.spec.node_name:
             await self._reserve_for_bound_pod(pod)
 

@@ -198,7 +198,12 @@ def test_an_invalid_body_the_view_accepts_fails_in_apply():
 def test_projection_carries_the_owner_uids_of_the_last_write():
     owner = make_pod("owner").obj()
     owner.metadata.uid = "owner-uid"
-    batch = Batch({("namespaces", "", "default"): NAMESPACE_ROW}, first_seq=10)
+    # The owner exists: a claim none of whose owners does would be collected at once.
+    rows = {
+        ("namespaces", "", "default"): NAMESPACE_ROW,
+        ("pods", "default", "owner"): codec.encode(owner),
+    }
+    batch = Batch(rows, first_seq=10)
     batch.apply(_create(make_claim("owned", owner=owner)), Context())
     batch.apply(_create(make_claim("free")), Context())
     claim = codec.decode(batch.events[0].object, resource_v1.ResourceClaim)
@@ -218,7 +223,7 @@ def test_projection_carries_the_owner_uids_of_the_last_write():
         "owned": ([], 12),
         "free": ([], 11),
     }
-    first = Batch({("namespaces", "", "default"): NAMESPACE_ROW}, first_seq=1)
+    first = Batch(rows, first_seq=1)
     first.apply(_create(make_claim("owned", owner=owner)), Context())
     assert [list(r.owner_uids) for r in first.projection()[0]] == [["owner-uid"]]
 

@@ -8,7 +8,7 @@ import msgspec
 import pytest
 
 from drasim.common import client, codec, errors
-from drasim.common.api import core_v1, resource_v1
+from drasim.common.api import core_v1, meta_v1, resource_v1
 from drasim.common.bus import messages
 from tests.builders import make_claim, make_node, make_pod
 
@@ -126,6 +126,45 @@ async def test_owned_claims_are_collected_when_their_pod_goes(api):
     await api.update(held)
     remaining, _ = await api.list(resource_v1.ResourceClaim)
     assert [c.metadata.name for c in remaining] == ["unowned"]
+
+
+async def test_dependents_made_after_their_owner_went_are_collected(server, api):
+    """A controller acting on a stale cache makes a claim for a pod deleted meanwhile (or
+    deleted and made again under its name): as Kubernetes' garbage collector would, the
+    apistore deletes a dependent none of whose owners exists."""
+    pod = await api.create(make_pod("owner").obj())
+    await api.delete(core_v1.Pod, "owner", namespace="default")
+    before = await _log_length(server)
+    created = await api.create(make_claim("late", owner=pod))
+    assert created.metadata.uid and created.metadata.owner_references[0].uid == pod.metadata.uid
+    with pytest.raises(errors.NotFound):
+        await api.get(resource_v1.ResourceClaim, "late", namespace="default")
+    log = await server.store.select_events_after(before)
+    assert [(e.type, e.name, e.actor) for e in log] == [
+        ("ADDED", "late", "test"),
+        ("DELETED", "late", "garbage-collector"),
+    ]
+
+    again = await api.create(make_pod("owner").obj())  # the same name, another object
+    await api.create(make_claim("stale-uid", owner=pod))
+    await api.create(make_claim("held", owner=pod, finalizers=["example.com/hold"]))
+    await api.create(make_claim("current", owner=again))
+    remaining, _ = await api.list(resource_v1.ResourceClaim)
+    assert {c.metadata.name: bool(c.metadata.deletion_timestamp) for c in remaining} == {
+        "held": True,  # kept until its finalizer goes, as any deleted object
+        "current": False,
+    }
+
+
+async def test_dependents_of_kinds_drasim_does_not_serve_stay(api):
+    claim = make_claim("foreign")
+    claim.metadata.owner_references = [
+        meta_v1.OwnerReference(
+            api_version="example.com/v1", kind="Widget", name="w", uid="w-uid", controller=True
+        )
+    ]
+    await api.create(claim)
+    assert await api.get(resource_v1.ResourceClaim, "foreign", namespace="default")
 
 
 async def test_orphan_propagation_keeps_dependents(api):
