@@ -10,7 +10,7 @@ import json
 import yaml
 
 from drasim.common.api import apps_v1, core_v1
-from tests.builders import KEP_DEVICE_CLASS_YAML, make_claim, make_pod
+from tests.builders import KEP_DEVICE_CLASS_YAML, make_claim, make_node, make_pod
 from tests.http.conftest import KUBECTL, TOKEN, kubectl_env
 
 DEVICE_CLASS = KEP_DEVICE_CLASS_YAML
@@ -206,3 +206,39 @@ async def test_without_a_valid_token_kubectl_is_refused(kubectl):
         "error: You must be logged in to the server (the server has asked for the client to "
         "provide credentials)"
     )
+
+
+async def test_typed_client_commands_send_protobuf_bodies(cluster, kubectl):
+    """`kubectl create namespace` and `create deployment` send their objects only as
+    protobuf (kubectl's typed clients have no JSON fallback)."""
+    created = await kubectl("create", "namespace", "team-a")
+    assert created.stdout.strip() == "namespace/team-a created"
+    assert await cluster.api.get(core_v1.Namespace, "team-a")
+
+    created = await kubectl(
+        "create", "deployment", "web", "-n", "team-a", "--image=registry.k8s.io/pause:3.10",
+        "--replicas=0", "--port=8080", "--", "sleep", "10",
+    )  # fmt: skip
+    assert created.stdout.strip() == "deployment.apps/web created"
+    web = await cluster.api.get(apps_v1.Deployment, "web", namespace="team-a")
+    assert web.spec.replicas == 0  # a pointer field: its zero is kept
+    assert web.spec.selector.match_labels == {"app": "web"}
+    assert web.spec.template.metadata.labels == {"app": "web"}
+    [container] = web.spec.template.spec.containers
+    assert (container.name, container.image, container.command) == (
+        "pause", "registry.k8s.io/pause:3.10", ["sleep", "10"],
+    )  # fmt: skip
+    assert [p.container_port for p in container.ports] == [8080]
+
+
+async def test_drain_deletes_with_protobuf_delete_options(cluster, kubectl):
+    await cluster.api.create(make_node("n1"))
+    await cluster.api.create(make_pod("resident").node("n1").obj())
+    drained = await kubectl(
+        "drain", "n1", "--force", "--grace-period=0", "--timeout=15s", "--ignore-daemonsets"
+    )
+    assert "node/n1 drained" in drained.stdout
+    node = await cluster.api.get(core_v1.Node, "n1")
+    assert node.spec.unschedulable
+    pods, _ = await cluster.api.list(core_v1.Pod)
+    assert pods == []  # gracePeriodSeconds 0 (a pointer field's zero) deleted it at once

@@ -89,7 +89,9 @@ async def patch(request: web.Request) -> web.Response:
 
 async def delete(request: web.Request) -> web.Response:
     target = options.target(request)
-    delete_options = options.delete_options(await request.read(), request.query)
+    delete_options = options.delete_options(
+        await request.read(), request.query, negotiation.content_type(request)
+    )
     if not target.name:
         return await delete_collection(request, target, delete_options)
     if target.subresource:

@@ -2,7 +2,8 @@
 
 Kubernetes clients name alternative representations by media-type parameters, e.g. kubectl
 asks for `application/json;as=Table;v=v1;g=meta.k8s.io` first and plain JSON as fallback.
-Answers are JSON (or a Table, or aggregated discovery); protobuf is never offered.
+Answers are JSON (or a Table, or aggregated discovery); protobuf is never offered, but
+read in the request bodies kubectl sends only that way (see `protobuf`).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import msgspec
 import yaml
 from aiohttp import web
 
+from drasim.apistore.http import protobuf
 from drasim.common import codec, errors
 from drasim.common.bus import messages
 
@@ -26,7 +28,7 @@ PATCH_TYPES: dict[str, messages.PatchType] = {
     APPLY_PATCH: "apply",
 }
 _YAML_TYPES = frozenset({"application/yaml", APPLY_PATCH})
-_BODY_TYPES = frozenset({JSON, *_YAML_TYPES, *PATCH_TYPES})
+_BODY_TYPES = frozenset({JSON, protobuf.MEDIA_TYPE, *_YAML_TYPES, *PATCH_TYPES})
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,6 +81,8 @@ async def read_body(request: web.Request) -> Any:
     data = await request.read()
     if not data.strip():
         raise errors.BadRequest("the request has no body")
+    if media_type == protobuf.MEDIA_TYPE:
+        return protobuf.decode_body(data)
     try:
         return msgspec.json.decode(data)
     except msgspec.DecodeError as exc:

@@ -13,6 +13,7 @@ import msgspec
 from aiohttp import web
 from multidict import MultiMapping
 
+from drasim.apistore.http import protobuf
 from drasim.apistore.mutations import Context
 from drasim.common import errors, tracing
 from drasim.common.api import registry
@@ -187,11 +188,19 @@ class DeleteOptions(msgspec.Struct, kw_only=True, rename="camel"):
 _delete_options_decoder = msgspec.json.Decoder(DeleteOptions)
 
 
-def delete_options(body: bytes, query: MultiMapping[str]) -> DeleteOptions:
-    """DeleteOptions from the body (kubectl, client libraries) overlaid by the query."""
+def delete_options(
+    body: bytes, query: MultiMapping[str], media_type: str = "application/json"
+) -> DeleteOptions:
+    """DeleteOptions from the body (kubectl, client libraries; JSON, or protobuf from
+    kubectl's typed clients) overlaid by the query."""
     try:
-        opts = _delete_options_decoder.decode(body) if body.strip() else DeleteOptions()
-    except msgspec.DecodeError as exc:
+        if not body.strip():
+            opts = DeleteOptions()
+        elif media_type == protobuf.MEDIA_TYPE:
+            opts = msgspec.convert(protobuf.decode_body(body), DeleteOptions)
+        else:
+            opts = _delete_options_decoder.decode(body)
+    except (msgspec.DecodeError, msgspec.ValidationError) as exc:
         raise errors.BadRequest(f"invalid DeleteOptions: {exc}") from exc
     grace = integer(query, "gracePeriodSeconds")
     return msgspec.structs.replace(
