@@ -242,3 +242,58 @@ async def test_drain_deletes_with_protobuf_delete_options(cluster, kubectl):
     assert node.spec.unschedulable
     pods, _ = await cluster.api.list(core_v1.Pod)
     assert pods == []  # gracePeriodSeconds 0 (a pointer field's zero) deleted it at once
+
+
+async def test_logs_show_what_each_container_was_given(cluster, kubectl):
+    """Emulated containers print nothing; their log is what the kubelet recorded on the pod:
+    devices and health per resource, CDI ids and environment."""
+    pod = make_pod("gpu-pod").container("a").container("b").init_container("setup")
+    pod = pod.node("worker-1").obj()
+    pod.metadata.annotations = {
+        "drasim.io/container-devices": json.dumps(
+            {"a": {"cdiDevices": ["gpu.example.com/gpu=uid-gpu-3"], "env": {"GPU": "gpu-3"}}}
+        )
+    }
+    await cluster.api.create(pod)
+    running = {"running": {"startedAt": "2026-11-30T00:00:00Z"}}
+    status = {
+        "phase": "Running",
+        "containerStatuses": [
+            {
+                "name": "a",
+                "state": running,
+                "allocatedResourcesStatus": [
+                    {
+                        "name": "claim:gpu-pod-extended-resources-x7k2p/container-0-request-0",
+                        "resources": [
+                            {"resourceID": "gpu.example.com/w1/gpu-3", "health": "Healthy"}
+                        ],
+                    }
+                ],
+            },
+            {"name": "b", "state": {"waiting": {"reason": "ContainerCreating"}}},
+        ],
+    }
+    await kubectl(
+        "patch", "pod", "gpu-pod", "--subresource=status", "--type=merge",
+        "-p", json.dumps({"status": status}),
+    )  # fmt: skip
+
+    unnamed = await kubectl("logs", "gpu-pod")  # kubectl picks the first container itself
+    assert unnamed.stderr.strip() == 'Defaulted container "a" out of: a, b, setup (init)'
+    log = (await kubectl("logs", "gpu-pod", "-c", "a")).stdout.splitlines()
+    assert unnamed.stdout.splitlines() == log
+    assert log[0].startswith("drasim: emulated container a of pod default/gpu-pod on node worker-1")
+    assert log[1:] == [
+        "resource claim:gpu-pod-extended-resources-x7k2p/container-0-request-0: "
+        "gpu.example.com/w1/gpu-3 (Healthy)",
+        "CDI device gpu.example.com/gpu=uid-gpu-3",
+        "env GPU=gpu-3",
+    ]
+    tail = await kubectl("logs", "gpu-pod", "-c", "a", "--tail=1")
+    assert tail.stdout == "env GPU=gpu-3\n"
+    waiting = await kubectl("logs", "gpu-pod", "-c", "b", check=False)
+    assert waiting.stderr.strip() == (
+        'Error from server (BadRequest): container "b" in pod "gpu-pod" is waiting to start: '
+        "ContainerCreating"
+    )

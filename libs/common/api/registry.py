@@ -70,7 +70,7 @@ RESOURCES: tuple[ResourceInfo, ...] = (
           subresources=("status",)),
     _info(core_v1.Node, "nodes", namespaced=False, short_names=("no",), subresources=("status",)),
     _info(core_v1.Pod, "pods", namespaced=True, short_names=("po",),
-          subresources=("status", "binding", "ephemeralcontainers")),
+          subresources=("status", "binding", "log", "ephemeralcontainers")),
     _info(core_v1.Event, "events", namespaced=True, short_names=("ev",)),
     _info(core_v1.ResourceQuota, "resourcequotas", namespaced=True, short_names=("quota",),
           subresources=("status",)),

@@ -24,7 +24,7 @@ GIT_VERSION = f"v{MAJOR}.{MINOR}.0-drasim"
 
 VERBS = ["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"]
 SUBRESOURCE_VERBS = {"status": ["get", "patch", "update"], "scale": ["get", "patch", "update"],
-                     "binding": ["create"]}  # fmt: skip
+                     "binding": ["create"], "log": ["get"]}  # fmt: skip
 # The kind a subresource answers with, when it is not the parent's (group, version, kind).
 SUBRESOURCE_KINDS = {"scale": ("autoscaling", "v1", "Scale"), "binding": ("", "v1", "Binding")}
 # `kubectl get all` lists the resources in the `all` category.

@@ -15,7 +15,16 @@ from aiohttp import web
 
 from drasim.apistore import patches
 from drasim.apistore.core import ApiCore
-from drasim.apistore.http import fields, keys, negotiation, options, responses, scale, watch
+from drasim.apistore.http import (
+    fields,
+    keys,
+    logs,
+    negotiation,
+    options,
+    responses,
+    scale,
+    watch,
+)
 from drasim.common import codec, errors
 from drasim.common.api import core_v1
 from drasim.common.bus import messages
@@ -48,6 +57,8 @@ async def get(request: web.Request) -> web.StreamResponse:
         raise _not_allowed(target, "GET")
     if target.subresource == "scale":
         return await get_scale(request, target)
+    if target.subresource == "log":
+        return await pod_log(request, target)
     return await get_object(request, target)
 
 
@@ -62,7 +73,7 @@ async def post(request: web.Request) -> web.Response:
 
 async def put(request: web.Request) -> web.Response:
     target = options.target(request)
-    if not target.name or target.subresource == "binding":
+    if not target.name or target.subresource in ("binding", "log"):
         raise _not_allowed(target, "PUT")
     body = await negotiation.read_body(request)
     if target.subresource == "scale":
@@ -72,7 +83,7 @@ async def put(request: web.Request) -> web.Response:
 
 async def patch(request: web.Request) -> web.Response:
     target = options.target(request)
-    if not target.name or target.subresource == "binding":
+    if not target.name or target.subresource in ("binding", "log"):
         raise _not_allowed(target, "PATCH")
     media_type = negotiation.content_type(request)
     patch_type = negotiation.PATCH_TYPES.get(media_type)
@@ -270,6 +281,21 @@ def _delete_request(
 
 
 # -- subresources -----------------------------------------------------------------------
+
+
+async def pod_log(request: web.Request, target: options.Target) -> web.Response:
+    """pods/log, as text (see `logs`); `follow` answers what there is and ends, as for a
+    container that prints nothing more."""
+    data = await _call(
+        request,
+        messages.Get(resource="pods", namespace=target.namespace, name=target.name),
+    )
+    text = logs.container_log(
+        codec.decode(data, core_v1.Pod),
+        request.query.get("container", ""),
+        options.integer(request.query, "tailLines"),
+    )
+    return web.Response(text=text, content_type="text/plain")
 
 
 async def bind(request: web.Request, target: options.Target) -> web.Response:

@@ -382,8 +382,11 @@ def _paths(info: registry.ResourceInfo, kind_schema: str) -> dict[str, dict[str,
         sub_gvk = {"group": sub_group, "kind": sub_kind, "version": sub_version}
         own = sub_kind == info.kind
         item: dict[str, Any] = {"parameters": [*in_scope, _PATH_PARAMETERS["name"]]}
-        if "create" in discovery.SUBRESOURCE_VERBS[sub]:
+        verbs = discovery.SUBRESOURCE_VERBS[sub]
+        if "create" in verbs:
             item["post"] = _operation("post", sub_gvk, _WRITE, None)
+        elif verbs == ["get"]:  # pods/log: text
+            item["get"] = _operation("get", sub_gvk, [], None)
         else:
             item["get"] = _operation("get", sub_gvk, [], kind_schema if own else None)
             item["put"] = _operation("put", sub_gvk, _WRITE, kind_schema if own else None)

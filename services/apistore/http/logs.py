@@ -1,0 +1,74 @@
+"""pods/log: what `kubectl logs` shows of an emulated container.
+
+Emulated containers run no process, so there is no output to keep. What a GPU workload's
+first lines would show is what it was given, and that is recorded on the pod: per container
+its devices and their health (`status.*ContainerStatuses[].allocatedResourcesStatus`) and
+the CDI ids and environment the runtime gave it (the kubelet's annotation
+`drasim.io/container-devices`). The log is those lines, built from the pod as it is now.
+Errors are the kubelet's: a container must be named when the pod has several, and one that
+has not started has no log.
+"""
+
+from __future__ import annotations
+
+import json
+
+from drasim.common import errors
+from drasim.common.api import core_v1
+
+CONTAINER_DEVICES_ANNOTATION = "drasim.io/container-devices"
+DEFAULT_CONTAINER_ANNOTATION = "kubectl.kubernetes.io/default-container"
+
+
+def container_log(pod: core_v1.Pod, container: str = "", tail_lines: int | None = None) -> str:
+    """The log text of one container of `pod` (its only or default one if not named)."""
+    name = pod.metadata.name
+    regular = [c.name for c in pod.spec.containers]
+    init = [c.name for c in pod.spec.init_containers]
+    if not container:
+        container = pod.metadata.annotations.get(DEFAULT_CONTAINER_ANNOTATION, "")
+    if not container:
+        if len(regular) != 1:
+            choice = f"choose one of: [{' '.join(regular)}]"
+            if init:
+                choice += f" or one of the init containers: [{' '.join(init)}]"
+            raise errors.BadRequest(f"a container name must be specified for pod {name}, {choice}")
+        container = regular[0]
+    statuses = {
+        s.name: s for s in [*pod.status.init_container_statuses, *pod.status.container_statuses]
+    }
+    if container not in regular and container not in init:
+        raise errors.BadRequest(f"container {container} is not valid for pod {name}")
+    status = statuses.get(container)
+    if status is None or (status.state.running is None and status.state.terminated is None):
+        waiting = status.state.waiting if status is not None else None
+        reason = waiting.reason if waiting is not None and waiting.reason else "ContainerCreating"
+        raise errors.BadRequest(
+            f'container "{container}" in pod "{name}" is waiting to start: {reason}'
+        )
+    lines = [
+        f"drasim: emulated container {container} of pod {pod.metadata.namespace}/{name} "
+        f"on node {pod.spec.node_name} (no process runs; these lines are what it was given)"
+    ]
+    for resource in status.allocated_resources_status:
+        devices = ", ".join(f"{h.resource_id} ({h.health})" for h in resource.resources)
+        lines.append(f"resource {resource.name}: {devices}")
+    given = _container_devices(pod).get(container)
+    if not isinstance(given, dict):
+        given = {}
+    for cdi_device in given.get("cdiDevices", []):
+        lines.append(f"CDI device {cdi_device}")
+    for key, value in sorted(given.get("env", {}).items()):
+        lines.append(f"env {key}={value}")
+    if tail_lines is not None:
+        lines = lines[-tail_lines:] if tail_lines > 0 else []
+    return "".join(line + "\n" for line in lines)
+
+
+def _container_devices(pod: core_v1.Pod) -> dict[str, dict]:
+    text = pod.metadata.annotations.get(CONTAINER_DEVICES_ANNOTATION, "")
+    try:
+        recorded = json.loads(text) if text else {}
+    except ValueError:
+        return {}
+    return recorded if isinstance(recorded, dict) else {}
