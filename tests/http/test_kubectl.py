@@ -209,8 +209,8 @@ async def test_without_a_valid_token_kubectl_is_refused(kubectl):
 
 
 async def test_typed_client_commands_send_protobuf_bodies(cluster, kubectl):
-    """`kubectl create namespace` and `create deployment` send their objects only as
-    protobuf (kubectl's typed clients have no JSON fallback)."""
+    """`kubectl create namespace`, `create deployment` and `create quota` send their objects
+    only as protobuf (kubectl's typed clients have no JSON fallback)."""
     created = await kubectl("create", "namespace", "team-a")
     assert created.stdout.strip() == "namespace/team-a created"
     assert await cluster.api.get(core_v1.Namespace, "team-a")
@@ -229,6 +229,11 @@ async def test_typed_client_commands_send_protobuf_bodies(cluster, kubectl):
         "pause", "registry.k8s.io/pause:3.10", ["sleep", "10"],
     )  # fmt: skip
     assert [p.container_port for p in container.ports] == [8080]
+
+    created = await kubectl("create", "quota", "gpus", "-n", "team-a", "--hard=example.com/gpu=4")
+    assert created.stdout.strip() == "resourcequota/gpus created"
+    quota = await cluster.api.get(core_v1.ResourceQuota, "gpus", namespace="team-a")
+    assert {k: str(v) for k, v in quota.spec.hard.items()} == {"example.com/gpu": "4"}
 
 
 async def test_drain_deletes_with_protobuf_delete_options(cluster, kubectl):

@@ -1,7 +1,8 @@
 """Request bodies in Kubernetes' protobuf encoding (`application/vnd.kubernetes.protobuf`).
 
 kubectl's typed clients send some bodies only as protobuf: `kubectl create namespace`,
-`kubectl create deployment` and the DeleteOptions of `kubectl drain`. There is no fallback
+`kubectl create deployment`, `kubectl create quota` and the DeleteOptions of `kubectl
+drain`. There is no fallback
 to JSON for protobuf, so drasim reads the messages those commands send: a decoder of the
 wire format driven by tables of field numbers (taken from upstream's `generated.proto`,
 whose numbers never change), giving the same builtins a JSON body decodes to. A field
@@ -91,6 +92,22 @@ MESSAGES: dict[str, dict[int, F]] = {
         3: F("status", "status"),
     },
     "NamespaceSpec": {1: F("finalizers", "str", repeated=True)},
+    "ResourceQuota": {
+        1: F("metadata", "ObjectMeta"),
+        2: F("spec", "ResourceQuotaSpec"),
+        3: F("status", "status"),
+    },
+    "ResourceQuotaSpec": {
+        1: F("hard", "quantities"),
+        2: F("scopes", "str", repeated=True),
+        3: F("scopeSelector", "ScopeSelector"),
+    },
+    "ScopeSelector": {1: F("matchExpressions", "ScopedResourceSelectorRequirement", repeated=True)},
+    "ScopedResourceSelectorRequirement": {
+        1: F("scopeName", "str"),
+        2: F("operator", "str"),
+        3: F("values", "str", repeated=True),
+    },
     "Deployment": {
         1: F("metadata", "ObjectMeta"),
         2: F("spec", "DeploymentSpec"),
@@ -171,7 +188,7 @@ MESSAGES: dict[str, dict[int, F]] = {
 }
 
 # The kinds a body may carry, by the envelope's `kind`.
-TOP_LEVEL = frozenset({"Namespace", "Deployment", "DeleteOptions"})
+TOP_LEVEL = frozenset({"Namespace", "Deployment", "ResourceQuota", "DeleteOptions"})
 
 
 class Unsupported(web.HTTPUnsupportedMediaType):
