@@ -269,11 +269,11 @@ class Batch:
         *,
         dry_run: bool = False,
     ) -> bytes:
+        if dry_run:  # nothing is stored: the object keeps the resourceVersion it had
+            return codec.encode(obj)
         seq = self._next_seq
         obj.metadata.resource_version = str(seq)
         data = codec.encode(obj)
-        if dry_run:
-            return data
         self._next_seq += 1
         key = key_of(info, obj.metadata.namespace or "", obj.metadata.name)
         self._rows[key] = None if event_type == "DELETED" else data

@@ -143,9 +143,16 @@ async def test_create_with_generate_name_and_dry_run(http):
     }
     dry, _ = await call(http, "POST", PODS, 201, json=body, params={"dryRun": "All"})
     assert dry["metadata"]["name"].startswith("web-")
+    assert "resourceVersion" not in dry["metadata"]  # nothing was stored
     await call(http, "GET", f"{PODS}/{dry['metadata']['name']}", 404)
     created, _ = await call(http, "POST", PODS, 201, json=body)
     assert created["metadata"]["name"].startswith("web-") and created["metadata"]["uid"]
+    # A dry-run update answers the object as it would be, at the version it has now.
+    changed = created | {"metadata": created["metadata"] | {"labels": {"tier": "web"}}}
+    path = f"{PODS}/{created['metadata']['name']}"
+    dry, _ = await call(http, "PUT", path, 200, json=changed, params={"dryRun": "All"})
+    assert dry["metadata"]["labels"] == {"tier": "web"}
+    assert dry["metadata"]["resourceVersion"] == created["metadata"]["resourceVersion"]
     yaml_body = (
         "apiVersion: v1\nkind: Pod\nmetadata: {name: from-yaml}\n"
         "spec: {containers: [{name: c, image: x}]}\n"
