@@ -646,6 +646,8 @@ class DynamicResources:
             if claim.status.allocation is not None and _is_reserved_for_pod(pod, claim):
                 try:
                     await self._remove_reservation(claim, pod)
+                except errors.NotFound:
+                    pass  # deleted meanwhile (its pod went): nothing is reserved any more
                 except errors.ApiError as err:
                     # The next attempt gets here again.
                     log.error("unreserve ResourceClaim %s: %s", _ref(claim), err)
@@ -865,7 +867,8 @@ class DynamicResources:
 
     async def _delete_claim(self, claim: resource_v1.ResourceClaim) -> None:
         """Remove the delete-protection finalizer (an update, re-reading the claim after a
-        conflict), then delete; NotFound from the delete is fine (spec §3.6.2)."""
+        conflict), then delete; a claim found gone on the way is fine (spec §3.6.2): its
+        pod went and the garbage collector with it, or an earlier attempt deleted it."""
         current = codec.clone(claim)
 
         async def attempt(refresh: bool) -> None:
@@ -881,7 +884,10 @@ class DynamicResources:
             ]
             await self.api.update(current)
 
-        await _retry_on_conflict(attempt)
+        try:
+            await _retry_on_conflict(attempt)
+        except errors.NotFound:
+            return
         log.debug("deleting ResourceClaim %s", _ref(claim))
         with contextlib.suppress(errors.NotFound):
             await self.api.delete(

@@ -8,6 +8,7 @@ import asyncio
 import copy
 import dataclasses
 import itertools
+import logging
 import re
 from collections.abc import AsyncIterator
 from typing import Any, cast
@@ -1200,6 +1201,26 @@ async def test_unreserve_after_bind_failure_deletes_the_claim(cluster: Cluster) 
             break
         await asyncio.sleep(0.01)
     assert set(cluster.dra_manager.allocated) == set()
+
+
+async def test_unreserve_of_a_claim_gone_meanwhile_is_no_error(
+    cluster: Cluster, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The pod went while binding and the garbage collector took its claim: Unreserve
+    finds nothing to delete, which is not worth an error."""
+    pod = await create_pod(cluster.api, {GPU: "1"})
+    state = await through_reserve(cluster.plugin, pod)
+    assert await cluster.plugin.pre_bind(state, pod, WORKER) is None
+    [claim] = await cluster.claims()
+    claim.metadata.finalizers = []
+    await cluster.api.update(claim)
+    await cluster.api.delete(resource_v1.ResourceClaim, claim.metadata.name, namespace="default")
+
+    with caplog.at_level(logging.ERROR):
+        await cluster.plugin.unreserve(state, pod, WORKER)
+
+    assert [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR] == []
+    assert await cluster.claims() == []
 
 
 async def test_post_filter_deletes_a_special_claim_from_an_earlier_attempt(
