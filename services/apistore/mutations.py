@@ -149,6 +149,11 @@ class _UidView(msgspec.Struct):
 _uid_decoder = msgspec.json.Decoder(_UidView)
 
 
+def uid_of(data: bytes | msgspec.Raw) -> str:
+    """An object's uid, read without decoding the whole object."""
+    return _uid_decoder.decode(data).metadata.uid
+
+
 def _names_of(info: registry.ResourceInfo, data: bytes) -> _MetaNames:
     """namespace, name and generateName of a create's body.
 
@@ -376,7 +381,7 @@ class Batch:
             if owner_key is None:
                 return False
             data = self._rows.get(owner_key)
-            if data is not None and _uid_decoder.decode(data).metadata.uid == owner.uid:
+            if data is not None and uid_of(data) == owner.uid:
                 return False
         return True
 

@@ -19,6 +19,7 @@ import msgspec
 from aiohttp import web
 
 from drasim.apistore.http import keys, negotiation, options, responses, tables
+from drasim.apistore.mutations import uid_of
 from drasim.common import client, errors, selection
 from drasim.common.bus import messages
 
@@ -29,19 +30,6 @@ _NODE_ROUTED = frozenset({"pods", "resourceslices"})
 
 # What the stream hands the watch: an event with its resourceVersion, or how it ended.
 _Item: TypeAlias = tuple[int, messages.WatchEvent] | errors.ApiError | None
-
-
-class _UidMeta(msgspec.Struct):
-    uid: str = ""
-
-
-class _Uid(msgspec.Struct):
-    """The one field watch filtering needs besides what the selector reads."""
-
-    metadata: _UidMeta = msgspec.field(default_factory=_UidMeta)
-
-
-_uid_decoder = msgspec.json.Decoder(_Uid)
 
 
 class _Encoder:
@@ -134,7 +122,7 @@ async def _stream(
     # stop matching a selector (complete only when the watch began with a list).
     shown: set[str] = set()
     for existing in initial:
-        shown.add(_uid_decoder.decode(existing).metadata.uid)
+        shown.add(uid_of(existing))
         await response.write(encoder.event("ADDED", bytes(existing)) + b"\n")
     node = chosen.equals("spec.nodeName") if info.plural in _NODE_ROUTED else None
     queue: asyncio.Queue[_Item] = asyncio.Queue(_BUFFER)
@@ -185,7 +173,7 @@ def _visible_as(
     data = bytes(event.object)
     if chosen.everything():
         return event.type
-    uid = _uid_decoder.decode(data).metadata.uid
+    uid = uid_of(data)
     if chosen.matches(data):
         if event.type == "DELETED":
             shown.discard(uid)
