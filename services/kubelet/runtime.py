@@ -28,6 +28,12 @@ from datetime import UTC, datetime
 import msgspec
 
 from drasim.common.api import core_v1, resources
+from drasim.common.container_devices import (
+    CONTAINER_DEVICES_ANNOTATION,
+    ContainerDevices,
+    decode_container_devices,
+    encode_container_devices,
+)
 from drasim.drivers import cdi, dra_api
 from drasim.drivers.device_plugin import AllocateResponse
 from drasim.drivers.errors import TemporaryError
@@ -43,29 +49,8 @@ __all__ = [
     "running_status",
 ]
 
-CONTAINER_DEVICES_ANNOTATION = "drasim.io/container-devices"
-
 HEALTHY = "Healthy"
 UNHEALTHY = "Unhealthy"
-
-
-class ContainerDevices(msgspec.Struct, kw_only=True, omit_defaults=True, rename="camel"):
-    """What the runtime gave one container."""
-
-    cdi_devices: list[str] = []
-    env: dict[str, str] = {}
-
-
-_annotation_encoder = msgspec.json.Encoder(order="sorted")
-_annotation_decoder = msgspec.json.Decoder(dict[str, ContainerDevices])
-
-
-def encode_container_devices(devices: Mapping[str, ContainerDevices]) -> str:
-    return _annotation_encoder.encode(dict(devices)).decode()
-
-
-def decode_container_devices(text: str) -> dict[str, ContainerDevices]:
-    return _annotation_decoder.decode(text)
 
 
 @dataclass

@@ -11,12 +11,16 @@ has not started has no log.
 
 from __future__ import annotations
 
-import json
+import msgspec
 
 from drasim.common import errors
 from drasim.common.api import core_v1
+from drasim.common.container_devices import (
+    CONTAINER_DEVICES_ANNOTATION,
+    ContainerDevices,
+    decode_container_devices,
+)
 
-CONTAINER_DEVICES_ANNOTATION = "drasim.io/container-devices"
 DEFAULT_CONTAINER_ANNOTATION = "kubectl.kubernetes.io/default-container"
 
 
@@ -53,22 +57,18 @@ def container_log(pod: core_v1.Pod, container: str = "", tail_lines: int | None 
     for resource in status.allocated_resources_status:
         devices = ", ".join(f"{h.resource_id} ({h.health})" for h in resource.resources)
         lines.append(f"resource {resource.name}: {devices}")
-    given = _container_devices(pod).get(container)
-    if not isinstance(given, dict):
-        given = {}
-    for cdi_device in given.get("cdiDevices", []):
-        lines.append(f"CDI device {cdi_device}")
-    for key, value in sorted(given.get("env", {}).items()):
-        lines.append(f"env {key}={value}")
+    given = _container_devices(pod).get(container, ContainerDevices())
+    lines += [f"CDI device {cdi_device}" for cdi_device in given.cdi_devices]
+    lines += [f"env {key}={value}" for key, value in sorted(given.env.items())]
     if tail_lines is not None:
         lines = lines[-tail_lines:] if tail_lines > 0 else []
     return "".join(line + "\n" for line in lines)
 
 
-def _container_devices(pod: core_v1.Pod) -> dict[str, dict]:
+def _container_devices(pod: core_v1.Pod) -> dict[str, ContainerDevices]:
+    """What the kubelet recorded; nothing if it recorded nothing readable."""
     text = pod.metadata.annotations.get(CONTAINER_DEVICES_ANNOTATION, "")
     try:
-        recorded = json.loads(text) if text else {}
-    except ValueError:
+        return decode_container_devices(text) if text else {}
+    except (msgspec.DecodeError, msgspec.ValidationError):
         return {}
-    return recorded if isinstance(recorded, dict) else {}
