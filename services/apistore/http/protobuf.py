@@ -187,6 +187,11 @@ MESSAGES: dict[str, dict[int, F]] = {
     },
 }
 
+# Per message, the fields whose zero value is kept.
+_KEPT = {
+    message: {f.name for f in fields.values() if f.keep} for message, fields in MESSAGES.items()
+}
+
 # The kinds a body may carry, by the envelope's `kind`.
 TOP_LEVEL = frozenset({"Namespace", "Deployment", "ResourceQuota", "DeleteOptions"})
 
@@ -235,12 +240,8 @@ def decode_message(message: str, data: bytes) -> dict[str, Any]:
     return {
         name: value
         for name, value in out.items()
-        if _keep(fields, name) or value not in (None, "", 0, False, [], {})
+        if name in _KEPT[message] or value not in (None, "", 0, False, [], {})
     }
-
-
-def _keep(fields: dict[int, F], name: str) -> bool:
-    return any(f.keep for f in fields.values() if f.name == name)
 
 
 def _value(field: F, value: int | bytes, message: str, number: int) -> Any:
