@@ -891,12 +891,12 @@ class Framework:
         """Run Filter for real on the chosen node if its verdict was reused: plugins keep
         per-node results for Reserve, and a verdict must never be trusted blindly. Raises
         FrameworkError (the pod retries after backoff) if it no longer passes; that
-        would mean a stamp missed some change, so every kept verdict is dropped."""
+        would mean a change went unreported, so every kept verdict is dropped."""
         if node_info.name not in state.reused_feasible:
             return
         status = self.run_filter_plugins(state, pod, node_info)
         if not is_success(status):
-            self.filter_verdicts.clear()
+            self.filter_verdicts.all_changed()
             raise FrameworkError(
                 Status.error(f"reused Filter verdict for node {node_info.name} was stale")
             )

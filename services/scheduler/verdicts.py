@@ -112,9 +112,6 @@ class FilterVerdicts:
         self._by_spec[key] = verdicts  # (re)inserted last: most recently used
         return verdicts
 
-    def clear(self) -> None:
-        self._by_spec.clear()
-
 
 def kept_scores(
     kept: dict[str, tuple[int, int]],
