@@ -70,6 +70,7 @@ from drasim.common.embedded import EmbeddedNats, EmbeddedPostgres
 from drasim.common.quantity import parse_quantity
 
 CEILING_SECONDS = 3.0
+WARM_UP_SECONDS = 2.0
 JS_CHUNK = outbox.PUBLISH_CHUNK
 PG_BATCH = 500
 
@@ -143,80 +144,107 @@ class CpuMeter:
         return found
 
 
-async def bench_writes(
-    nats_url: str,
-    prefix: str,
-    duration: float,
-    clients: int,
-    connections: int,
-    meter: CpuMeter,
-) -> dict:
-    buses = [
-        await Bus.connect(nats_url, prefix=prefix, name=f"bench-{i}") for i in range(connections)
-    ]
-    watch_bus = await Bus.connect(nats_url, prefix=prefix, name="bench-watch")
-    apis = [ApiClient(b, actor="bench") for b in buses]
-    acked: dict[int, float] = {}
-    received: dict[int, float] = {}
-    _, start_rv = await apis[0].list(core_v1.Pod)
-    last_written = 0  # set once the writers stop
-    caught_up = asyncio.Event()
+class WriteLoad:
+    """Create+update of pods from `clients` concurrent clients over `connections`
+    connections, in windows (`window`), with one watcher of every pod event throughout."""
 
-    async def watch() -> None:
-        watcher = ApiClient(watch_bus, actor="bench")
-        async for event in watcher.watch(core_v1.Pod, resource_version=start_rv):
-            received[event.resource_version] = time.perf_counter()
-            if last_written and event.resource_version >= last_written:
-                caught_up.set()
+    def __init__(self, nats_url: str, prefix: str, clients: int, connections: int) -> None:
+        self.nats_url, self.prefix = nats_url, prefix
+        self.clients, self.connections = clients, connections
+        self.acked: dict[int, float] = {}  # resourceVersion -> when its write was answered
+        self.received: dict[int, float] = {}  # resourceVersion -> when the watcher got it
+        self.writes = 0
+        self.seconds = 0.0
+        self.cpu: dict[str, float] = {}
+        self._buses: list[Bus] = []
+        self._windows = 0
+        self._caught_up = asyncio.Event()
+        self._last_written = 0
+        self._watch_task: asyncio.Task[None] | None = None
 
-    watch_task = asyncio.create_task(watch())
-    stop_at = time.perf_counter() + duration
-    writes = 0
+    async def start(self) -> None:
+        self._buses = [
+            await Bus.connect(self.nats_url, prefix=self.prefix, name=f"bench-{i}")
+            for i in range(self.connections)
+        ]
+        watch_bus = await Bus.connect(self.nats_url, prefix=self.prefix, name="bench-watch")
+        self._buses.append(watch_bus)
+        _, start_rv = await ApiClient(watch_bus, actor="bench").list(core_v1.Pod)
+        self._watch_task = asyncio.create_task(self._watch(watch_bus, start_rv))
 
-    async def client(i: int) -> None:
-        nonlocal writes
-        api = apis[i % len(apis)]
-        n = 0
-        while time.perf_counter() < stop_at:
-            pod = await api.create(make_pod(f"c{i}-{n}"))
-            acked[int(pod.metadata.resource_version)] = time.perf_counter()
-            pod.metadata.labels = {"app": "bench", "tier": "db", "phase": "updated"}
-            pod = await api.update(pod)
-            acked[int(pod.metadata.resource_version)] = time.perf_counter()
-            writes += 2
-            n += 1
+    async def _watch(self, bus: Bus, start_rv: int) -> None:
+        async for event in ApiClient(bus, actor="bench").watch(
+            core_v1.Pod, resource_version=start_rv
+        ):
+            self.received[event.resource_version] = time.perf_counter()
+            if self._last_written and event.resource_version >= self._last_written:
+                self._caught_up.set()
 
-    cpu0 = meter.sample()
-    t0 = time.perf_counter()
-    await asyncio.gather(*(client(i) for i in range(clients)))
-    elapsed = time.perf_counter() - t0
-    cpu1 = meter.sample()
-    last_written = max(acked)
-    if max(received, default=0) >= last_written:
-        caught_up.set()
-    # Let the watcher drain what was written (bounded wait).
-    with contextlib.suppress(TimeoutError):
-        await asyncio.wait_for(caught_up.wait(), 30)
-    watch_task.cancel()
-    lags = [(received[rv] - t) * 1000 for rv, t in acked.items() if rv in received]
-    for b in [*buses, watch_bus]:
-        await b.close()
-    results = {
-        "writes": writes,
-        "writes_per_s": writes / elapsed,
-        "watch_events_received": len(lags),
-        "watch_lag_p50_ms": percentile(lags, 0.50),
-        "watch_lag_p99_ms": percentile(lags, 0.99),
-    }
-    spent = {role: cpu1[role] - cpu0[role] for role in cpu1}
-    ours = 0.0
-    for role, seconds in spent.items():
-        if role != "machine":
-            results[f"cpu_us_per_write_{role}"] = seconds / writes * 1e6
-            ours += seconds
-    # Cores busy with other work while the writes ran (the rest of the machine's load).
-    results["other_load_cores"] = max(0.0, spent["machine"] - ours) / elapsed
-    return results
+    async def window(self, seconds: float, meter: CpuMeter | None) -> float:
+        """Writes for `seconds`; answers writes/s. Counted (writes, time, CPU by process)
+        unless `meter` is None (a warm-up)."""
+        apis = [ApiClient(b, actor="bench") for b in self._buses[: self.connections]]
+        tag = self._windows = self._windows + 1
+        stop_at = time.perf_counter() + seconds
+        writes = 0
+        acked = self.acked if meter is not None else {}
+
+        async def client(i: int) -> None:
+            nonlocal writes
+            api = apis[i % len(apis)]
+            n = 0
+            while time.perf_counter() < stop_at:
+                pod = await api.create(make_pod(f"w{tag}-c{i}-{n}"))
+                acked[int(pod.metadata.resource_version)] = time.perf_counter()
+                pod.metadata.labels = {"app": "bench", "tier": "db", "phase": "updated"}
+                pod = await api.update(pod)
+                acked[int(pod.metadata.resource_version)] = time.perf_counter()
+                writes += 2
+                n += 1
+
+        cpu0 = meter.sample() if meter is not None else {}
+        t0 = time.perf_counter()
+        await asyncio.gather(*(client(i) for i in range(self.clients)))
+        elapsed = time.perf_counter() - t0
+        if meter is not None:
+            cpu1 = meter.sample()
+            for role in cpu1:
+                self.cpu[role] = self.cpu.get(role, 0.0) + cpu1[role] - cpu0[role]
+            self.writes += writes
+            self.seconds += elapsed
+        return writes / elapsed
+
+    async def finish(self) -> dict:
+        """Wait (bounded) for the watcher to catch up; the figures of all counted windows."""
+        self._last_written = max(self.acked)
+        if max(self.received, default=0) >= self._last_written:
+            self._caught_up.set()
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self._caught_up.wait(), 30)
+        assert self._watch_task is not None
+        self._watch_task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await self._watch_task
+        for bus in self._buses:
+            await bus.close()
+        lags = [
+            (self.received[rv] - t) * 1000 for rv, t in self.acked.items() if rv in self.received
+        ]
+        results = {
+            "writes": self.writes,
+            "writes_per_s": self.writes / self.seconds,
+            "watch_events_received": len(lags),
+            "watch_lag_p50_ms": percentile(lags, 0.50),
+            "watch_lag_p99_ms": percentile(lags, 0.99),
+        }
+        ours = 0.0
+        for role, seconds in self.cpu.items():
+            if role != "machine":
+                results[f"cpu_us_per_write_{role}"] = seconds / self.writes * 1e6
+                ours += seconds
+        # Cores busy with other work while the writes ran (the rest of the machine's load).
+        results["other_load_cores"] = max(0.0, self.cpu["machine"] - ours) / self.seconds
+        return results
 
 
 def request_body(name: str = "c0-0") -> bytes:
@@ -372,31 +400,41 @@ asyncio.run(main())
 """
 
 
-async def ceiling_reqreply(
-    nats_url: str,
-    prefix: str,
-    *,
-    clients: int,
-    connections: int,
-    nats_pid: int | None,
-    seconds: float = CEILING_SECONDS,
-    plain: bool = False,
-) -> tuple[float, float]:
+class RoundTrips:
     """Round trips to a trivial responder in its own process (on the services' event loop),
-    sent as the write benchmark's clients send theirs: `Bus.request` over `connections`
-    connections, `clients` in flight, a create request's bytes and the actor header; with
-    `plain`, through nats-py's own `nc.request` instead (for comparison only).
-    Answers round trips/s and the CPU microseconds one took (clients, responder, NATS)."""
-    subject = f"{prefix}.echo"
-    proc = await asyncio.create_subprocess_exec(
-        sys.executable, "-c", RESPONDER, nats_url, subject, stdout=subprocess.PIPE
-    )
-    try:
-        assert proc.stdout is not None and (await proc.stdout.readline()).startswith(b"READY")
-        buses = [
-            await Bus.connect(nats_url, prefix=prefix, name=f"bench-rr-{i}")
-            for i in range(connections)
+    sent as the write benchmark's clients send theirs: `connections` connections,
+    `clients` in flight, a create request's bytes and the actor header."""
+
+    def __init__(
+        self, nats_url: str, prefix: str, clients: int, connections: int, nats_pid: int | None
+    ) -> None:
+        self.nats_url, self.subject = nats_url, f"{prefix}.echo"
+        self.prefix, self.clients, self.connections = prefix, clients, connections
+        self.nats_pid = nats_pid
+        self._proc: asyncio.subprocess.Process | None = None
+        self._buses: list[Bus] = []
+
+    async def start(self) -> None:
+        self._proc = await asyncio.create_subprocess_exec(
+            sys.executable, "-c", RESPONDER, self.nats_url, self.subject, stdout=subprocess.PIPE
+        )
+        assert self._proc.stdout is not None
+        assert (await self._proc.stdout.readline()).startswith(b"READY")
+        self._buses = [
+            await Bus.connect(self.nats_url, prefix=self.prefix, name=f"bench-rr-{i}")
+            for i in range(self.connections)
         ]
+
+    async def stop(self) -> None:
+        for bus in self._buses:
+            await bus.close()
+        if self._proc is not None:
+            self._proc.terminate()
+            await self._proc.wait()
+
+    async def window(self, seconds: float, *, plain: bool) -> tuple[int, float, float]:
+        """Round trips for `seconds` through `Bus.request`, or with `plain` through nats-py's
+        own `nc.request`: (round trips, seconds, CPU seconds of clients, responder, NATS)."""
         body = request_body()
         hdrs = {headers.ACTOR: "bench"}
         done = 0
@@ -404,25 +442,23 @@ async def ceiling_reqreply(
 
         async def requester(i: int) -> None:
             nonlocal done
-            bus = buses[i % connections]
+            bus = self._buses[i % self.connections]
             request = bus.nc.request if plain else bus.request
             while time.perf_counter() < stop_at:
-                await request(subject, body, timeout=5, headers=hdrs)
+                await request(self.subject, body, timeout=5, headers=hdrs)
                 done += 1
 
-        meter = CpuMeter({"clients": os.getpid(), "responder": proc.pid, "nats": nats_pid})
+        assert self._proc is not None
+        meter = CpuMeter(
+            {"clients": os.getpid(), "responder": self._proc.pid, "nats": self.nats_pid}
+        )
         cpu0 = meter.sample()
         t0 = time.perf_counter()
-        await asyncio.gather(*(requester(i) for i in range(clients)))
+        await asyncio.gather(*(requester(i) for i in range(self.clients)))
         elapsed = time.perf_counter() - t0
         cpu1 = meter.sample()
-        for bus in buses:
-            await bus.close()
         cpu = sum(cpu1[role] - cpu0[role] for role in cpu1 if role != "machine")
-        return done / elapsed, cpu / done * 1e6
-    finally:
-        proc.terminate()
-        await proc.wait()
+        return done, elapsed, cpu
 
 
 def start_apistore(nats_url: str, database_url: str, prefix: str) -> subprocess.Popen[bytes]:
@@ -464,42 +500,51 @@ async def run(
     prefix = f"bench{uuid.uuid4().hex[:6]}"
     db = await fresh_database(database_url)
 
-    async def reqreply(plain: bool = False) -> tuple[float, float]:
-        return await ceiling_reqreply(
-            nats_url,
-            prefix,
-            clients=args.clients,
-            connections=args.connections,
-            nats_pid=servers["nats"],
-            plain=plain,
-        )
-
-    # The round-trip ceiling is measured right before and right after the writes and
-    # averaged, so that other work starting or stopping on the machine meanwhile moves
-    # both figures alike.
-    before, before_plain = await reqreply(), await reqreply(plain=True)
+    # Writes and the round-trip ceiling are measured in turns, in windows of equal length:
+    # a round-trip bracket (nats-py's `nc.request`, then `Bus.request`), a write window,
+    # a bracket, ... a bracket. A machine whose speed drifts (this shared one does, by
+    # half within minutes) then moves each write window and the brackets around it alike.
+    window = args.duration / args.rounds
     proc = await asyncio.to_thread(start_apistore, nats_url, db, prefix)
     meter = CpuMeter({"apistore": proc.pid, "clients": os.getpid(), **servers})
+    load = WriteLoad(nats_url, prefix, args.clients, args.connections)
+    trips = RoundTrips(nats_url, prefix, args.clients, args.connections, servers["nats"])
+    plain: list[tuple[int, float, float]] = []
+    own: list[tuple[int, float, float]] = []
+    writes_each: list[float] = []
     try:
-        results = await bench_writes(
-            nats_url, prefix, args.duration, args.clients, args.connections, meter
-        )
+        await trips.start()
+        await load.start()
+        await load.window(WARM_UP_SECONDS, None)  # the first statements plan, caches fill
+        for r in range(args.rounds + 1):
+            plain.append(await trips.window(window, plain=True))
+            own.append(await trips.window(window, plain=False))
+            if r < args.rounds:
+                writes_each.append(await load.window(window, meter))
+        results = await load.finish()
     finally:
+        await trips.stop()
         proc.terminate()
         proc.wait()
-    after, after_plain = await reqreply(), await reqreply(plain=True)
     results["ceiling_pg_rows_per_s"] = await ceiling_pg(db)
     results["ceiling_js_msgs_per_s"] = await ceiling_js(nats_url, prefix)
     results["ceiling_js_acked_each_msgs_per_s"] = await ceiling_js_acked_each(nats_url, prefix)
     # The raw round trip, as the issue measured its ceilings (nats-py as it comes: its
     # ~21,000/s on this machine): the ceiling the share is taken against.
-    results["ceiling_reqreply_per_s"] = (before_plain[0] + after_plain[0]) / 2
-    results["ceiling_reqreply_each_per_s"] = [before_plain[0], after_plain[0]]
+    plain_rates = [done / seconds for done, seconds, _ in plain]
+    results["ceiling_reqreply_per_s"] = sum(d for d, _, _ in plain) / sum(t for _, t, _ in plain)
+    results["ceiling_reqreply_each_per_s"] = plain_rates
     # The same round trips through drasim's own request path (`Bus.request`, what the
     # writes' clients use): a stricter, like-for-like comparison, shown beside it.
-    results["reqreply_own_client_per_s"] = (before[0] + after[0]) / 2
-    results["reqreply_own_client_each_per_s"] = [before[0], after[0]]
-    cpu = results["reqreply_own_client_cpu_us"] = (before[1] + after[1]) / 2
+    own_done = sum(d for d, _, _ in own)
+    results["reqreply_own_client_per_s"] = own_done / sum(t for _, t, _ in own)
+    results["reqreply_own_client_each_per_s"] = [d / t for d, t, _ in own]
+    cpu = results["reqreply_own_client_cpu_us"] = sum(c for _, _, c in own) / own_done * 1e6
+    results["writes_each_per_s"] = writes_each
+    # Each write window against the raw round trips right before and right after it.
+    results["fraction_each_window"] = [
+        w / ((plain_rates[r] + plain_rates[r + 1]) / 2) for r, w in enumerate(writes_each)
+    ]
     slowest = min(
         results["ceiling_pg_rows_per_s"],
         results["ceiling_js_msgs_per_s"],
@@ -517,6 +562,7 @@ async def run(
         results["cpu_us_per_write"] = sum(per_write)
         results["cpu_share_of_reqreply"] = cpu / results["cpu_us_per_write"]
     results["duration_s"] = args.duration
+    results["windows"] = args.rounds
     results["clients"] = args.clients
     results["connections"] = args.connections
     results["payload_bytes"] = len(codec.encode(make_pod("c0-0")))
@@ -527,7 +573,10 @@ async def run(
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--duration", type=float, default=10.0)
+    parser.add_argument("--duration", type=float, default=10.0, help="seconds of writes")
+    parser.add_argument(
+        "--rounds", type=int, default=5, help="write windows the duration is split into"
+    )
     parser.add_argument("--clients", type=int, default=64, help="requests in flight")
     parser.add_argument("--connections", type=int, default=4, help="client NATS connections")
     parser.add_argument("--json", type=Path, help="also write the figures as JSON here")
@@ -555,7 +604,9 @@ def main() -> int:
                 pg.stop()
     width = max(len(k) for k in results)
     for key, value in results.items():
-        if key.startswith(("fraction", "cpu_share")):
+        if key.startswith(("fraction", "cpu_share")) and isinstance(value, list):
+            shown = " / ".join(f"{v:.3f}" for v in value)
+        elif key.startswith(("fraction", "cpu_share")):
             shown = f"{value:.3f}"
         elif isinstance(value, float):
             shown = f"{value:,.1f}"
