@@ -20,10 +20,12 @@ What is reported, as scheduler_perf does it:
   binds everything within the first second or two has no samples (upstream: "Failed to
   measure"); `throughput_overall` (measured pods over first create → last binding) is
   given for every workload.
-- attempts: the scheduler records one Event per attempt on the pod, `Scheduled` when it
+- attempts: the scheduler records each attempt as an Event on the pod, `Scheduled` when it
   bound the pod and `FailedScheduling` when the attempt failed (kube-scheduler's
-  `scheduler_schedule_attempts_total` counts the same outcomes); the bench watches Events
-  and counts those of the measured pods.
+  `scheduler_schedule_attempts_total` counts the same outcomes). An attempt that repeats
+  the last one's message raises the `count` of that Event (client-go's event aggregation)
+  instead of adding one, so the bench watches Events and counts, per Event, how much its
+  `count` grew: an Event first seen counts its whole `count`.
 
 At the end it checks, over every ResourceClaim in the cluster, that no device is allocated
 twice, and that every measured pod is bound; either failing makes the exit code 1.
@@ -231,8 +233,10 @@ class _InvolvedObject(msgspec.Struct):
 
 
 class _EventView(msgspec.Struct, rename="camel"):
+    metadata: _Meta = msgspec.field(default_factory=_Meta)
     reason: str = ""
     involved_object: _InvolvedObject = msgspec.field(default_factory=_InvolvedObject)
+    count: int = 0
 
 
 class _Device(msgspec.Struct):
@@ -265,16 +269,19 @@ _name_decoder = msgspec.json.Decoder(_PodView)  # only metadata.name is read
 
 
 class ClusterTracker:
-    """Pods seen bound and scheduler Events, per namespace, from two watches.
+    """Pods seen bound and scheduling attempts, per namespace, from two watches.
 
     As upstream's collector, a pod counts as scheduled the first time it is seen with a
-    `spec.nodeName`.
+    `spec.nodeName`. Attempts are counted from the scheduler's Events: repeated attempts
+    share one Event whose `count` grows, so each ADDED or MODIFIED Event adds what its
+    `count` grew since it was last seen (all of it when first seen).
     """
 
     def __init__(self, bus: Bus) -> None:
         self.bus = bus
         self.bound: dict[str, dict[str, float]] = {}  # namespace -> pod -> when seen bound
-        self.events: dict[str, Counter[str]] = {}  # namespace -> reason -> count
+        self.events: dict[str, Counter[str]] = {}  # namespace -> reason -> attempts
+        self._event_counts: dict[tuple[str, str], int] = {}  # (namespace, name) -> count
         self._changed = asyncio.Event()
         self._tasks: list[asyncio.Task[None]] = []
 
@@ -318,12 +325,23 @@ class ClusterTracker:
 
     async def _watch_events(self, resource_version: int) -> None:
         async for _, event in watch_raw(self.bus, "events", resource_version=resource_version):
-            if event.type != "ADDED":
-                continue
-            ev = _event_decoder.decode(event.object)
-            if ev.reason in ("Scheduled", "FailedScheduling"):
-                self.events.setdefault(ev.involved_object.namespace, Counter())[ev.reason] += 1
-                self._notify()
+            self.observe_event(event.type, _event_decoder.decode(event.object))
+
+    def observe_event(self, event_type: str, ev: _EventView) -> None:
+        """Count the attempts one watch event of an Event adds."""
+        if ev.reason not in ("Scheduled", "FailedScheduling"):
+            return
+        key = (ev.metadata.namespace, ev.metadata.name)
+        if event_type == "DELETED":
+            self._event_counts.pop(key, None)
+            return
+        count = max(ev.count, 1)  # an Event without a count is one occurrence
+        grown = count - self._event_counts.get(key, 0)
+        if grown <= 0:
+            return
+        self._event_counts[key] = count
+        self.events.setdefault(ev.involved_object.namespace, Counter())[ev.reason] += grown
+        self._notify()
 
 
 class ThroughputCollector:

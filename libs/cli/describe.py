@@ -135,15 +135,27 @@ async def describe_events(api: ApiClient, obj: Any, info: registry.ResourceInfo)
     if not events:
         return ["Events:          <none>"]
     now = datetime.now(UTC)
-    lines = ["Events:", f"  {'Type':<10}{'Reason':<20}{'Age':<8}{'From':<20}Message"]
-    for ev in sorted(events, key=lambda e: e.last_timestamp or ""):
-        seen = tables.parse_time(ev.last_timestamp) or now
+    events.sort(key=lambda e: e.last_timestamp or "")
+    ages = [event_age(ev, now) for ev in events]
+    width = max(len("Age"), *map(len, ages)) + 2
+    lines = ["Events:", f"  {'Type':<10}{'Reason':<20}{'Age':<{width}}{'From':<20}Message"]
+    for ev, age in zip(events, ages, strict=True):
         source = ev.reporting_component or ev.source.component
-        lines.append(
-            f"  {ev.type:<10}{ev.reason:<20}"
-            f"{tables.human_duration((now - seen).total_seconds()):<8}{source:<20}{ev.message}"
-        )
+        lines.append(f"  {ev.type:<10}{ev.reason:<20}{age:<{width}}{source:<20}{ev.message}")
     return lines
+
+
+def event_age(event: core_v1.Event, now: datetime) -> str:
+    """As kubectl describe: since the last occurrence, and for a repeated event how many
+    and since the first ("2m (x5 over 10m)")."""
+
+    def since(ts: str | None) -> str:
+        seen = tables.parse_time(ts) or now
+        return tables.human_duration((now - seen).total_seconds())
+
+    if event.count > 1:
+        return f"{since(event.last_timestamp)} (x{event.count} over {since(event.first_timestamp)})"
+    return since(event.first_timestamp or event.last_timestamp)
 
 
 async def describe(api: ApiClient, info: registry.ResourceInfo, name: str, namespace: str) -> str:

@@ -7,22 +7,29 @@ import ssl
 import sys
 from pathlib import Path
 
+from drasim.apistore.event_ttl import DEFAULT_EVENT_TTL
 from drasim.apistore.server import ApiServer
 from drasim.common import service
 
 
-def _http_options(parser: argparse.ArgumentParser) -> None:
+def _apistore_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--http-port", type=int, help="serve the Kubernetes HTTP API here")
     parser.add_argument("--http-host", default="127.0.0.1")
     # A file, not the token itself, so that it does not show in the process list.
     parser.add_argument("--http-token-file", type=Path, help="the HTTP API's bearer token")
     parser.add_argument("--tls-cert-file", type=Path, help="serve HTTPS with this certificate")
     parser.add_argument("--tls-private-key-file", type=Path)
+    parser.add_argument(
+        "--event-ttl",
+        type=float,
+        default=DEFAULT_EVENT_TTL,
+        help="seconds an Event is kept after its last write (0: forever)",
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
     config, args = service.parse_args(
-        "apistore", argv, _http_options, required=("--nats-url", "--database-url")
+        "apistore", argv, _apistore_options, required=("--nats-url", "--database-url")
     )
     if args.http_port is not None and args.http_token_file is None:
         print("drasim-apistore: --http-port needs --http-token-file", file=sys.stderr)
@@ -42,6 +49,7 @@ def main(argv: list[str] | None = None) -> int:
             http_host=args.http_host,
             http_token=token,
             http_tls=tls,
+            event_ttl=args.event_ttl,
         )
         scheme = "https" if tls else "http"
         http = f" http={scheme}://{args.http_host}:{server.http.port}" if server.http else ""

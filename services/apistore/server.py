@@ -14,6 +14,7 @@ from nats.aio.msg import Msg
 
 from drasim.apistore import faults
 from drasim.apistore.core import ApiCore
+from drasim.apistore.event_ttl import DEFAULT_EVENT_TTL, EventTtl
 from drasim.apistore.http import HttpApi, build_app
 from drasim.apistore.metrics import ApiStoreMetrics
 from drasim.apistore.nats_api import NatsApi
@@ -39,6 +40,7 @@ class ApiServer:
     _control_sub: object = None
     http: HttpApi | None = None
     metrics: ApiStoreMetrics | None = None
+    event_ttl_task: asyncio.Task[None] | None = None
 
     @classmethod
     async def start(
@@ -53,8 +55,10 @@ class ApiServer:
         http_host: str = "127.0.0.1",
         http_token: str = "",
         http_tls: ssl.SSLContext | None = None,
+        event_ttl: float = DEFAULT_EVENT_TTL,
     ) -> ApiServer:
-        """With `http_port` (0 picks a free one) the HTTP API serves too, for `http_token`."""
+        """With `http_port` (0 picks a free one) the HTTP API serves too, for `http_token`.
+        Events expire `event_ttl` seconds after their last write (0: never)."""
         store = await Store.connect(database_url)
         await store.migrate()
         bus = await Bus.connect(nats_url, prefix=prefix, name="apistore")
@@ -72,6 +76,10 @@ class ApiServer:
             app = build_app(core, bus, token=http_token, request_metrics=server_metrics.requests)
             server.http = HttpApi(app)
             await server.http.start(http_host, http_port, http_tls)
+        if event_ttl > 0:
+            server.event_ttl_task = asyncio.create_task(
+                EventTtl(core, event_ttl).run(), name="apistore-event-ttl"
+            )
         server._control_sub = await bus.nc.subscribe(
             subjects.control(prefix, "apistore", "faults"), cb=server._on_fault_plan
         )
@@ -90,6 +98,10 @@ class ApiServer:
     async def stop(self) -> None:
         if self.http is not None:
             await self.http.stop()
+        if self.event_ttl_task is not None:
+            self.event_ttl_task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self.event_ttl_task
         await self.api.stop()
         await self.core.stop()
         self.outbox_task.cancel()

@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import AsyncIterator, Sequence
+from datetime import datetime
 from typing import Any, NamedTuple
 
 import asyncpg
@@ -122,6 +123,13 @@ WRITE_BATCH_ALONE = (
     + " SELECT ok FROM guard"
 )
 SELECT_OBJECT = "SELECT object FROM objects WHERE resource = $1 AND namespace = $2 AND name = $3"
+# Objects of a resource last written before a time: the event that wrote an object's
+# current version is the one at its resourceVersion, and that event has the write's time.
+SELECT_WRITTEN_BEFORE = """
+SELECT o.namespace, o.name, o.resource_version FROM objects o
+JOIN events e ON e.seq = o.resource_version
+WHERE o.resource = $1 AND e.created_at < $2
+ORDER BY o.resource_version LIMIT $3"""
 SELECT_EVENTS_AFTER = """
 SELECT seq, type, resource, namespace, name, uid, node_name, object, actor, traceparent,
        created_at
@@ -494,6 +502,14 @@ class Store:
         except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError) as exc:
             raise _translate(exc) from exc
         return seq, [r[0] for r in rows]
+
+    async def select_written_before(
+        self, resource: str, before: datetime, *, limit: int = 1000
+    ) -> list[tuple[str, str, int]]:
+        """(namespace, name, resourceVersion) of `resource`'s objects last written before
+        `before`, oldest first."""
+        rows = await self._pool.fetch(SELECT_WRITTEN_BEFORE, resource, before, limit)
+        return [(r[0], r[1], r[2]) for r in rows]
 
     async def max_seq(self) -> int:
         return await self._pool.fetchval(SELECT_MAX_SEQ)

@@ -4,11 +4,10 @@ rejections), so `drasim describe pod` shows why a pod does not start."""
 from __future__ import annotations
 
 import logging
-import time
-from datetime import UTC, datetime
 
 from drasim.common import errors
-from drasim.common.api import core_v1, meta_v1
+from drasim.common import events as common_events
+from drasim.common.api import core_v1
 from drasim.common.client import ApiClient
 
 __all__ = ["EventRecorder"]
@@ -17,44 +16,28 @@ log = logging.getLogger(__name__)
 
 
 class EventRecorder:
-    """One node's recorder. A retried failure repeats its message; it is recorded once."""
+    """One node's recorder. A retried failure repeats its message: the pod keeps one Event
+    whose count grows, as `kubectl describe pod` shows it ("x5 over 3m")."""
 
     def __init__(self, api: ApiClient, node: str) -> None:
-        self.api = api
         self.node = node
-        self._last: dict[str, str] = {}  # pod UID → last message recorded
+        self.recorder = common_events.EventRecorder(
+            api, component="kubelet", host=node, reporting_instance=node
+        )
 
     async def warn(self, pod: core_v1.Pod, reason: str, message: str) -> None:
-        if self._last.get(pod.metadata.uid) == message:
-            return
-        self._last[pod.metadata.uid] = message
-        now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-        event = core_v1.Event(
-            # Named as upstream's recorder names events: involved object, then a unique hex.
-            metadata=meta_v1.ObjectMeta(
-                name=f"{pod.metadata.name}.{time.time_ns():x}", namespace=pod.metadata.namespace
-            ),
-            involved_object=core_v1.ObjectReference(
-                kind="Pod",
-                api_version="v1",
-                namespace=pod.metadata.namespace,
-                name=pod.metadata.name,
-                uid=pod.metadata.uid,
-            ),
-            reason=reason,
-            message=message,
-            source=core_v1.EventSource(component="kubelet", host=self.node),
-            first_timestamp=now,
-            last_timestamp=now,
-            count=1,
-            type="Warning",
-            reporting_component="kubelet",
-            reporting_instance=self.node,
+        involved = core_v1.ObjectReference(
+            kind="Pod",
+            api_version="v1",
+            namespace=pod.metadata.namespace,
+            name=pod.metadata.name,
+            uid=pod.metadata.uid,
         )
         try:
-            await self.api.create(event)
+            await self.recorder.record(involved, "Warning", reason, message)
         except errors.ApiError as exc:
             log.warning("node %s: recording event %s failed: %s", self.node, reason, exc)
 
     def forget(self, pod_uid: str) -> None:
-        self._last.pop(pod_uid, None)
+        """The pod is gone: its Events need no counting any more."""
+        self.recorder.forget(pod_uid)

@@ -16,7 +16,6 @@ import asyncio
 import dataclasses
 import logging
 import random
-import time
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
@@ -24,8 +23,8 @@ from typing import TYPE_CHECKING
 import msgspec
 from opentelemetry.trace import INVALID_SPAN, Span
 
-from drasim.common import codec, errors
-from drasim.common.api import core_v1, meta_v1
+from drasim.common import codec, errors, events
+from drasim.common.api import core_v1
 from drasim.common.client import ApiClient
 from drasim.scheduler import framework, spans
 from drasim.scheduler.framework import (
@@ -136,7 +135,7 @@ async def skip_pod_schedule(sched: Scheduler, pod: core_v1.Pod) -> bool:
     the queue while it binds) already is."""
     if pod.metadata.deletion_timestamp:
         await record_event(
-            sched.api,
+            sched.events,
             pod,
             "Warning",
             "FailedScheduling",
@@ -320,7 +319,7 @@ async def binding_cycle(
         result.feasible_nodes,
     )
     await record_event(
-        sched.api,
+        sched.events,
         assumed,
         "Normal",
         "Scheduled",
@@ -398,7 +397,7 @@ async def handle_scheduling_failure(
     sched.queue.add_unschedulable_if_not_present(pod_info)
 
     message = status.message()
-    await record_event(sched.api, cached, "Warning", "FailedScheduling", "Scheduling", message)
+    await record_event(sched.events, cached, "Warning", "FailedScheduling", "Scheduling", message)
     condition = core_v1.PodCondition(
         type="PodScheduled", status="False", reason=reason, message=message
     )
@@ -439,36 +438,26 @@ async def update_pod(api: ApiClient, pod: core_v1.Pod, condition: core_v1.PodCon
 
 
 async def record_event(
-    api: ApiClient, pod: core_v1.Pod, event_type: str, reason: str, action: str, message: str
+    recorder: events.EventRecorder,
+    pod: core_v1.Pod,
+    event_type: str,
+    reason: str,
+    action: str,
+    message: str,
 ) -> None:
-    """Create a Kubernetes Event about the pod, as the scheduler's event recorder does;
-    a failure is only logged, an event is never worth failing a pod for."""
-    now = datetime.now(UTC)
-    event = core_v1.Event(
-        metadata=meta_v1.ObjectMeta(
-            name=f"{pod.metadata.name}.{time.time_ns():x}", namespace=pod.metadata.namespace
-        ),
-        involved_object=core_v1.ObjectReference(
-            kind="Pod",
-            namespace=pod.metadata.namespace,
-            name=pod.metadata.name,
-            uid=pod.metadata.uid,
-            api_version="v1",
-            resource_version=pod.metadata.resource_version,
-        ),
-        reason=reason,
-        message=_truncate(message),
-        source=core_v1.EventSource(component=DEFAULT_SCHEDULER_NAME),
-        first_timestamp=now.strftime("%Y-%m-%dT%H:%M:%SZ"),
-        last_timestamp=now.strftime("%Y-%m-%dT%H:%M:%SZ"),
-        event_time=now.strftime("%Y-%m-%dT%H:%M:%S.%fZ"),
-        count=1,
-        type=event_type,
-        action=action,
-        reporting_component=DEFAULT_SCHEDULER_NAME,
+    """Record a Kubernetes Event about the pod, as the scheduler's event recorder does: a
+    repeated one counts up on the Event already written. A failure is only logged, an
+    event is never worth failing a pod for."""
+    involved = core_v1.ObjectReference(
+        kind="Pod",
+        namespace=pod.metadata.namespace,
+        name=pod.metadata.name,
+        uid=pod.metadata.uid,
+        api_version="v1",
+        resource_version=pod.metadata.resource_version,
     )
     try:
-        await api.create(event)
+        await recorder.record(involved, event_type, reason, _truncate(message), action=action)
     except errors.ApiError as err:
         log.error("error recording event %s for pod %s: %s", reason, _name(pod), err)
 

@@ -17,6 +17,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from drasim.common import events
 from drasim.common.api import core_v1, resource_v1
 from drasim.common.client import ApiClient
 from drasim.common.informer import Informer, event_traceparent
@@ -73,6 +74,8 @@ class Scheduler:
     def __init__(self, api: ApiClient, *, rng: random.Random | None = None) -> None:
         self.api = api
         self.rng = rng or random.Random()
+        # FailedScheduling repeats on every attempt of a pending pod: counted, not rewritten.
+        self.events = events.EventRecorder(api, component=schedule_one.DEFAULT_SCHEDULER_NAME)
         self.dra_manager = DraManager()
         # The queue's lengths are read when Prometheus scrapes, not on every queue change.
         self.metrics = SchedulerMetrics(pending_pods=lambda: self.queue.pending_pods_by_queue())

@@ -119,3 +119,30 @@ async def test_fast_end_to_end(infra, tmp_path):
         assert key in result
     assert result["throughput_overall"] > 0
     assert result["ok"] is True
+
+
+def _event(name: str, reason: str, count: int) -> bench._EventView:
+    return bench._EventView(
+        metadata=bench._Meta(name=name, namespace="test"),
+        reason=reason,
+        involved_object=bench._InvolvedObject(namespace="test", name=name.split(".")[0]),
+        count=count,
+    )
+
+
+def test_attempts_count_how_much_each_event_count_grew():
+    tracker = bench.ClusterTracker(bus=None)
+    for watch_event, event in [
+        ("ADDED", _event("a.1", "FailedScheduling", 1)),
+        ("MODIFIED", _event("a.1", "FailedScheduling", 2)),
+        ("MODIFIED", _event("a.1", "FailedScheduling", 4)),  # two attempts between updates
+        ("MODIFIED", _event("a.1", "FailedScheduling", 4)),  # no new attempt
+        ("MODIFIED", _event("b.1", "FailedScheduling", 3)),  # first seen: all of its count
+        ("ADDED", _event("a.2", "Scheduled", 1)),
+        ("ADDED", _event("a.3", "Pulled", 1)),  # not the scheduler's
+        ("DELETED", _event("a.1", "FailedScheduling", 4)),
+        ("ADDED", _event("a.4", "FailedScheduling", 1)),  # re-created after the deletion
+    ]:
+        tracker.observe_event(watch_event, event)
+    assert tracker.attempts_in("test") == {"FailedScheduling": 8, "Scheduled": 1}
+    assert tracker.attempts_in("other") == {}

@@ -29,6 +29,13 @@ async def test_pods_are_bound_to_nodes_that_fit(
         "Successfully assigned default/p to big",
         "default-scheduler",
     )
+    assert (event.action, event.count, event.source.component) == (
+        "Binding",
+        1,
+        "default-scheduler",
+    )
+    assert event.event_time is not None and event.first_timestamp == event.last_timestamp
+    assert event.involved_object.resource_version
     assert watch.pod("p").status.conditions[0].type == "PodScheduled"
 
 

@@ -1,0 +1,59 @@
+"""`drasim describe`: events show how often and over how long they repeated, as kubectl's."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from drasim.cli import describe
+from drasim.common import events
+from drasim.common.api import core_v1, registry
+from drasim.common.client import ApiClient
+from tests.builders import make_pod
+
+NOW = datetime(2025, 1, 1, 12, 0, tzinfo=UTC)
+
+
+def _at(seconds_ago: int) -> str:
+    return (NOW - timedelta(seconds=seconds_ago)).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+@pytest.mark.parametrize(
+    ("event", "want"),
+    [
+        (core_v1.Event(count=1, first_timestamp=_at(30), last_timestamp=_at(30)), "30s"),
+        (
+            core_v1.Event(count=3, first_timestamp=_at(600), last_timestamp=_at(45)),
+            "45s (x3 over 10m)",
+        ),
+        (core_v1.Event(first_timestamp=None, last_timestamp=_at(5)), "5s"),
+    ],
+    ids=["once", "repeated", "no-count"],
+)
+def test_event_age(event: core_v1.Event, want: str) -> None:
+    assert describe.event_age(event, NOW) == want
+
+
+async def test_describe_shows_a_repeated_event_once_with_its_count(api: ApiClient) -> None:
+    pod = await api.create(make_pod("p").obj())
+    recorder = events.EventRecorder(api, component="default-scheduler")
+    involved = core_v1.ObjectReference(
+        kind="Pod", api_version="v1", namespace="default", name="p", uid=pod.metadata.uid
+    )
+    for _ in range(3):
+        await recorder.record(involved, "Warning", "FailedScheduling", "0/1 nodes are available")
+    await recorder.record(involved, "Normal", "Scheduled", "Successfully assigned default/p to n")
+
+    out = await describe.describe(api, registry.resolve("pod"), "p", "default")
+    lines = out.splitlines()
+    rows = lines[lines.index("Events:") + 2 :]
+    assert len(rows) == 2
+    # Both happened within the same second: their order is not the point here.
+    [failed] = [r for r in rows if "FailedScheduling" in r]
+    [scheduled] = [r for r in rows if "Scheduled " in r]
+    assert failed.split()[:2] == ["Warning", "FailedScheduling"]
+    assert " (x3 over " in failed and failed.endswith("0/1 nodes are available")
+    assert scheduled.split()[:2] == ["Normal", "Scheduled"] and "(x" not in scheduled
+    # The columns stay aligned around the longer Age.
+    assert failed.index("default-scheduler") == scheduled.index("default-scheduler")
