@@ -136,12 +136,23 @@ async def describe_events(api: ApiClient, obj: Any, info: registry.ResourceInfo)
         return ["Events:          <none>"]
     now = datetime.now(UTC)
     events.sort(key=lambda e: e.last_timestamp or "")
-    ages = [event_age(ev, now) for ev in events]
-    width = max(len("Age"), *map(len, ages)) + 2
-    lines = ["Events:", f"  {'Type':<10}{'Reason':<20}{'Age':<{width}}{'From':<20}Message"]
-    for ev, age in zip(events, ages, strict=True):
-        source = ev.reporting_component or ev.source.component
-        lines.append(f"  {ev.type:<10}{ev.reason:<20}{age:<{width}}{source:<20}{ev.message}")
+    rows = [
+        (
+            ev.type,
+            ev.reason,
+            event_age(ev, now),
+            ev.source.component or ev.reporting_component,
+            ev.message.strip(),
+        )
+        for ev in events
+    ]
+    header = ("Type", "Reason", "Age", "From", "Message")
+    # Columns as wide as their longest cell plus two, as kubectl's tabwriter sets them.
+    widths = [max(len(row[i]) for row in [header, *rows]) + 2 for i in range(4)]
+    lines = ["Events:"]
+    for row in [header, tuple("-" * len(h) for h in header), *rows]:
+        cells = "".join(f"{cell:<{width}}" for cell, width in zip(row, widths, strict=False))
+        lines.append(f"  {cells}{row[4]}")
     return lines
 
 
@@ -153,9 +164,12 @@ def event_age(event: core_v1.Event, now: datetime) -> str:
         seen = tables.parse_time(ts) or now
         return tables.human_duration((now - seen).total_seconds())
 
+    first = since(event.event_time or event.first_timestamp or event.last_timestamp)
+    if event.series is not None:
+        return f"{since(event.series.last_observed_time)} (x{event.series.count} over {first})"
     if event.count > 1:
-        return f"{since(event.last_timestamp)} (x{event.count} over {since(event.first_timestamp)})"
-    return since(event.first_timestamp or event.last_timestamp)
+        return f"{since(event.last_timestamp)} (x{event.count} over {first})"
+    return first
 
 
 async def describe(api: ApiClient, info: registry.ResourceInfo, name: str, namespace: str) -> str:

@@ -3,6 +3,7 @@ HTTP API's `as=Table` answers. Priority 1 columns appear with `-o wide` only."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -16,12 +17,37 @@ class Column:
     priority: int = 0
     type: str = "string"
     description: str = ""
+    format: str = ""  # "name": the column holding the object's name (a Table's `format`)
+
+
+# RFC 3339 as Kubernetes writes it: `metav1.Time` in whole seconds, `metav1.MicroTime`
+# (eventTime) with six decimals, and other clients with any fraction or a UTC offset.
+_RFC3339 = re.compile(
+    r"(?P<date>\d{4}-\d{2}-\d{2})[Tt](?P<time>\d{2}:\d{2}:\d{2})(?:\.(?P<fraction>\d+))?"
+    r"(?P<zone>[Zz]|[+-]\d{2}:\d{2})"
+)
 
 
 def parse_time(ts: str | None) -> datetime | None:
-    if not ts:
+    """An RFC 3339 timestamp (`2026-11-30T03:45:46Z`, `2026-11-30T03:45:46.123456Z`,
+    `2026-11-30T04:45:46.5+01:00`) in UTC; None for none, or for text that is not one (a
+    table shows `<unknown>` rather than failing). Digits past microseconds are dropped."""
+    match = _RFC3339.fullmatch(ts) if ts else None
+    if match is None:
         return None
-    return datetime.strptime(ts, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC)
+    micros = (match["fraction"] or "")[:6].ljust(6, "0")
+    zone = "+00:00" if match["zone"] in ("Z", "z") else match["zone"]
+    try:
+        parsed = datetime.fromisoformat(f"{match['date']}T{match['time']}.{micros}{zone}")
+    except ValueError:  # out of range: month 13, hour 25
+        return None
+    return parsed.astimezone(UTC)
+
+
+def since(ts: str | None, now: datetime) -> str:
+    """kubectl's `translateTimestampSince`: how long ago, or `<unknown>` without a time."""
+    when = parse_time(ts)
+    return human_duration((now - when).total_seconds()) if when else "<unknown>"
 
 
 def human_duration(seconds: float) -> str:
@@ -46,8 +72,7 @@ def human_duration(seconds: float) -> str:
 
 
 def age(obj: Any, now: datetime) -> str:
-    created = parse_time(obj.metadata.creation_timestamp)
-    return human_duration((now - created).total_seconds()) if created else "<unknown>"
+    return since(obj.metadata.creation_timestamp, now)
 
 
 def _name(obj: Any, now: datetime) -> str:
@@ -107,7 +132,39 @@ def _deployment_ready(d: Any, now: datetime) -> str:
     return f"{d.status.ready_replicas}/{d.spec.replicas if d.spec.replicas is not None else 1}"
 
 
-NAME = Column("Name", _name, description="Name must be unique within a namespace.")
+# Events, as upstream's `printEvent`: a core/v1 Event has first/lastTimestamp, one written
+# through events.k8s.io only eventTime, so each time falls back on the other.
+def _event_first_seen(e: Any, now: datetime) -> str:
+    return since(e.first_timestamp or e.event_time, now)
+
+
+def _event_last_seen(e: Any, now: datetime) -> str:
+    if e.series is not None:
+        return since(e.series.last_observed_time, now)
+    if e.last_timestamp:
+        return since(e.last_timestamp, now)
+    return _event_first_seen(e, now)
+
+
+def _event_object(e: Any, now: datetime) -> str:
+    ref = e.involved_object
+    return f"{ref.kind.lower()}/{ref.name}" if ref.name else ref.kind.lower()
+
+
+def _event_source(e: Any, now: datetime) -> str:
+    """`formatEventSource`: component (or reporting controller), then host (or instance)."""
+    component = e.source.component or e.reporting_component
+    instance = e.source.host or e.reporting_instance
+    return f"{component}, {instance}" if instance else component
+
+
+def _event_count(e: Any, now: datetime) -> str:
+    if e.series is not None:
+        return str(e.series.count)
+    return str(e.count or 1)  # a singleton event of the new API has no count
+
+
+NAME = Column("Name", _name, description="Name must be unique within a namespace.", format="name")
 AGE = Column("Age", age, description="CreationTimestamp of the object.")
 
 COLUMNS: dict[str, list[Column]] = {
@@ -165,19 +222,18 @@ COLUMNS: dict[str, list[Column]] = {
         Column("Ready", lambda r, now: str(r.status.ready_replicas), type="integer"),
         AGE,
     ],
+    # Upstream's `eventColumnDefinitions`, in its order; `-o wide` adds the priority 1 ones.
     "events": [
-        Column(
-            "Last Seen",
-            lambda e, now: human_duration(
-                (now - (parse_time(e.last_timestamp) or now)).total_seconds()
-            ),
-        ),
+        Column("Last Seen", _event_last_seen),
         Column("Type", lambda e, now: e.type),
         Column("Reason", lambda e, now: e.reason),
-        Column(
-            "Object", lambda e, now: f"{e.involved_object.kind.lower()}/{e.involved_object.name}"
-        ),
-        Column("Message", lambda e, now: e.message),
+        Column("Object", _event_object),
+        Column("Subobject", lambda e, now: e.involved_object.field_path, priority=1),
+        Column("Source", _event_source, priority=1),
+        Column("Message", lambda e, now: e.message.strip()),
+        Column("First Seen", _event_first_seen, priority=1),
+        Column("Count", _event_count, priority=1, type="integer"),
+        Column("Name", _name, priority=1, format="name"),
     ],
 }
 

@@ -18,6 +18,11 @@ unavailableReplicas, observedGeneration, Available and Progressing conditions) i
 through the status subresource. Not done: pausing, progress deadlines, proportional
 scaling of several live ReplicaSets when `replicas` changes mid-rollout (the rolling
 algorithm still converges), adoption of orphaned ReplicaSets.
+
+Events on the Deployment, as upstream records them: `ScalingReplicaSet` for every size a
+ReplicaSet is given ("Scaled up replica set web-5f9dc4ccb6 from 0 to 3", "Scaled down
+replica set web-58586fd955 from 3 to 2"), and the Warning `ReplicaSetCreateError` when the
+new ReplicaSet cannot be created (`sync.go`).
 """
 
 from __future__ import annotations
@@ -30,11 +35,18 @@ from drasim.common import errors
 from drasim.common.api import apps_v1, core_v1, meta_v1
 from drasim.common.client import ApiClient
 from drasim.common.informer import Informer, Key, key_of
-from drasim.controllers import deploymentutil, owners, podutil, status_patch
+from drasim.controllers import deploymentutil, events, owners, podutil, status_patch
 from drasim.controllers.queue import WorkQueue
 from drasim.controllers.replicaset import replicas
 
 log = logging.getLogger(__name__)
+
+COMPONENT = "deployment-controller"
+"""The controller's name in its Events' `source` (upstream's)."""
+
+# Event reasons (upstream's; `deploymentutil.FailedRSCreateReason` for the Warning).
+SCALING_REPLICA_SET = "ScalingReplicaSet"
+FAILED_RS_CREATE = "ReplicaSetCreateError"
 
 
 class DeploymentController:
@@ -50,6 +62,7 @@ class DeploymentController:
         concurrency: int = 16,
     ) -> None:
         self.api = api
+        self.events = events.EventRecorder(api, component=COMPONENT)
         self.deployments = deployments
         self.replica_sets = replica_sets
         self.pods = pods
@@ -65,7 +78,7 @@ class DeploymentController:
         deployments.add_handlers(
             on_add=self._enqueue,
             on_update=lambda _old, new: self._enqueue(new),
-            on_delete=self._enqueue,
+            on_delete=self._on_delete,
         )
         replica_sets.add_handlers(
             on_add=self._enqueue_owner,
@@ -76,6 +89,10 @@ class DeploymentController:
 
     def _enqueue(self, deployment: apps_v1.Deployment) -> None:
         self.queue.add(key_of(deployment))
+
+    def _on_delete(self, deployment: apps_v1.Deployment) -> None:
+        self.events.forget(deployment.metadata.uid)
+        self._enqueue(deployment)
 
     def _enqueue_owner(self, rs: apps_v1.ReplicaSet) -> None:
         ref = owners.controller_ref(rs, kind="Deployment", api_version="apps/v1")
@@ -165,7 +182,7 @@ class DeploymentController:
         if new_rs is None:
             new_rs = await self._create_new_replica_set(key, deployment, target, new_revision)
         elif target != current:
-            new_rs = await self._scale(key, new_rs, target)
+            new_rs = await self._scale(key, deployment, new_rs, target)
         return new_rs, await self._scale_down_old_rolling(key, deployment, new_rs, old_sets)
 
     async def _scale_down_old_rolling(
@@ -195,7 +212,7 @@ class DeploymentController:
             if count == 0 or count == available:
                 continue
             down = min(max_scaled_down - cleaned, count - available)
-            old_sets[i] = await self._scale(key, rs, count - down)
+            old_sets[i] = await self._scale(key, deployment, rs, count - down)
             cleaned += down
         available = sum(rs.status.available_replicas for rs in [*old_sets, new_rs])
         if available <= min_available:
@@ -208,7 +225,7 @@ class DeploymentController:
             if count == 0:
                 continue
             down = min(count, wanted - scaled)
-            old_sets[i] = await self._scale(key, rs, count - down)
+            old_sets[i] = await self._scale(key, deployment, rs, count - down)
             scaled += down
         return old_sets
 
@@ -222,14 +239,14 @@ class DeploymentController:
     ) -> tuple[apps_v1.ReplicaSet | None, list[apps_v1.ReplicaSet]]:
         """Upstream `rolloutRecreate`: old sets to 0, wait for their pods, then the new set."""
         if any(replicas(rs.spec) > 0 for rs in old_sets):
-            return new_rs, [await self._scale(key, rs, 0) for rs in old_sets]
+            return new_rs, [await self._scale(key, deployment, rs, 0) for rs in old_sets]
         if self._old_pods_running(old_sets):
             return new_rs, old_sets
         desired = replicas(deployment.spec)
         if new_rs is None:
             new_rs = await self._create_new_replica_set(key, deployment, desired, new_revision)
         elif replicas(new_rs.spec) != desired:
-            new_rs = await self._scale(key, new_rs, desired)
+            new_rs = await self._scale(key, deployment, new_rs, desired)
         return new_rs, old_sets
 
     def _old_pods_running(self, old_sets: list[apps_v1.ReplicaSet]) -> bool:
@@ -312,7 +329,22 @@ class DeploymentController:
                 subresource="status",
             )
             raise
+        except errors.ApiError as exc:
+            self.events.event(
+                deployment,
+                events.WARNING,
+                FAILED_RS_CREATE,
+                f'Failed to create new replica set "{rs.metadata.name}": {exc}',
+            )
+            raise
         self._note_written(key, created)
+        if count > 0:
+            self.events.event(
+                deployment,
+                events.NORMAL,
+                SCALING_REPLICA_SET,
+                f"Scaled up replica set {created.metadata.name} from 0 to {count}",
+            )
         return created
 
     async def _sync_new_replica_set(
@@ -339,8 +371,12 @@ class DeploymentController:
         self._note_written(key, updated)
         return updated
 
-    async def _scale(self, key: Key, rs: apps_v1.ReplicaSet, count: int) -> apps_v1.ReplicaSet:
-        if replicas(rs.spec) == count:
+    async def _scale(
+        self, key: Key, deployment: apps_v1.Deployment, rs: apps_v1.ReplicaSet, count: int
+    ) -> apps_v1.ReplicaSet:
+        """Upstream `scaleReplicaSet`: a new size, and its `ScalingReplicaSet` Event."""
+        current = replicas(rs.spec)
+        if current == count:
             return rs
         scaled = await self.api.patch(
             apps_v1.ReplicaSet,
@@ -349,6 +385,13 @@ class DeploymentController:
             namespace=rs.metadata.namespace,
         )
         self._note_written(key, scaled)
+        direction = "up" if count > current else "down"
+        self.events.event(
+            deployment,
+            events.NORMAL,
+            SCALING_REPLICA_SET,
+            f"Scaled {direction} replica set {rs.metadata.name} from {current} to {count}",
+        )
         return scaled
 
     def _note_written(self, key: Key, rs: apps_v1.ReplicaSet) -> None:

@@ -9,6 +9,11 @@ before Unknown before Running, not ready before ready, more pods of the set on t
 before fewer, ready for less time before longer, more restarts before fewer, newer before
 older. Status (replicas, fullyLabeledReplicas, readyReplicas, availableReplicas,
 observedGeneration) is written through the status subresource.
+
+Each pod written is an Event on the ReplicaSet, as upstream's `RealPodControl` records
+them: `SuccessfulCreate` "Created pod: NAME", `SuccessfulDelete` "Deleted pod: NAME", and
+the Warnings `FailedCreate` "Error creating: ERROR" and `FailedDelete` "Error deleting:
+ERROR" (a pod already gone is no failure).
 """
 
 from __future__ import annotations
@@ -24,10 +29,19 @@ from drasim.common import errors, labels
 from drasim.common.api import apps_v1, core_v1, meta_v1
 from drasim.common.client import ApiClient
 from drasim.common.informer import Informer, Key, key_of
-from drasim.controllers import owners, podutil, status_patch
+from drasim.controllers import events, owners, podutil, status_patch
 from drasim.controllers.queue import WorkQueue
 
 log = logging.getLogger(__name__)
+
+COMPONENT = "replicaset-controller"
+"""The controller's name in its Events' `source` (upstream's)."""
+
+# Event reasons (upstream `controller.FailedCreatePodReason` and its siblings).
+SUCCESSFUL_CREATE = "SuccessfulCreate"
+FAILED_CREATE = "FailedCreate"
+SUCCESSFUL_DELETE = "SuccessfulDelete"
+FAILED_DELETE = "FailedDelete"
 
 # Upstream `burstReplicas`: at most this many pods are created or deleted by one sync.
 BURST_REPLICAS = 500
@@ -118,6 +132,7 @@ class ReplicaSetController:
         concurrency: int = 16,
     ) -> None:
         self.api = api
+        self.events = events.EventRecorder(api, component=COMPONENT)
         self.pods = pods
         self.replica_sets = replica_sets
         self.queue: WorkQueue[Key] = WorkQueue("replicaset", self.sync, concurrency=concurrency)
@@ -130,7 +145,7 @@ class ReplicaSetController:
         replica_sets.add_handlers(
             on_add=self._enqueue,
             on_update=lambda _old, new: self._enqueue(new),
-            on_delete=self._enqueue,
+            on_delete=self._on_delete,
         )
         pods.add_handlers(
             on_add=self._enqueue_owner,
@@ -140,6 +155,10 @@ class ReplicaSetController:
 
     def _enqueue(self, rs: apps_v1.ReplicaSet) -> None:
         self.queue.add(key_of(rs))
+
+    def _on_delete(self, rs: apps_v1.ReplicaSet) -> None:
+        self.events.forget(rs.metadata.uid)
+        self._enqueue(rs)
 
     def _enqueue_owner(self, pod: core_v1.Pod) -> None:
         ref = owners.controller_ref(pod, kind="ReplicaSet", api_version="apps/v1")
@@ -176,7 +195,15 @@ class ReplicaSetController:
             created: list[core_v1.Pod] = []
 
             async def create() -> None:
-                created.append(await self.api.create(pod_from_template(rs)))
+                try:
+                    pod = await self.api.create(pod_from_template(rs))
+                except errors.ApiError as exc:
+                    self.events.event(rs, events.WARNING, FAILED_CREATE, f"Error creating: {exc}")
+                    raise
+                created.append(pod)
+                self.events.event(
+                    rs, events.NORMAL, SUCCESSFUL_CREATE, f"Created pod: {pod.metadata.name}"
+                )
 
             try:
                 await slow_start_batch(want, create)
@@ -185,21 +212,26 @@ class ReplicaSetController:
         elif diff > 0:
             victims = pods_to_delete(active, min(diff, BURST_REPLICAS))
             results = await asyncio.gather(
-                *(self._delete_pod(pod) for pod in victims), return_exceptions=True
+                *(self._delete_pod(rs, pod) for pod in victims), return_exceptions=True
             )
             self._note_written(key, [r for r in results if isinstance(r, core_v1.Pod)])
             failures = [r for r in results if isinstance(r, BaseException)]
             if failures:
                 raise failures[0]
 
-    async def _delete_pod(self, pod: core_v1.Pod) -> core_v1.Pod | None:
+    async def _delete_pod(self, rs: apps_v1.ReplicaSet, pod: core_v1.Pod) -> core_v1.Pod | None:
+        meta = pod.metadata
         try:
-            meta = pod.metadata
-            return await self.api.delete(
+            deleted = await self.api.delete(
                 core_v1.Pod, meta.name, namespace=meta.namespace, uid=meta.uid
             )
         except errors.NotFound:
             return None
+        except errors.ApiError as exc:
+            self.events.event(rs, events.WARNING, FAILED_DELETE, f"Error deleting: {exc}")
+            raise
+        self.events.event(rs, events.NORMAL, SUCCESSFUL_DELETE, f"Deleted pod: {meta.name}")
+        return deleted
 
     def _note_written(self, key: Key, pods: list[core_v1.Pod]) -> None:
         versions = [int(p.metadata.resource_version) for p in pods]

@@ -18,6 +18,10 @@ Claims are synced when their pod is done (Succeeded/Failed), deleted before it w
 scheduled, or removed, including the scheduler's special claim named in
 `status.extendedResourceClaimStatus` (spec §7.1). A running pod never enqueues its claims,
 since they are in use (spec §10 F1).
+
+A pod whose claim cannot be made (its template is missing, the create is refused) gets a
+Warning Event `FailedResourceClaimCreation` "PodResourceClaim NAME: ERROR", as upstream's
+`syncPod` records it; the pod is retried with backoff meanwhile.
 """
 
 from __future__ import annotations
@@ -32,11 +36,15 @@ from drasim.common import codec, errors, tracing
 from drasim.common.api import core_v1, meta_v1, resource_v1
 from drasim.common.client import ApiClient
 from drasim.common.informer import Informer, Key, event_traceparent, key_of
-from drasim.controllers import claimutil, owners, podutil
+from drasim.controllers import claimutil, events, owners, podutil
 from drasim.controllers.metrics import ResourceClaimGauge
 from drasim.controllers.queue import WorkQueue
 
 log = logging.getLogger(__name__)
+
+COMPONENT = "resource_claim"
+"""The controller's name in its Events' `source` (upstream's)."""
+FAILED_RESOURCE_CLAIM_CREATION = "FailedResourceClaimCreation"
 
 POD = "pod"
 CLAIM = "claim"
@@ -122,6 +130,7 @@ class ResourceClaimController:
         concurrency: int = 64,
     ) -> None:
         self.api = api
+        self.events = events.EventRecorder(api, component=COMPONENT)
         self.pods = pods
         self.claims = claims
         self.templates = templates
@@ -163,6 +172,7 @@ class ResourceClaimController:
     def _on_pod_delete(self, pod: core_v1.Pod) -> None:
         self._index_pod(pod, None)
         self._created.pop(pod.metadata.uid, None)
+        self.events.forget(pod.metadata.uid)
         self.enqueue_pod(pod, deleted=True)
 
     def enqueue_pod(self, pod: core_v1.Pod, *, deleted: bool) -> None:
@@ -290,7 +300,12 @@ class ResourceClaimController:
             return
         made: dict[str, str] = {}
         for pod_claim in pod.spec.resource_claims:
-            claim = await self._handle_claim(pod, pod_claim)
+            try:
+                claim = await self._handle_claim(pod, pod_claim)
+            except Exception as exc:
+                message = f"PodResourceClaim {pod_claim.name}: {_error_text(exc)}"
+                self.events.event(pod, events.WARNING, FAILED_RESOURCE_CLAIM_CREATION, message)
+                raise
             if claim is not None:
                 made[pod_claim.name] = claim.metadata.name
         if made:
@@ -341,8 +356,11 @@ class ResourceClaimController:
         template = self.templates.get(template_name, pod.metadata.namespace)
         if template is None:
             raise errors.NotFound(
-                f"pod {pod.metadata.namespace}/{pod.metadata.name}, PodResourceClaim "
-                f'{pod_claim.name}: resource claim template "{template_name}" not found'
+                f'resource claim template "{template_name}": '
+                f'resourceclaimtemplate.resource.k8s.io "{template_name}" not found',
+                kind="resourceclaimtemplates",
+                name=template_name,
+                group="resource.k8s.io",
             )
         with tracing.span(
             "create claim from template",
@@ -505,6 +523,10 @@ class ResourceClaimController:
                     )
             except errors.NotFound:
                 return
+
+
+def _error_text(exc: Exception) -> str:
+    return str(exc) or type(exc).__name__
 
 
 def _claim_attributes(claim: resource_v1.ResourceClaim) -> dict[str, str | bool]:

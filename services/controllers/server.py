@@ -1,9 +1,11 @@
 """The controller manager: every drasim controller in one process, as kube-controller-manager.
 
 Controllers share one informer per kind (the handlers of all controllers run on each
-event) and each has its own work queue and API client (its actor in the event log).
-`start()` returns once every cache is synced and the queues run; `stop()` ends them in
-reverse order. Tests run it in-process; `python -m drasim.controllers` runs it as a service.
+event) and each has its own work queue, API client (its actor in the event log) and Event
+recorder (its `source` in Events, named as upstream's). `start()` returns once every cache
+is synced and the queues run; `stop()` ends them in reverse order, letting the Events
+already recorded be written. Tests run it in-process; `python -m drasim.controllers` runs
+it as a service.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from drasim.common.api import apps_v1, core_v1, resource_v1
 from drasim.common.bus.client import Bus
 from drasim.common.client import ApiClient
 from drasim.common.informer import Informer
+from drasim.controllers import events
 from drasim.controllers.deployment import DeploymentController
 from drasim.controllers.metrics import ControllerMetrics
 from drasim.controllers.queue import WorkQueue
@@ -66,6 +69,10 @@ class ControllerManager:
     def queues(self) -> list[WorkQueue[Any]]:
         return [self.deployment.queue, self.replica_set.queue, self.resource_claim.queue]
 
+    @property
+    def recorders(self) -> list[events.EventRecorder]:
+        return [self.deployment.events, self.replica_set.events, self.resource_claim.events]
+
     async def start(self) -> None:
         """Fill the caches (retrying until the apistore answers), then run the queues, so
         that no controller acts on a partial picture of the cluster."""
@@ -78,5 +85,6 @@ class ControllerManager:
     async def stop(self) -> None:
         for queue in self.queues:
             await queue.stop()
+        await asyncio.gather(*(recorder.stop() for recorder in self.recorders))
         for informer in self.informers:
             await informer.stop()

@@ -28,8 +28,17 @@ def _at(seconds_ago: int) -> str:
             "45s (x3 over 10m)",
         ),
         (core_v1.Event(first_timestamp=None, last_timestamp=_at(5)), "5s"),
+        (
+            # Written by another client: fractional seconds, an offset.
+            core_v1.Event(
+                count=2,
+                first_timestamp="2025-01-01T11:58:00.123456Z",
+                last_timestamp="2025-01-01T13:59:30.5+02:00",
+            ),
+            "29s (x2 over 119s)",
+        ),
     ],
-    ids=["once", "repeated", "no-count"],
+    ids=["once", "repeated", "no-count", "fractional-seconds"],
 )
 def test_event_age(event: core_v1.Event, want: str) -> None:
     assert describe.event_age(event, NOW) == want
@@ -47,7 +56,9 @@ async def test_describe_shows_a_repeated_event_once_with_its_count(api: ApiClien
 
     out = await describe.describe(api, registry.resolve("pod"), "p", "default")
     lines = out.splitlines()
-    rows = lines[lines.index("Events:") + 2 :]
+    header, dashes, *rows = lines[lines.index("Events:") + 1 :]
+    assert header.split() == ["Type", "Reason", "Age", "From", "Message"]
+    assert set(dashes.replace(" ", "")) == {"-"}
     assert len(rows) == 2
     # Both happened within the same second: their order is not the point here.
     [failed] = [r for r in rows if "FailedScheduling" in r]
@@ -57,3 +68,32 @@ async def test_describe_shows_a_repeated_event_once_with_its_count(api: ApiClien
     assert scheduled.split()[:2] == ["Normal", "Scheduled"] and "(x" not in scheduled
     # The columns stay aligned around the longer Age.
     assert failed.index("default-scheduler") == scheduled.index("default-scheduler")
+    assert header.index("From") == scheduled.index("default-scheduler")
+
+
+def test_event_age_reads_a_series_and_event_time() -> None:
+    now = datetime(2026, 11, 30, 4, 0, 0, tzinfo=UTC)
+    ev = core_v1.Event(
+        event_time="2026-11-30T03:50:00.000000Z",
+        series=core_v1.EventSeries(count=4, last_observed_time="2026-11-30T03:59:30.000000Z"),
+    )
+    assert describe.event_age(ev, now) == "30s (x4 over 10m)"
+    assert describe.event_age(core_v1.Event(event_time="2026-11-30T03:58:00.5Z"), now) == "119s"
+
+
+async def test_long_reasons_and_sources_keep_their_columns(api) -> None:
+    pod = await api.create(make_pod("q").obj())
+    recorder = events.EventRecorder(api, component="deployment-controller")
+    involved = core_v1.ObjectReference(
+        kind="Pod", api_version="v1", namespace="default", name="q", uid=pod.metadata.uid
+    )
+    await recorder.record(involved, "Warning", "FailedResourceClaimCreation", "boom")
+    out = await describe.describe(api, registry.resolve("pod"), "q", "default")
+    row = out.splitlines()[-1]
+    assert row.split() == [
+        "Warning",
+        "FailedResourceClaimCreation",
+        "0s",
+        "deployment-controller",
+        "boom",
+    ]

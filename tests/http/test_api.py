@@ -316,3 +316,48 @@ async def test_tables(cluster, http):
         http, "GET", f"{PODS}/p", 200, headers={"Accept": TABLE}, params={"includeObject": "None"}
     )
     assert [r.get("object") for r in one["rows"]] == [None]
+
+
+async def test_event_tables_read_fractional_seconds(http):
+    """An Event written by another client through the wire, `eventTime` in microseconds and
+    no legacy timestamps: kubectl's columns, times falling back on `eventTime`."""
+    event = {
+        "apiVersion": "v1",
+        "kind": "Event",
+        "metadata": {"name": "p.1880e2b1c3d4e5f6", "namespace": "default"},
+        "involvedObject": {"kind": "Pod", "name": "p", "namespace": "default"},
+        "reason": "Scheduled",
+        "message": "Successfully assigned default/p to worker-1",
+        "type": "Normal",
+        "eventTime": "2026-11-30T03:45:46.123456Z",
+        "action": "Binding",
+        "reportingComponent": "other-scheduler",
+        "reportingInstance": "other-scheduler-0",
+    }
+    await call(http, "POST", "/api/v1/namespaces/default/events", 201, json=event)
+    table, _ = await call(
+        http, "GET", "/api/v1/namespaces/default/events", 200, headers={"Accept": TABLE}
+    )
+    columns = [(c["name"], c["priority"], c["format"]) for c in table["columnDefinitions"]]
+    assert [(name, priority) for name, priority, _ in columns] == [
+        ("Last Seen", 0),
+        ("Type", 0),
+        ("Reason", 0),
+        ("Object", 0),
+        ("Subobject", 1),
+        ("Source", 1),
+        ("Message", 0),
+        ("First Seen", 1),
+        ("Count", 1),
+        ("Name", 1),
+    ]
+    [row] = table["rows"]
+    cells = dict(zip([name for name, _, _ in columns], row["cells"], strict=True))
+    assert cells["Last Seen"] == cells["First Seen"] != "<unknown>"
+    assert cells["Last Seen"].endswith(("s", "m", "h", "d"))
+    assert (cells["Object"], cells["Source"], cells["Count"], cells["Name"]) == (
+        "pod/p",
+        "other-scheduler, other-scheduler-0",
+        1,
+        "p.1880e2b1c3d4e5f6",
+    )

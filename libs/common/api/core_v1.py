@@ -446,6 +446,13 @@ class EventSource(KubeStruct):
     host: str = ""
 
 
+class EventSeries(KubeStruct):
+    """A repeated occurrence as events.k8s.io records it (instead of `count`)."""
+
+    count: int = 0
+    last_observed_time: str | None = None
+
+
 class Event(KubeObject):
     API_VERSION: ClassVar[str] = "v1"
     KIND: ClassVar[str] = "Event"
@@ -459,6 +466,7 @@ class Event(KubeObject):
     count: int = 0
     type: str = ""  # Normal, Warning
     event_time: str | None = None
+    series: EventSeries | None = None
     action: str = ""
     related: ObjectReference | None = None
     reporting_component: str = ""

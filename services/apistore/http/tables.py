@@ -76,7 +76,7 @@ def table(
         TableColumnDefinition(
             name=column.name,
             type=column.type,
-            format="name" if column is tables.NAME else "",
+            format=column.format,
             description=column.description,
             priority=column.priority,
         )
