@@ -8,6 +8,12 @@ Event per attempt, flooding the store, and `kubectl describe pod` could not say
 identical (same `EventKey`); upstream's aggregation of similar events with different
 messages is left out.
 
+Recorders of the legacy API (the kubelet's, the controllers') also drop what an object's
+source writes beyond a burst of 25, refilled one every five minutes (upstream's
+`EventSourceObjectSpamFilter`): a ReplicaSet creating 1,000 pods records 25
+`SuccessfulCreate` Events, not 1,000 writes. The scheduler's (events.k8s.io upstream) has
+no such filter.
+
 The first occurrence is created with `count=1` and `firstTimestamp = lastTimestamp = now`;
 the recorder remembers its name in a bounded LRU cache (4096 keys, as upstream). A later
 identical occurrence is a merge patch of `count` and `lastTimestamp` on that Event; if the
@@ -28,10 +34,22 @@ from drasim.common import errors
 from drasim.common.api import core_v1, meta_v1
 from drasim.common.client import ApiClient
 
-__all__ = ["CACHE_SIZE", "EventCache", "EventKey", "EventRecorder", "Observation", "event_key"]
+__all__ = [
+    "CACHE_SIZE",
+    "EventCache",
+    "EventKey",
+    "EventRecorder",
+    "Observation",
+    "SpamFilter",
+    "event_key",
+]
 
 CACHE_SIZE = 4096
 """Keys remembered per recorder (upstream `maxLruCacheEntries`)."""
+SPAM_BURST = 25
+"""Events one source may write about one object at once (upstream `defaultSpamBurst`)."""
+SPAM_REFILL_SECONDS = 300.0
+"""Then one more per this many seconds (upstream `defaultSpamQPS` = 1/300)."""
 
 
 class EventKey(NamedTuple):
@@ -131,6 +149,43 @@ class EventCache:
                 del self._by_uid[key.uid]
 
 
+class SpamFilter:
+    """A token bucket per (source, involved object), `burst` tokens refilled one every
+    `refill_seconds`, in an LRU of `size` objects (upstream `EventSourceObjectSpamFilter`)."""
+
+    def __init__(
+        self,
+        *,
+        burst: int = SPAM_BURST,
+        refill_seconds: float = SPAM_REFILL_SECONDS,
+        size: int = CACHE_SIZE,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.burst, self.refill_seconds, self.size, self.clock = burst, refill_seconds, size, clock
+        self._buckets: OrderedDict[tuple[str, ...], tuple[float, float]] = OrderedDict()
+
+    def allow(self, event: core_v1.Event) -> bool:
+        """Take a token for `event`'s source and object; False when there is none."""
+        ref = event.involved_object
+        key = (
+            event.source.component,
+            event.source.host,
+            ref.kind,
+            ref.namespace,
+            ref.name,
+            ref.uid,
+            ref.api_version,
+        )
+        now = self.clock()
+        tokens, since = self._buckets.pop(key, (float(self.burst), now))
+        tokens = min(float(self.burst), tokens + (now - since) / self.refill_seconds)
+        allowed = tokens >= 1.0
+        self._buckets[key] = (tokens - 1.0 if allowed else tokens, now)
+        if len(self._buckets) > self.size:
+            self._buckets.popitem(last=False)
+        return allowed
+
+
 class _KeyLock:
     """A lock for one key, with the number of callers holding or awaiting it, so the last
     one out removes it."""
@@ -163,6 +218,7 @@ class EventRecorder:
         reporting_instance: str = "",
         cache_size: int = CACHE_SIZE,
         clock: Callable[[], datetime] = _utc_now,
+        spam_filter: SpamFilter | None = None,
     ) -> None:
         self.api = api
         self.source = core_v1.EventSource(component=component, host=host)
@@ -170,6 +226,7 @@ class EventRecorder:
         self.reporting_instance = reporting_instance
         self.cache = EventCache(cache_size)
         self.clock = clock
+        self.spam_filter = spam_filter  # None: every occurrence is written
         self._locks: dict[EventKey, _KeyLock] = {}
 
     async def record(
@@ -180,9 +237,9 @@ class EventRecorder:
         message: str,
         *,
         action: str = "",
-    ) -> core_v1.Event:
+    ) -> core_v1.Event | None:
         """Record one occurrence about `involved`; the Event as written (created, or patched
-        with its count raised).
+        with its count raised), None when the spam filter dropped it.
 
         An `action` marks an events.k8s.io-style event, which also carries `eventTime`;
         legacy events (the kubelet's) have neither. Raises `errors.ApiError` when the API
@@ -209,6 +266,8 @@ class EventRecorder:
             reporting_component=self.reporting_component,
             reporting_instance=self.reporting_instance,
         )
+        if self.spam_filter is not None and not self.spam_filter.allow(event):
+            return None
         key = event_key(event)
         key_lock = self._locks.get(key)
         if key_lock is None:

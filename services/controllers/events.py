@@ -52,7 +52,9 @@ class EventRecorder:
 
     def __init__(self, api: ApiClient, *, component: str) -> None:
         self.component = component
-        self.recorder = common_events.EventRecorder(api, component=component)
+        self.recorder = common_events.EventRecorder(
+            api, component=component, spam_filter=common_events.SpamFilter()
+        )
         self._pending: set[asyncio.Task[None]] = set()
 
     def event(self, obj: KubeObject, event_type: str, reason: str, message: str) -> None:

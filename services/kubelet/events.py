@@ -22,7 +22,11 @@ class EventRecorder:
     def __init__(self, api: ApiClient, node: str) -> None:
         self.node = node
         self.recorder = common_events.EventRecorder(
-            api, component="kubelet", host=node, reporting_instance=node
+            api,
+            component="kubelet",
+            host=node,
+            reporting_instance=node,
+            spam_filter=common_events.SpamFilter(),
         )
 
     async def warn(self, pod: core_v1.Pod, reason: str, message: str) -> None:

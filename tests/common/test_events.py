@@ -275,3 +275,50 @@ async def test_a_refused_write_raises_and_is_not_remembered(
         await recorder.record(_involved(pod), "Bogus", "FailedScheduling", "no fit")
     assert len(recorder.cache) == 0
     assert await _events_about(api, "p") == []
+
+
+def test_the_spam_filter_allows_a_burst_per_source_and_object_then_refills() -> None:
+    now = [0.0]
+    spam = events.SpamFilter(burst=3, refill_seconds=300.0, clock=lambda: now[0])
+
+    def event(name: str, host: str = "n1", reason: str = "R") -> core_v1.Event:
+        return core_v1.Event(
+            involved_object=core_v1.ObjectReference(kind="Pod", namespace="d", name=name),
+            source=core_v1.EventSource(component="kubelet", host=host),
+            reason=reason,
+        )
+
+    # Reasons and messages share the object's bucket; other objects and sources have theirs.
+    assert [spam.allow(event("a", reason=r)) for r in "XYZW"] == [True, True, True, False]
+    assert spam.allow(event("b")) and spam.allow(event("a", host="n2"))
+    now[0] = 299.0
+    assert not spam.allow(event("a"))
+    now[0] = 301.0  # one token back
+    assert spam.allow(event("a")) and not spam.allow(event("a"))
+    now[0] = 10_000.0  # never more than the burst
+    assert [spam.allow(event("a")) for _ in range(4)] == [True, True, True, False]
+
+
+def test_the_spam_filter_forgets_the_least_recently_used_object() -> None:
+    spam = events.SpamFilter(burst=1, size=2, clock=lambda: 0.0)
+
+    def event(name: str) -> core_v1.Event:
+        return core_v1.Event(involved_object=core_v1.ObjectReference(kind="Pod", name=name))
+
+    assert spam.allow(event("a")) and not spam.allow(event("a"))
+    assert spam.allow(event("b")) and spam.allow(event("c"))  # "a" is evicted
+    assert spam.allow(event("a"))
+
+
+async def test_a_recorder_with_a_spam_filter_drops_past_the_burst(api) -> None:
+    recorder = events.EventRecorder(
+        api, component="replicaset-controller", spam_filter=events.SpamFilter(burst=2)
+    )
+    involved = core_v1.ObjectReference(kind="ReplicaSet", namespace="default", name="rs")
+    written = [
+        await recorder.record(involved, "Normal", "SuccessfulCreate", f"Created pod: p{i}")
+        for i in range(4)
+    ]
+    assert [w is not None for w in written] == [True, True, False, False]
+    listed, _ = await api.list(core_v1.Event, namespace="default")
+    assert sorted(e.message for e in listed) == ["Created pod: p0", "Created pod: p1"]
