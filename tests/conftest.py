@@ -10,10 +10,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import tempfile
 import uuid
 from collections.abc import AsyncIterator, Coroutine, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, TypeVar
 from urllib.parse import urlsplit, urlunsplit
 
@@ -49,10 +51,13 @@ class Fresh:
 
 
 @pytest.fixture(scope="session")
-def infra(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Infra]:
+def infra() -> Iterator[Infra]:
     config = Config.from_env()
     with contextlib.ExitStack() as stack:
-        data_dir = tmp_path_factory.mktemp("infra")
+        # Not under pytest's own temporary root: every pytest session run as root makes that
+        # root private again (mode 0700), and Postgres, which runs as an unprivileged
+        # account then, would lose its data directory to a second session started meanwhile.
+        data_dir = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="drasim-tests-")))
         nats_url = config.nats_url or stack.enter_context(EmbeddedNats(data_dir)).url
         database_url = config.database_url or stack.enter_context(EmbeddedPostgres(data_dir)).url
         yield Infra(nats_url=nats_url, database_url=database_url)
