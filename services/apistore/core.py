@@ -273,7 +273,8 @@ class ApiCore:
             ahead = False  # nothing to build on (the batch before failed or wrote nothing)
         elif ahead:
             after_seq, written = base
-            loaded.update(await session.select_objects(keys))
+            # Rows the previous batch writes are taken from it, not read.
+            loaded.update(await session.select_objects([k for k in keys if k not in written]))
             loaded.update(written)
         if ahead:
             batch, results = self._apply(ready, loaded, after_seq + 1)
