@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from drasim.common import errors
 
@@ -81,6 +82,18 @@ def from_match_labels(match_labels: Mapping[str, str] | None) -> Selector:
     return Selector(
         tuple(Requirement(k, "In", frozenset({v})) for k, v in sorted((match_labels or {}).items()))
     )
+
+
+def from_label_selector(selector: Any) -> Selector:
+    """`metav1.LabelSelectorAsSelector` of a `meta_v1.LabelSelector` (matchLabels and
+    matchExpressions; an empty one selects everything, as upstream)."""
+    requirements = [
+        Requirement(k, "In", frozenset({v})) for k, v in sorted(selector.match_labels.items())
+    ]
+    requirements += [
+        Requirement(r.key, r.operator, frozenset(r.values)) for r in selector.match_expressions
+    ]
+    return Selector(tuple(requirements))
 
 
 def parse_field_selector(text: str) -> dict[str, tuple[str, str]]:

@@ -164,6 +164,10 @@ def _event_count(e: Any, now: datetime) -> str:
     return str(e.count or 1)  # a singleton event of the new API has no count
 
 
+def _int_or_string(value: int | str | None) -> str:
+    return "N/A" if value is None else str(value)
+
+
 NAME = Column("Name", _name, description="Name must be unique within a namespace.", format="name")
 AGE = Column("Age", age, description="CreationTimestamp of the object.")
 
@@ -220,6 +224,18 @@ COLUMNS: dict[str, list[Column]] = {
         ),
         Column("Current", lambda r, now: str(r.status.replicas), type="integer"),
         Column("Ready", lambda r, now: str(r.status.ready_replicas), type="integer"),
+        AGE,
+    ],
+    # Upstream's `podDisruptionBudgetColumnDefinitions`: an unset bound shows as N/A.
+    "poddisruptionbudgets": [
+        NAME,
+        Column("Min Available", lambda p, now: _int_or_string(p.spec.min_available)),
+        Column("Max Unavailable", lambda p, now: _int_or_string(p.spec.max_unavailable)),
+        Column(
+            "Allowed Disruptions",
+            lambda p, now: str(p.status.disruptions_allowed),
+            type="integer",
+        ),
         AGE,
     ],
     # Upstream's `eventColumnDefinitions`, in its order; `-o wide` adds the priority 1 ones.

@@ -19,12 +19,21 @@ STATUS_SUBRESOURCE = frozenset(
         "deployments",
         "replicasets",
         "resourcequotas",
+        "poddisruptionbudgets",
     }
 )
 
 # Kinds whose `metadata.generation` counts spec changes.
 GENERATION = frozenset(
-    {"deployments", "replicasets", "deviceclasses", "resourceslices", "resourceclaims", "pods"}
+    {
+        "deployments",
+        "replicasets",
+        "deviceclasses",
+        "resourceslices",
+        "resourceclaims",
+        "pods",
+        "poddisruptionbudgets",
+    }
 )
 
 # Namespaces that exist in every cluster.

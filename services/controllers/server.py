@@ -13,12 +13,13 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from drasim.common.api import apps_v1, core_v1, resource_v1
+from drasim.common.api import apps_v1, core_v1, policy_v1, resource_v1
 from drasim.common.bus.client import Bus
 from drasim.common.client import ApiClient
 from drasim.common.informer import Informer
 from drasim.controllers import events
 from drasim.controllers.deployment import DeploymentController
+from drasim.controllers.disruption import DisruptionController
 from drasim.controllers.metrics import ControllerMetrics
 from drasim.controllers.queue import WorkQueue
 from drasim.controllers.replicaset import ReplicaSetController
@@ -26,7 +27,8 @@ from drasim.controllers.resourceclaim import ResourceClaimController
 
 
 class ControllerManager:
-    """Deployment, ReplicaSet and ResourceClaim controllers over shared informers."""
+    """Deployment, ReplicaSet, ResourceClaim and disruption controllers over shared
+    informers."""
 
     def __init__(self, bus: Bus, *, resource_claim_concurrency: int = 256) -> None:
         informer_client = ApiClient(bus, actor="controller-manager")
@@ -35,6 +37,7 @@ class ControllerManager:
         self.resource_claim_templates = Informer(informer_client, resource_v1.ResourceClaimTemplate)
         self.replica_sets = Informer(informer_client, apps_v1.ReplicaSet)
         self.deployments = Informer(informer_client, apps_v1.Deployment)
+        self.pod_disruption_budgets = Informer(informer_client, policy_v1.PodDisruptionBudget)
         self.deployment = DeploymentController(
             ApiClient(bus, actor="deployment-controller"),
             deployments=self.deployments,
@@ -53,6 +56,13 @@ class ControllerManager:
             templates=self.resource_claim_templates,
             concurrency=resource_claim_concurrency,
         )
+        self.disruption = DisruptionController(
+            ApiClient(bus, actor="disruption-controller"),
+            budgets=self.pod_disruption_budgets,
+            pods=self.pods,
+            replica_sets=self.replica_sets,
+            deployments=self.deployments,
+        )
         self.metrics = ControllerMetrics(claims=self.resource_claim.gauge)
 
     @property
@@ -63,11 +73,17 @@ class ControllerManager:
             self.resource_claim_templates,
             self.replica_sets,
             self.deployments,
+            self.pod_disruption_budgets,
         ]
 
     @property
     def queues(self) -> list[WorkQueue[Any]]:
-        return [self.deployment.queue, self.replica_set.queue, self.resource_claim.queue]
+        return [
+            self.deployment.queue,
+            self.replica_set.queue,
+            self.resource_claim.queue,
+            self.disruption.queue,
+        ]
 
     @property
     def recorders(self) -> list[events.EventRecorder]:

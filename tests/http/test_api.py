@@ -60,10 +60,15 @@ async def test_discovery(http):
     [core_group] = core["items"]
     pods = next(r for r in core_group["versions"][0]["resources"] if r["resource"] == "pods")
     assert pods["scope"] == "Namespaced" and pods["shortNames"] == ["po"]
-    assert [s["subresource"] for s in pods["subresources"]] == ["status", "binding", "log"]
+    assert [s["subresource"] for s in pods["subresources"]] == [
+        "status",
+        "binding",
+        "log",
+        "eviction",
+    ]
     groups, _ = await call(http, "GET", "/apis", 200, headers={"Accept": AGGREGATED})
     by_name = {g["metadata"]["name"]: g for g in groups["items"]}
-    assert sorted(by_name) == ["apps", "coordination.k8s.io", "resource.k8s.io"]
+    assert sorted(by_name) == ["apps", "coordination.k8s.io", "policy", "resource.k8s.io"]
     deployments = next(
         r for r in by_name["apps"]["versions"][0]["resources"] if r["resource"] == "deployments"
     )

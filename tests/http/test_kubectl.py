@@ -9,7 +9,7 @@ import json
 
 import yaml
 
-from drasim.common.api import apps_v1, core_v1
+from drasim.common.api import apps_v1, core_v1, policy_v1
 from tests.builders import KEP_DEVICE_CLASS_YAML, make_claim, make_node, make_pod
 from tests.http.conftest import KUBECTL, TOKEN, kubectl_env
 
@@ -302,3 +302,47 @@ async def test_logs_show_what_each_container_was_given(cluster, kubectl):
         'Error from server (BadRequest): container "b" in pod "gpu-pod" is waiting to start: '
         "ContainerCreating"
     )
+
+
+async def test_drain_evicts_within_the_disruption_budget(cluster, kubectl):
+    """kubectl finds the policy group and pods/eviction in discovery, so it evicts (in
+    protobuf) instead of deleting: one pod goes, the budget refuses the other with 429 and
+    kubectl retries it until its timeout."""
+    await cluster.api.create(make_node("n1"))
+    for name in ("web-a", "web-b"):
+        await cluster.api.create(make_pod(name).labels(app="web").node("n1").obj())
+        await cluster.api.patch(
+            core_v1.Pod, name,
+            {"status": {"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}]}},
+            namespace="default", subresource="status",
+        )  # fmt: skip
+    created = await kubectl(
+        "create", "poddisruptionbudget", "web", "--selector=app=web", "--min-available=1"
+    )  # protobuf too
+    assert created.stdout.strip() == "poddisruptionbudget.policy/web created"
+    pdb = await cluster.api.get(policy_v1.PodDisruptionBudget, "web", namespace="default")
+    assert pdb.spec.min_available == 1
+    pdb.status = policy_v1.PodDisruptionBudgetStatus(
+        observed_generation=1, disruptions_allowed=1, current_healthy=2, desired_healthy=1,
+        expected_pods=2,
+    )  # what the disruption controller would report  # fmt: skip
+    await cluster.api.update_status(pdb)
+
+    drained = await kubectl(
+        "drain", "n1", "--force", "--grace-period=0", "--timeout=2s", "--ignore-daemonsets",
+        check=False,
+    )  # fmt: skip
+    assert drained.returncode != 0
+    assert "evicting pod default/web-a" in drained.stdout
+    assert "evicting pod default/web-b" in drained.stdout
+    assert (
+        "(will retry after 5s): Cannot evict pod as it would violate the pod's disruption "
+        "budget." in drained.stderr
+    )
+    pods, _ = await cluster.api.list(core_v1.Pod)
+    assert len(pods) == 1  # one evicted, one protected
+
+    listed = (await kubectl("get", "pdb")).stdout.splitlines()
+    assert listed[0].split() == ["NAME", "MIN", "AVAILABLE", "MAX", "UNAVAILABLE", "ALLOWED",
+                                 "DISRUPTIONS", "AGE"]  # fmt: skip
+    assert listed[1].split()[:4] == ["web", "1", "N/A", "0"]

@@ -8,6 +8,7 @@ from drasim.common.api import (
     coordination_v1,
     core_v1,
     meta_v1,
+    policy_v1,
     registry,
     resource_v1,
     resources,
@@ -88,6 +89,12 @@ from drasim.common.api.meta_v1 import (
     LabelSelectorRequirement,
     ObjectMeta,
     OwnerReference,
+)
+from drasim.common.api.policy_v1 import (
+    Eviction,
+    PodDisruptionBudget,
+    PodDisruptionBudgetSpec,
+    PodDisruptionBudgetStatus,
 )
 from drasim.common.api.registry import (
     RESOURCES,
@@ -186,6 +193,7 @@ __all__ = [
     "EphemeralContainer",
     "Event",
     "EventSource",
+    "Eviction",
     "ExactDeviceRequest",
     "HostIP",
     "KubeObject",
@@ -213,6 +221,9 @@ __all__ = [
     "OwnerReference",
     "Pod",
     "PodCondition",
+    "PodDisruptionBudget",
+    "PodDisruptionBudgetSpec",
+    "PodDisruptionBudgetStatus",
     "PodExtendedResourceClaimStatus",
     "PodIP",
     "PodResourceClaim",
@@ -254,6 +265,7 @@ __all__ = [
     "coordination_v1",
     "core_v1",
     "meta_v1",
+    "policy_v1",
     "registry",
     "resolve",
     "resource_v1",

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from drasim.common.api import apps_v1, coordination_v1, core_v1, resource_v1
+from drasim.common.api import apps_v1, coordination_v1, core_v1, policy_v1, resource_v1
 from drasim.common.api.meta_v1 import KubeObject
 from drasim.common.errors import NotFound
 
@@ -70,7 +70,7 @@ RESOURCES: tuple[ResourceInfo, ...] = (
           subresources=("status",)),
     _info(core_v1.Node, "nodes", namespaced=False, short_names=("no",), subresources=("status",)),
     _info(core_v1.Pod, "pods", namespaced=True, short_names=("po",),
-          subresources=("status", "binding", "log", "ephemeralcontainers")),
+          subresources=("status", "binding", "log", "eviction", "ephemeralcontainers")),
     _info(core_v1.Event, "events", namespaced=True, short_names=("ev",)),
     _info(core_v1.ResourceQuota, "resourcequotas", namespaced=True, short_names=("quota",),
           subresources=("status",)),
@@ -79,6 +79,8 @@ RESOURCES: tuple[ResourceInfo, ...] = (
           subresources=("status", "scale")),
     _info(apps_v1.ReplicaSet, "replicasets", namespaced=True, short_names=("rs",),
           subresources=("status", "scale")),
+    _info(policy_v1.PodDisruptionBudget, "poddisruptionbudgets", namespaced=True,
+          short_names=("pdb",), subresources=("status",)),
     _info(resource_v1.DeviceClass, "deviceclasses", namespaced=False),
     _info(resource_v1.ResourceSlice, "resourceslices", namespaced=False),
     _info(resource_v1.ResourceClaim, "resourceclaims", namespaced=True, subresources=("status",)),

@@ -18,7 +18,15 @@ from typing import Any
 import msgspec
 
 from drasim.common import codec, labels
-from drasim.common.api import apps_v1, coordination_v1, core_v1, registry, resource_v1, resources
+from drasim.common.api import (
+    apps_v1,
+    coordination_v1,
+    core_v1,
+    policy_v1,
+    registry,
+    resource_v1,
+    resources,
+)
 from drasim.common.api.meta_v1 import (
     KubeObject,
     LabelSelector,
@@ -322,6 +330,8 @@ def validate_status(obj: KubeObject, *, old: KubeObject | None = None) -> list[F
             errs += _validate_quota_resources(obj.status.used, "status.used")
         case apps_v1.Deployment() | apps_v1.ReplicaSet():
             errs += _validate_replica_counts(obj.status)
+        case policy_v1.PodDisruptionBudget():
+            errs += _validate_pod_disruption_budget_status(obj.status)
     return errs
 
 
@@ -1119,6 +1129,71 @@ def _validate_selector_update(
     return []
 
 
+# --- policy/v1: PodDisruptionBudget ------------------------------------------------------------
+
+_PERCENT_RE = re.compile(r"[0-9]+%")
+_PERCENT_MESSAGE = (
+    "a valid percent string must be a numeric string followed by an ending '%' "
+    "(e.g. '1%',  or '93%', regex used for validation is '[0-9]+%')"
+)
+_UNHEALTHY_POD_EVICTION_POLICIES = [policy_v1.ALWAYS_ALLOW, policy_v1.IF_HEALTHY_BUDGET]
+
+
+def _validate_int_or_percent(value: int | str, path: str) -> list[FieldError]:
+    """Upstream `ValidatePositiveIntOrPercent` and `IsNotMoreThan100Percent`."""
+    if isinstance(value, str):
+        if not _PERCENT_RE.fullmatch(value):
+            return [field_invalid(path, value, _PERCENT_MESSAGE)]
+        if int(value[:-1]) > 100:
+            return [field_invalid(path, value, "must not be greater than 100%")]
+        return []
+    return _nonnegative(path, value)
+
+
+def _validate_pod_disruption_budget(
+    pdb: policy_v1.PodDisruptionBudget, old: KubeObject | None
+) -> list[FieldError]:
+    """Upstream `ValidatePodDisruptionBudgetSpec`: at most one of minAvailable and
+    maxUnavailable, each a non-negative integer or a percentage up to 100%."""
+    spec = pdb.spec
+    errs = []
+    if spec.min_available is not None and spec.max_unavailable is not None:
+        errs.append(
+            field_invalid(
+                "spec", _builtins(spec), "minAvailable and maxUnavailable cannot be both set"
+            )
+        )
+    if spec.min_available is not None:
+        errs += _validate_int_or_percent(spec.min_available, "spec.minAvailable")
+    if spec.max_unavailable is not None:
+        errs += _validate_int_or_percent(spec.max_unavailable, "spec.maxUnavailable")
+    if spec.selector is not None:
+        errs += _validate_label_selector(spec.selector, "spec.selector")
+    policy = spec.unhealthy_pod_eviction_policy
+    if policy is not None and policy not in _UNHEALTHY_POD_EVICTION_POLICIES:
+        errs.append(
+            field_not_supported(
+                "spec.unhealthyPodEvictionPolicy", policy, _UNHEALTHY_POD_EVICTION_POLICIES
+            )
+        )
+    return errs
+
+
+def _validate_pod_disruption_budget_status(
+    status: policy_v1.PodDisruptionBudgetStatus,
+) -> list[FieldError]:
+    """Upstream `ValidatePodDisruptionBudgetStatusUpdate`: the counts are never negative."""
+    errs = []
+    for name, value in (
+        ("disruptionsAllowed", status.disruptions_allowed),
+        ("currentHealthy", status.current_healthy),
+        ("desiredHealthy", status.desired_healthy),
+        ("expectedPods", status.expected_pods),
+    ):
+        errs += _nonnegative(f"status.{name}", value)
+    return errs
+
+
 # --- resource.k8s.io: DeviceClass, ResourceSlice, ResourceClaim(Template) ---------------------
 
 DRIVER_NAME_MAX_LENGTH = 63
@@ -1607,6 +1682,7 @@ _VALIDATORS: dict[type[KubeObject], Validator] = {
     coordination_v1.Lease: _validate_lease,
     apps_v1.Deployment: _validate_deployment,
     apps_v1.ReplicaSet: _validate_replica_set,
+    policy_v1.PodDisruptionBudget: _validate_pod_disruption_budget,
     resource_v1.DeviceClass: _validate_device_class,
     resource_v1.ResourceSlice: _validate_resource_slice,
     resource_v1.ResourceClaim: _validate_resource_claim,

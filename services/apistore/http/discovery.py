@@ -24,9 +24,10 @@ GIT_VERSION = f"v{MAJOR}.{MINOR}.0-drasim"
 
 VERBS = ["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"]
 SUBRESOURCE_VERBS = {"status": ["get", "patch", "update"], "scale": ["get", "patch", "update"],
-                     "binding": ["create"], "log": ["get"]}  # fmt: skip
+                     "binding": ["create"], "log": ["get"], "eviction": ["create"]}  # fmt: skip
 # The kind a subresource answers with, when it is not the parent's (group, version, kind).
-SUBRESOURCE_KINDS = {"scale": ("autoscaling", "v1", "Scale"), "binding": ("", "v1", "Binding")}
+SUBRESOURCE_KINDS = {"scale": ("autoscaling", "v1", "Scale"), "binding": ("", "v1", "Binding"),
+                     "eviction": ("policy", "v1", "Eviction")}  # fmt: skip
 # `kubectl get all` lists the resources in the `all` category.
 CATEGORIES = {"pods": ["all"], "deployments": ["all"], "replicasets": ["all"]}
 

@@ -13,7 +13,7 @@ from typing import Any
 import msgspec
 from aiohttp import web
 
-from drasim.apistore import patches
+from drasim.apistore import eviction, patches
 from drasim.apistore.core import ApiCore
 from drasim.apistore.http import (
     fields,
@@ -26,7 +26,7 @@ from drasim.apistore.http import (
     watch,
 )
 from drasim.common import codec, errors
-from drasim.common.api import core_v1
+from drasim.common.api import core_v1, policy_v1
 from drasim.common.bus import messages
 
 
@@ -53,7 +53,7 @@ async def get(request: web.Request) -> web.StreamResponse:
         if options.flag(request.query, "watch"):
             return await watch.serve(request, target, list_options)
         return await list_objects(request, target, list_options)
-    if target.subresource == "binding":
+    if target.subresource in ("binding", "eviction"):
         raise _not_allowed(target, "GET")
     if target.subresource == "scale":
         return await get_scale(request, target)
@@ -68,12 +68,14 @@ async def post(request: web.Request) -> web.Response:
         return await create(request, target)
     if target.subresource == "binding":
         return await bind(request, target)
+    if target.subresource == "eviction":
+        return await evict(request, target)
     raise _not_allowed(target, "POST")
 
 
 async def put(request: web.Request) -> web.Response:
     target = options.target(request)
-    if not target.name or target.subresource in ("binding", "log"):
+    if not target.name or target.subresource in ("binding", "log", "eviction"):
         raise _not_allowed(target, "PUT")
     body = await negotiation.read_body(request)
     if target.subresource == "scale":
@@ -83,7 +85,7 @@ async def put(request: web.Request) -> web.Response:
 
 async def patch(request: web.Request) -> web.Response:
     target = options.target(request)
-    if not target.name or target.subresource in ("binding", "log"):
+    if not target.name or target.subresource in ("binding", "log", "eviction"):
         raise _not_allowed(target, "PATCH")
     media_type = negotiation.content_type(request)
     patch_type = negotiation.PATCH_TYPES.get(media_type)
@@ -314,6 +316,26 @@ async def bind(request: web.Request, target: options.Target) -> web.Response:
             node_name=binding.target.name,
             uid=binding.metadata.uid,
         ),
+    )
+    return responses.success(201)
+
+
+async def evict(request: web.Request, target: options.Target) -> web.Response:
+    """pods/eviction: what `kubectl drain` posts to delete a pod within its budget."""
+    body = await negotiation.read_body(request)
+    try:
+        evicting = codec.convert(body, policy_v1.Eviction)
+    except msgspec.ValidationError as exc:
+        raise errors.invalid(
+            "Eviction", target.name, codec.decode_errors(exc), group="policy"
+        ) from exc
+    await eviction.evict(
+        _core(request),
+        namespace=target.namespace,
+        name=target.name,
+        eviction=evicting,
+        dry_run=request.query.getall("dryRun", []),
+        ctx=options.context(request),
     )
     return responses.success(201)
 

@@ -28,6 +28,7 @@ _PACKAGES = {
     "drasim.common.api.core_v1": "io.k8s.api.core.v1",
     "drasim.common.api.apps_v1": "io.k8s.api.apps.v1",
     "drasim.common.api.coordination_v1": "io.k8s.api.coordination.v1",
+    "drasim.common.api.policy_v1": "io.k8s.api.policy.v1",
     "drasim.common.api.resource_v1": "io.k8s.api.resource.v1",
 }
 QUANTITY = "io.k8s.apimachinery.pkg.api.resource.Quantity"
@@ -97,6 +98,34 @@ DESCRIPTIONS: dict[str, str] = {
     "Event": "Event is a report of an event somewhere in the cluster.",
     "ResourceQuota": "ResourceQuota sets aggregate quota restrictions enforced per namespace",
     "Lease": "Lease defines a lease concept.",
+    "PodDisruptionBudget": (
+        "PodDisruptionBudget is an object to define the max disruption that can be caused "
+        "to a collection of pods"
+    ),
+    "PodDisruptionBudgetSpec.minAvailable": (
+        'An eviction is allowed if at least "minAvailable" pods selected by "selector" will '
+        "still be available after the eviction, i.e. even in the absence of the evicted pod. "
+        'So for example you can prevent all voluntary evictions by specifying "100%".'
+    ),
+    "PodDisruptionBudgetSpec.maxUnavailable": (
+        'An eviction is allowed if at most "maxUnavailable" pods selected by "selector" are '
+        "unavailable after the eviction, i.e. even in absence of the evicted pod. For "
+        "example, one can prevent all voluntary evictions by specifying 0. This is a mutually "
+        'exclusive setting with "minAvailable".'
+    ),
+    "PodDisruptionBudgetSpec.selector": (
+        "Label query over pods whose evictions are managed by the disruption budget. A null "
+        "selector will match no pods, while an empty ({}) selector will select all pods "
+        "within the namespace."
+    ),
+    "PodDisruptionBudgetStatus.disruptionsAllowed": (
+        "Number of pod disruptions that are currently allowed."
+    ),
+    "PodDisruptionBudgetStatus.disruptedPods": (
+        "DisruptedPods contains information about pods whose eviction was processed by the "
+        "API server eviction subresource handler but has not yet been observed by the "
+        "PodDisruptionBudget controller."
+    ),
     "Deployment": "Deployment enables declarative updates for Pods and ReplicaSets.",
     "ReplicaSet": (
         "ReplicaSet ensures that a specified number of pod replicas are running at any given time."

@@ -19,7 +19,7 @@ from drasim.common import errors, tracing
 from drasim.common.api import registry
 
 # Subresources served over HTTP (of those the registry lists, pods/ephemeralcontainers is not).
-SUBRESOURCES = frozenset({"status", "scale", "binding", "log"})
+SUBRESOURCES = frozenset({"status", "scale", "binding", "log", "eviction"})
 _NAMESPACE_SUBRESOURCES = frozenset({"status", "finalize"})
 FIELD_VALIDATION = ("Ignore", "Warn", "Strict")
 INCLUDE_OBJECT = ("None", "Metadata", "Object")

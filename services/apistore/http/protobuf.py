@@ -1,9 +1,9 @@
 """Request bodies in Kubernetes' protobuf encoding (`application/vnd.kubernetes.protobuf`).
 
 kubectl's typed clients send some bodies only as protobuf: `kubectl create namespace`,
-`kubectl create deployment`, `kubectl create quota` and the DeleteOptions of `kubectl
-drain`. There is no fallback
-to JSON for protobuf, so drasim reads the messages those commands send: a decoder of the
+`kubectl create deployment`, `kubectl create quota`, `kubectl create poddisruptionbudget`,
+and the DeleteOptions and Evictions of `kubectl drain`. There is no fallback to JSON for
+protobuf, so drasim reads the messages those commands send: a decoder of the
 wire format driven by tables of field numbers (taken from upstream's `generated.proto`,
 whose numbers never change), giving the same builtins a JSON body decodes to. A field
 outside the tables is refused with 415 naming it, never dropped silently. Answers stay JSON
@@ -86,6 +86,19 @@ MESSAGES: dict[str, dict[int, F]] = {
         5: F("dryRun", "str", repeated=True),
     },
     "Preconditions": {1: F("uid", "str", keep=True), 2: F("resourceVersion", "str", keep=True)},
+    # policy/v1: the body of pods/eviction (`kubectl drain`), and `kubectl create pdb`.
+    "Eviction": {1: F("metadata", "ObjectMeta"), 2: F("deleteOptions", "DeleteOptions")},
+    "PodDisruptionBudget": {
+        1: F("metadata", "ObjectMeta"),
+        2: F("spec", "PodDisruptionBudgetSpec"),
+        3: F("status", "status"),
+    },
+    "PodDisruptionBudgetSpec": {
+        1: F("minAvailable", "intstr", keep=True),
+        2: F("selector", "LabelSelector", keep=True),
+        3: F("maxUnavailable", "intstr", keep=True),
+        4: F("unhealthyPodEvictionPolicy", "str", keep=True),
+    },
     "Namespace": {
         1: F("metadata", "ObjectMeta"),
         2: F("spec", "NamespaceSpec"),
@@ -193,7 +206,9 @@ _KEPT = {
 }
 
 # The kinds a body may carry, by the envelope's `kind`.
-TOP_LEVEL = frozenset({"Namespace", "Deployment", "ResourceQuota", "DeleteOptions"})
+TOP_LEVEL = frozenset(
+    {"Namespace", "Deployment", "ResourceQuota", "DeleteOptions", "Eviction", "PodDisruptionBudget"}
+)
 
 
 class Unsupported(web.HTTPUnsupportedMediaType):
