@@ -201,10 +201,13 @@ async def test_a_pods_life_is_one_trace(api: ApiClient, cluster: KubeletProcess,
     admit = one(tree, "admit pod")
     assert parent(admit, tree) is bind_request
     assert admit.attributes["k8s.node.name"] == pod.spec.node_name
-    prepare = one(tree, "prepare resources")
-    assert parent(prepare, tree) is bind_request
+    # The driver is called once, from the prepare of the sync the binding started. (Another
+    # sync of the pod may pass through prepare again, as seen once in twelve runs; its claims
+    # are prepared already, so it reads nothing and calls no driver.)
     call = one(tree, "NodePrepareResources", SpanKind.CLIENT)
-    assert parent(call, tree) is prepare
+    prepare = parent(call, tree)
+    assert prepare is not None and prepare.name == "prepare resources"
+    assert parent(prepare, tree) is bind_request
     assert call.attributes["drasim.driver"] == "gpu.example.com"
     served = one(tree, "NodePrepareResources", SpanKind.SERVER)
     assert parent(served, tree) is call
