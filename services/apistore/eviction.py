@@ -108,6 +108,16 @@ def dry_run_of(eviction: policy_v1.Eviction, query: list[str]) -> policy_v1.Dele
     return opts
 
 
+def _forbidden(pdb: policy_v1.PodDisruptionBudget, why: str) -> errors.Forbidden:
+    name = pdb.metadata.name
+    return errors.Forbidden(
+        f'poddisruptionbudgets.policy "{name}" is forbidden: {why}',
+        kind="poddisruptionbudgets",
+        name=name,
+        group="policy",
+    )
+
+
 def check_and_decrement(
     pdb: policy_v1.PodDisruptionBudget, pod_name: str, now: str, *, dry_run: bool
 ) -> policy_v1.PodDisruptionBudget | None:
@@ -117,20 +127,10 @@ def check_and_decrement(
     if status.observed_generation < pdb.metadata.generation:
         raise still_processing(pdb.metadata.name)
     if status.disruptions_allowed < 0:
-        raise errors.Forbidden(
-            f'poddisruptionbudgets.policy "{pdb.metadata.name}" is forbidden: pdb disruptions '
-            "allowed is negative",
-            kind="poddisruptionbudgets",
-            name=pdb.metadata.name,
-            group="policy",
-        )
+        raise _forbidden(pdb, "pdb disruptions allowed is negative")
     if len(status.disrupted_pods) > MAX_DISRUPTED_POD_SIZE:
-        raise errors.Forbidden(
-            f'poddisruptionbudgets.policy "{pdb.metadata.name}" is forbidden: DisruptedPods map '
-            "too big - too many evictions not confirmed by PDB controller",
-            kind="poddisruptionbudgets",
-            name=pdb.metadata.name,
-            group="policy",
+        raise _forbidden(
+            pdb, "DisruptedPods map too big - too many evictions not confirmed by PDB controller"
         )
     if status.disruptions_allowed == 0:
         raise TooManyRequests(

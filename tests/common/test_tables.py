@@ -70,20 +70,24 @@ def _event(**fields) -> core_v1.Event:
     return core_v1.Event(**{**defaults, **fields})
 
 
+# Upstream `eventColumnDefinitions`: (name, priority); priority 1 shows with `-o wide`.
+EVENT_COLUMNS = [
+    ("Last Seen", 0),
+    ("Type", 0),
+    ("Reason", 0),
+    ("Object", 0),
+    ("Subobject", 1),
+    ("Source", 1),
+    ("Message", 0),
+    ("First Seen", 1),
+    ("Count", 1),
+    ("Name", 1),
+]
+
+
 def test_event_columns_are_upstreams_in_order_and_priority() -> None:
     columns = [(c.name, c.priority) for c in tables.columns_for("events", wide=True)]
-    assert columns == [
-        ("Last Seen", 0),
-        ("Type", 0),
-        ("Reason", 0),
-        ("Object", 0),
-        ("Subobject", 1),
-        ("Source", 1),
-        ("Message", 0),
-        ("First Seen", 1),
-        ("Count", 1),
-        ("Name", 1),
-    ]
+    assert columns == EVENT_COLUMNS
     [name] = [c for c in tables.columns_for("events", wide=True) if c.format == "name"]
     assert name.name == "Name"
 

@@ -10,6 +10,7 @@ import pytest
 
 from drasim.common.api import resource_v1
 from tests.builders import make_claim, make_pod
+from tests.common.test_tables import EVENT_COLUMNS
 from tests.http.conftest import Cluster
 
 PODS = "/api/v1/namespaces/default/pods"
@@ -344,18 +345,7 @@ async def test_event_tables_read_fractional_seconds(http):
         http, "GET", "/api/v1/namespaces/default/events", 200, headers={"Accept": TABLE}
     )
     columns = [(c["name"], c["priority"], c["format"]) for c in table["columnDefinitions"]]
-    assert [(name, priority) for name, priority, _ in columns] == [
-        ("Last Seen", 0),
-        ("Type", 0),
-        ("Reason", 0),
-        ("Object", 0),
-        ("Subobject", 1),
-        ("Source", 1),
-        ("Message", 0),
-        ("First Seen", 1),
-        ("Count", 1),
-        ("Name", 1),
-    ]
+    assert [(name, priority) for name, priority, _ in columns] == EVENT_COLUMNS
     [row] = table["rows"]
     cells = dict(zip([name for name, _, _ in columns], row["cells"], strict=True))
     assert cells["Last Seen"] == cells["First Seen"] != "<unknown>"
