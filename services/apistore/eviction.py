@@ -22,10 +22,12 @@ precondition, delete), so each step is one event in the log, as each is one writ
 
 from __future__ import annotations
 
+import contextlib
 from typing import Any
 
 import msgspec
 
+from drasim.apistore import mutations
 from drasim.apistore.core import ApiCore
 from drasim.apistore.mutations import Context, now_rfc3339
 from drasim.common import codec, disruption, errors
@@ -37,6 +39,10 @@ from drasim.common.bus import messages
 RETRIES = 20
 # Upstream `MaxDisruptedPodSize`: evictions the controller has not confirmed yet, at most.
 MAX_DISRUPTED_POD_SIZE = 2000
+
+# The condition an evicted pod is marked with before it is deleted (upstream's).
+DISRUPTION_TARGET = "DisruptionTarget"
+EVICTION_BY_EVICTION_API = "EvictionByEvictionAPI"
 
 VIOLATION_MESSAGE = "Cannot evict pod as it would violate the pod's disruption budget."
 MULTIPLE_BUDGETS_MESSAGE = (
@@ -280,7 +286,8 @@ async def _delete(
     rv: str | None,
 ) -> None:
     """Delete the pod with the Eviction's deleteOptions (`rv`: a resourceVersion
-    precondition of our own, where the caller gave none)."""
+    precondition of our own, where the caller gave none), after marking it with the
+    `DisruptionTarget` condition (upstream `addConditionAndDeletePod`)."""
     preconditions = opts.preconditions or policy_v1.Preconditions()
     policy = opts.propagation_policy or ""
     if not policy and opts.orphan_dependents is not None:
@@ -288,6 +295,11 @@ async def _delete(
     for value in opts.dry_run:
         if value != "All":
             raise errors.BadRequest(f'invalid dry run value "{value}": only "All" is supported')
+    rv = rv or preconditions.resource_version
+    if not opts.dry_run:
+        marked = await _mark_disruption_target(core, namespace, name, preconditions.uid, rv, ctx)
+        if rv:  # the precondition holds the version our own write made
+            rv = marked.metadata.resource_version
     await core.handle(
         messages.Delete(
             resource="pods",
@@ -296,8 +308,62 @@ async def _delete(
             grace_period_seconds=opts.grace_period_seconds,
             propagation_policy=policy,
             precondition_uid=preconditions.uid or "",
-            precondition_resource_version=rv or preconditions.resource_version or "",
+            precondition_resource_version=rv or "",
             dry_run=bool(opts.dry_run),
         ),
         ctx,
     )
+
+
+async def _mark_disruption_target(
+    core: ApiCore, namespace: str, name: str, uid: str | None, rv: str | None, ctx: Context
+) -> core_v1.Pod:
+    """Add `DisruptionTarget` (EvictionByEvictionAPI) to the pod's conditions, so that who
+    watches it learns why it goes; the Eviction's preconditions are checked first. A write
+    that lost to another (the kubelet's status) is made again on the pod as it is then,
+    unless a resourceVersion precondition holds the pod to the version it had."""
+    for _ in range(0 if rv else RETRIES - 1):
+        with contextlib.suppress(errors.Conflict):
+            return await _add_disruption_target(core, namespace, name, uid, rv, ctx)
+    return await _add_disruption_target(core, namespace, name, uid, rv, ctx)
+
+
+async def _add_disruption_target(
+    core: ApiCore, namespace: str, name: str, uid: str | None, rv: str | None, ctx: Context
+) -> core_v1.Pod:
+    pod = await _get(core, "pods", namespace, name, core_v1.Pod, ctx)
+    if uid and uid != pod.metadata.uid:
+        raise errors.Conflict(
+            f'Operation cannot be fulfilled on pods "{name}": the UID in the precondition '
+            f"({uid}) does not match the UID in record ({pod.metadata.uid}). The object might "
+            "have been deleted and then recreated",
+            kind="pods",
+            name=name,
+        )
+    if rv and rv != pod.metadata.resource_version:
+        raise errors.Conflict(
+            f'Operation cannot be fulfilled on pods "{name}": the ResourceVersion in the '
+            f"precondition ({rv}) does not match the ResourceVersion in record "
+            f"({pod.metadata.resource_version}). The object might have been modified",
+            kind="pods",
+            name=name,
+        )
+    mutations.set_pod_condition(
+        pod,
+        DISRUPTION_TARGET,
+        "True",
+        now_rfc3339(ctx.now),
+        reason=EVICTION_BY_EVICTION_API,
+        message="Eviction API: evicting",
+    )
+    data = await core.handle(
+        messages.Update(
+            resource="pods",
+            namespace=namespace,
+            name=name,
+            object=msgspec.Raw(codec.encode(pod)),
+            subresource="status",
+        ),
+        ctx,
+    )
+    return codec.decode(data, core_v1.Pod)

@@ -584,7 +584,7 @@ class Batch:
                 [errors.FieldError("FieldValueRequired", "target.name", "Required value")],
             )
         pod.spec.node_name = req.node_name
-        _set_condition(pod, "PodScheduled", "True", now_rfc3339(ctx.now))
+        set_pod_condition(pod, "PodScheduled", "True", now_rfc3339(ctx.now))
         return self._emit("MODIFIED", info, pod, ctx)
 
     # -- garbage collection -------------------------------------------------------------
@@ -702,9 +702,11 @@ def _grace_period(info: registry.ResourceInfo, obj: Any, asked: int | None) -> i
     return 30 if default is None else default
 
 
-def _set_condition(
+def set_pod_condition(
     pod: Any, type_: str, status: str, now: str, reason: str = "", message: str = ""
 ) -> None:
+    """Set a condition of `pod.status`, its transition time moving only when its status
+    changes (upstream `UpdatePodCondition`)."""
     from drasim.common.api import core_v1
 
     conditions = list(pod.status.conditions)

@@ -104,6 +104,32 @@ async def test_default_grace_period_leaves_the_pod_terminating(
     pod = await cluster.api.get(core_v1.Pod, "web-a", namespace="default")
     assert pod.metadata.deletion_timestamp is not None
     assert pod.metadata.deletion_grace_period_seconds == 30
+    # Marked before it was deleted, as upstream marks an evicted pod.
+    [target] = [c for c in pod.status.conditions if c.type == "DisruptionTarget"]
+    assert (target.status, target.reason, target.message) == (
+        "True",
+        "EvictionByEvictionAPI",
+        "Eviction API: evicting",
+    )
+    assert target.last_transition_time
+
+
+async def test_a_stale_resource_version_precondition_is_a_conflict_and_keeps_the_pod(
+    cluster: Cluster, http: aiohttp.ClientSession
+):
+    pod = await running_pod(cluster, "web-a")
+    stale = str(int(pod.metadata.resource_version) - 1)
+    body = eviction("web-a", preconditions={"resourceVersion": stale})
+    await call(http, "POST", f"{PODS}/web-a/eviction", 409, json=body)
+    kept = await cluster.api.get(core_v1.Pod, "web-a", namespace="default")
+    assert kept.metadata.deletion_timestamp is None
+    assert not [c for c in kept.status.conditions if c.type == "DisruptionTarget"]
+    # The current version goes through (the pod is marked, then deleted at that version).
+    body = eviction("web-a", preconditions={"resourceVersion": pod.metadata.resource_version})
+    await call(http, "POST", f"{PODS}/web-a/eviction", 201, json=body)
+    assert (
+        await cluster.api.get(core_v1.Pod, "web-a", namespace="default")
+    ).metadata.deletion_timestamp
 
 
 async def test_a_budget_allowing_one_disruption_lets_one_eviction_through(
