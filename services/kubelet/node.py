@@ -68,9 +68,14 @@ class PodRecord:
     name: str
     requests: dict[str, Quantity]
     rejection: admission.Rejection | None = None
-    # resourceVersion of this kubelet's last write: events of older versions are stale
-    # echoes (the event of that write follows), not states to act on.
+    # resourceVersion of this kubelet's last write: events up to it are echoes of what
+    # this kubelet already acted on (older ones stale, that one its own result), not
+    # states to act on ...
     written: int = 0
+    # ... unless something of the node's own changed since (a device's health): then the
+    # pod is synced again whatever its version (a flag here, since the pod's work queue
+    # keeps only the newest event, which may be such an echo).
+    resync: bool = False
     # The trace of the event that admitted the pod (its binding): preparing and starting
     # it continue that trace.
     traceparent: str = ""
@@ -318,6 +323,7 @@ class NodeAgent:
             else:
                 await self._write_status()
             for record in self.pods.values():
+                record.resync = True
                 self.requeue(record.namespace, record.name)
             state = "healthy" if healthy else "unhealthy"
             return f"node/{self.name}: device {found.driver}/{found.name} is {state}"
@@ -456,8 +462,9 @@ class NodeAgent:
         record = self.pods.get(uid)
         if record is None:
             return
-        if int(pod.metadata.resource_version) < record.written:
+        if int(pod.metadata.resource_version) <= record.written and not record.resync:
             return
+        record.resync = False
         if record.rejection is not None:
             await self._reject(pod, record.rejection)
             return
@@ -523,13 +530,18 @@ class NodeAgent:
                 if span.is_recording():
                     span.set_attribute("k8s.node.name", self.name)
                     span.set_attribute("k8s.pod.name", pod.metadata.name)
-                written = await self.api.patch(
-                    core_v1.Pod,
-                    pod.metadata.name,
-                    {"status": codec.to_builtins(status)},
-                    namespace=pod.metadata.namespace,
-                    subresource="status",
-                )
+                try:
+                    written = await self.api.patch(
+                        core_v1.Pod,
+                        pod.metadata.name,
+                        {"status": codec.to_builtins(status)},
+                        namespace=pod.metadata.namespace,
+                        subresource="status",
+                    )
+                except BaseException:
+                    # The echo of the annotation just written (or the next event) retries.
+                    record.resync = True
+                    raise
             record.written = int(written.metadata.resource_version)
 
     def _pod_ip(self) -> str:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 
+from drasim.apistore.faults import FaultPlan, FaultRule
 from drasim.common.api import core_v1, resource_v1
 from drasim.common.client import ApiClient
 from drasim.kubelet import runtime
@@ -276,3 +277,19 @@ async def test_pods_deleted_together_unprepare_each_claim_once(
     assert driver.prepared_devices() == {}
     assert sorted(unprepared) == sorted(claims)
     assert kubelet.agents[DRA_NODE].dra.claims == {}
+
+
+async def test_a_failed_running_status_write_is_made_again(
+    api: ApiClient, server, kubelet: KubeletProcess
+) -> None:
+    """The kubelet's write of the Running status fails once, after its devices annotation
+    went through: the echo of that annotation must not be taken for the kubelet's own
+    finished work, or the pod stays Pending."""
+    server.core.fault_plan = FaultPlan(
+        rules=[FaultRule(resource="pods", verb="patch", subresource="status", code=503)]
+    )
+    await api.create(make_pod("p").limits({"example.com/gpu": "1"}).node(DP_NODE).obj())
+    pod = await wait_for(api, core_v1.Pod, "p", running, namespace="default")
+    assert pod is not None
+    assert server.core.fault_plan.rules[0].seen >= 2  # the failed write, then the one that ran
+    assert resource_status(pod) == {"con0": {"example.com/gpu": ["gpu-0"]}}
