@@ -286,6 +286,18 @@ async def test_discovery_and_table(cluster: Cluster, http: aiohttp.ClientSession
     assert table["rows"][0]["cells"][:4] == ["web", "2", "N/A", 1]
 
 
+async def test_a_budget_reads_back_with_its_zero_counts(
+    cluster: Cluster, http: aiohttp.ClientSession
+):
+    """As upstream's, whose counts have no omitempty: a jsonpath on them prints 0."""
+    await budget(cluster, allowed=0)
+    pdb, _ = await call(
+        http, "GET", "/apis/policy/v1/namespaces/default/poddisruptionbudgets/web", 200
+    )
+    assert pdb["status"]["disruptionsAllowed"] == 0
+    assert {"currentHealthy", "desiredHealthy", "expectedPods"} <= pdb["status"].keys()
+
+
 async def test_invalid_budget_is_422_with_field_paths(http: aiohttp.ClientSession):
     answer, _ = await call(
         http,

@@ -42,7 +42,10 @@ class PodDisruptionBudgetSpec(KubeStruct):
     unhealthy_pod_eviction_policy: str | None = None  # IfHealthyBudget (default), AlwaysAllow
 
 
-class PodDisruptionBudgetStatus(KubeStruct):
+class PodDisruptionBudgetStatus(KubeStruct, omit_defaults=False):
+    """Written in full, zeros too: upstream's four counts have no `omitempty`, and
+    `kubectl get pdb -o jsonpath='{.status.disruptionsAllowed}'` expects a 0 to print."""
+
     observed_generation: int = 0
     # Pods the eviction API let go and the controller has not yet seen go: name → the
     # time of the eviction (RFC 3339).
