@@ -7,6 +7,7 @@ import asyncio
 import contextlib
 import json
 
+import pytest
 import yaml
 
 from drasim.common.api import apps_v1, core_v1, policy_v1
@@ -302,6 +303,36 @@ async def test_logs_show_what_each_container_was_given(cluster, kubectl):
         'Error from server (BadRequest): container "b" in pod "gpu-pod" is waiting to start: '
         "ContainerCreating"
     )
+
+
+async def test_logs_follow_until_the_pod_goes(cluster, kubectl):
+    """`kubectl logs -f` shows the lines, then stays, as for a container that prints
+    nothing more, and ends when the pod is deleted."""
+    await cluster.api.create(make_pod("p").node("worker-1").obj())
+    running = {"running": {"startedAt": "2026-11-30T00:00:00Z"}}
+    status = {"phase": "Running", "containerStatuses": [{"name": "con0", "state": running}]}
+    await kubectl(
+        "patch", "pod", "p", "--subresource=status", "--type=merge",
+        "-p", json.dumps({"status": status}),
+    )  # fmt: skip
+    follow = await asyncio.create_subprocess_exec(
+        KUBECTL, "--kubeconfig", str(cluster.kubeconfig), "--cache-dir", str(cluster.cache_dir),
+        "logs", "-f", "p",
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, env=kubectl_env(),
+    )  # fmt: skip
+    try:
+        assert follow.stdout is not None
+        first = await asyncio.wait_for(follow.stdout.readline(), 20)
+        assert first.decode().startswith("drasim: emulated container con0 of pod default/p")
+        # Still following: kubectl has not ended a second later (an event that must not come).
+        with pytest.raises(TimeoutError):
+            await asyncio.wait_for(asyncio.shield(follow.wait()), 1.0)
+        await cluster.api.delete(core_v1.Pod, "p", namespace="default", grace_period_seconds=0)
+        assert await asyncio.wait_for(follow.wait(), 20) == 0
+    finally:
+        if follow.returncode is None:
+            follow.kill()
+            await follow.wait()
 
 
 async def test_drain_evicts_within_the_disruption_budget(cluster, kubectl):

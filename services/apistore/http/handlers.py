@@ -285,18 +285,18 @@ def _delete_request(
 # -- subresources -----------------------------------------------------------------------
 
 
-async def pod_log(request: web.Request, target: options.Target) -> web.Response:
-    """pods/log, as text (see `logs`); `follow` answers what there is and ends, as for a
-    container that prints nothing more."""
+async def pod_log(request: web.Request, target: options.Target) -> web.StreamResponse:
+    """pods/log, as text (see `logs`); with `follow`, streamed until the pod ends."""
     data = await _call(
         request,
         messages.Get(resource="pods", namespace=target.namespace, name=target.name),
     )
+    pod = codec.decode(data, core_v1.Pod)
     text = logs.container_log(
-        codec.decode(data, core_v1.Pod),
-        request.query.get("container", ""),
-        options.integer(request.query, "tailLines"),
+        pod, request.query.get("container", ""), options.integer(request.query, "tailLines")
     )
+    if options.flag(request.query, "follow"):
+        return await logs.follow(request, pod, text)
     return web.Response(text=text, content_type="text/plain")
 
 

@@ -6,14 +6,22 @@ its devices and their health (`status.*ContainerStatuses[].allocatedResourcesSta
 the CDI ids and environment the runtime gave it (the kubelet's annotation
 `drasim.io/container-devices`). The log is those lines, built from the pod as it is now.
 Errors are the kubelet's: a container must be named when the pod has several, and one that
-has not started has no log.
+has not started has no log. With `follow` the stream stays open after those lines, as for a
+running container that prints nothing more, until the pod ends (deleted or terminal) or
+the client goes.
 """
 
 from __future__ import annotations
 
-import msgspec
+import asyncio
+import contextlib
 
-from drasim.common import errors
+import msgspec
+from aiohttp import web
+
+from drasim.apistore.http import keys
+from drasim.apistore.mutations import uid_of
+from drasim.common import client, errors
 from drasim.common.api import core_v1
 from drasim.common.container_devices import (
     CONTAINER_DEVICES_ANNOTATION,
@@ -72,3 +80,46 @@ def _container_devices(pod: core_v1.Pod) -> dict[str, ContainerDevices]:
         return decode_container_devices(text) if text else {}
     except (msgspec.DecodeError, msgspec.ValidationError):
         return {}
+
+
+class _PhaseView(msgspec.Struct):
+    phase: str = ""
+
+
+class _PodView(msgspec.Struct):
+    status: _PhaseView = msgspec.field(default_factory=_PhaseView)
+
+
+_pod_view_decoder = msgspec.json.Decoder(_PodView)
+
+
+async def follow(request: web.Request, pod: core_v1.Pod, text: str) -> web.StreamResponse:
+    """Send `text`, then hold the stream open until `pod` is deleted or terminal."""
+    response = web.StreamResponse(headers={"Content-Type": "text/plain"})
+    await response.prepare(request)
+    await response.write(text.encode())
+    task = asyncio.current_task()
+    assert task is not None
+    watches = request.app[keys.WATCHES]  # ended with the server, as watches are
+    watches.add(task)
+    events = client.watch_raw(
+        request.app[keys.BUS],
+        "pods",
+        resource_version=int(pod.metadata.resource_version),
+        node=pod.spec.node_name or None,
+    )
+    try:
+        async with contextlib.aclosing(events):
+            async for _, event in events:
+                if uid_of(event.object) != pod.metadata.uid:
+                    continue
+                view = _pod_view_decoder.decode(event.object)
+                if event.type == "DELETED" or view.status.phase in ("Succeeded", "Failed"):
+                    break
+    except errors.Expired:
+        pass  # history gone: end, as a log stream whose container went away
+    finally:
+        watches.discard(task)
+    with contextlib.suppress(ConnectionError):
+        await response.write_eof()
+    return response
