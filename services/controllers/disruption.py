@@ -19,7 +19,9 @@ one every pod of the namespace):
   the DisruptionAllowed condition and observedGeneration follow.
 
 Budgets are synced again when their pods, they themselves, or the ReplicaSets and
-Deployments of their namespace change.
+Deployments of their namespace change. As upstream's, a sync records the Event `NoPods`
+when the selector matches no pod and the Warning `CalculateExpectedPodCountFailed` when a
+pod's controller is missing (source "controllermanager").
 """
 
 from __future__ import annotations
@@ -33,11 +35,14 @@ from drasim.common import codec, disruption, errors, labels
 from drasim.common.api import apps_v1, core_v1, meta_v1, policy_v1
 from drasim.common.client import ApiClient
 from drasim.common.informer import Informer, Key, key_of
-from drasim.controllers import podutil
+from drasim.controllers import events, podutil
 from drasim.controllers.queue import WorkQueue
 from drasim.controllers.replicaset import replicas
 
 log = logging.getLogger(__name__)
+
+COMPONENT = "controllermanager"
+"""The disruption controller's name in its Events' `source` (upstream's)."""
 
 # Upstream `DeletionTimeout`: an evicted pod not seen going by then is healthy again.
 DELETION_TIMEOUT = timedelta(minutes=2)
@@ -190,6 +195,7 @@ class DisruptionController:
         concurrency: int = 16,
     ) -> None:
         self.api = api
+        self.events = events.EventRecorder(api, component=COMPONENT)
         self.budgets = budgets
         self.pods = pods
         self.replica_sets = replica_sets
@@ -257,9 +263,17 @@ class DisruptionController:
         now = podutil.now()
         pods = [p for p in self.pods.list() if p.metadata.namespace == namespace]
         recheck = None
+        if not selected_pods(pdb, pods):
+            self.events.event(pdb, events.NORMAL, "NoPods", "No matching pods found")
         try:
             status, recheck = compute_status(pdb, pods, self.scale_of, now)
         except LookupError as exc:
+            self.events.event(
+                pdb,
+                events.WARNING,
+                "CalculateExpectedPodCountFailed",
+                f"Failed to calculate the number of expected pods: {exc}",
+            )
             status = failed_status(pdb, str(exc), now)
         if status != pdb.status:
             updated = codec.clone(pdb)

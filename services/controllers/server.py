@@ -87,7 +87,12 @@ class ControllerManager:
 
     @property
     def recorders(self) -> list[events.EventRecorder]:
-        return [self.deployment.events, self.replica_set.events, self.resource_claim.events]
+        return [
+            self.deployment.events,
+            self.replica_set.events,
+            self.resource_claim.events,
+            self.disruption.events,
+        ]
 
     async def start(self) -> None:
         """Fill the caches (retrying until the apistore answers), then run the queues, so

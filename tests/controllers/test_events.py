@@ -14,7 +14,7 @@ import pytest
 from drasim.apistore.faults import FaultPlan, FaultRule
 from drasim.apistore.server import ApiServer
 from drasim.common import codec, errors
-from drasim.common.api import apps_v1, core_v1
+from drasim.common.api import apps_v1, core_v1, meta_v1, policy_v1
 from drasim.common.client import ApiClient
 from drasim.common.informer import Informer
 from drasim.controllers import ControllerManager, events
@@ -27,6 +27,7 @@ from tests.controllers.test_deployment import (
     rolled_out,
     scale,
 )
+from tests.controllers.test_disruption import budget
 from tests.controllers.test_resourceclaim import make_template
 
 
@@ -295,3 +296,34 @@ async def test_a_refused_event_is_logged_not_raised(caplog: pytest.LogCaptureFix
     assert record.levelno == logging.WARNING
     assert "ScalingReplicaSet" in record.getMessage()
     assert "events is forbidden" in record.getMessage()
+
+
+async def test_the_disruption_controller_records_no_pods_and_a_missing_controller(
+    api: ApiClient, manager: ControllerManager, seen: Informer[core_v1.Event], watch: Changes
+) -> None:
+    await api.create(budget(minAvailable=1))
+    [no_pods] = await watch.until(
+        lambda: about(seen, "PodDisruptionBudget", "web", "NoPods") or None
+    )
+    assert (no_pods.type, no_pods.message) == ("Normal", "No matching pods found")
+    assert no_pods.source.component == "controllermanager"
+
+    # A percentage needs the pods' controllers' scale; this pod's controller is of a kind
+    # drasim does not serve (so the garbage collector leaves the pod alone).
+    orphan = make_pod("web-x").labels(app="web").obj()
+    orphan.metadata.owner_references = [
+        meta_v1.OwnerReference(
+            api_version="apps/v1", kind="StatefulSet", name="db", uid="u-db", controller=True
+        )
+    ]
+    await api.create(orphan)
+    await api.patch(
+        policy_v1.PodDisruptionBudget, "web", {"spec": {"minAvailable": "50%"}}, namespace="default"
+    )
+    [failed] = await watch.until(
+        lambda: about(seen, "PodDisruptionBudget", "web", "CalculateExpectedPodCountFailed") or None
+    )
+    assert failed.type == "Warning"
+    assert failed.message == (
+        "Failed to calculate the number of expected pods: found no controllers for pod 'web-x'"
+    )
