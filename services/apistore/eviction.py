@@ -243,20 +243,26 @@ async def _spend(
         if spent is None:
             return
         try:
-            await core.handle(
-                messages.Update(
-                    resource="poddisruptionbudgets",
-                    namespace=namespace,
-                    name=pdb_name,
-                    object=msgspec.Raw(codec.encode(spent)),
-                    subresource="status",
-                ),
-                ctx,
-            )
+            await _update_status(core, "poddisruptionbudgets", spent, ctx)
             return
         except errors.Conflict:
             continue
     raise errors.Timeout(f'couldn\'t update PodDisruptionBudget "{pdb_name}" due to conflicts')
+
+
+async def _update_status(core: ApiCore, resource: str, obj: Any, ctx: Context) -> bytes:
+    """Write `obj`'s status (a Conflict when it changed since it was read)."""
+    meta = obj.metadata
+    return await core.handle(
+        messages.Update(
+            resource=resource,
+            namespace=meta.namespace,
+            name=meta.name,
+            object=msgspec.Raw(codec.encode(obj)),
+            subresource="status",
+        ),
+        ctx,
+    )
 
 
 async def _get(
@@ -356,14 +362,4 @@ async def _add_disruption_target(
         reason=EVICTION_BY_EVICTION_API,
         message="Eviction API: evicting",
     )
-    data = await core.handle(
-        messages.Update(
-            resource="pods",
-            namespace=namespace,
-            name=name,
-            object=msgspec.Raw(codec.encode(pod)),
-            subresource="status",
-        ),
-        ctx,
-    )
-    return codec.decode(data, core_v1.Pod)
+    return codec.decode(await _update_status(core, "pods", pod, ctx), core_v1.Pod)
