@@ -20,8 +20,9 @@ one every pod of the namespace):
 
 Budgets are synced again when their pods, they themselves, or the ReplicaSets and
 Deployments of their namespace change. As upstream's, a sync records the Event `NoPods`
-when the selector matches no pod and the Warning `CalculateExpectedPodCountFailed` when a
-pod's controller is missing (source "controllermanager").
+when the selector matches no pod, the Warning `UnmanagedPods` when expectedPods leaves out
+pods without a controller, and the Warning `CalculateExpectedPodCountFailed` when a pod's
+controller is missing (source "controllermanager").
 """
 
 from __future__ import annotations
@@ -86,6 +87,16 @@ def expected_and_desired(
         expected = expected_scale(pods, scale_of)
         return expected, scaled_value(spec.min_available, expected)
     return 0, 0
+
+
+def unmanaged_pods(pdb: policy_v1.PodDisruptionBudget, pods: list[core_v1.Pod]) -> list[str]:
+    """Names of the budget's pods that its expectedPods leaves out: those without a
+    controller, when expectedPods comes from the controllers' scale (maxUnavailable or a
+    percentage minAvailable)."""
+    spec = pdb.spec
+    if spec.max_unavailable is None and not isinstance(spec.min_available, str):
+        return []
+    return [p.metadata.name for p in pods if p.metadata.controller_ref() is None]
 
 
 def expected_scale(pods: list[core_v1.Pod], scale_of: ScaleOf) -> int:
@@ -263,8 +274,20 @@ class DisruptionController:
         now = podutil.now()
         pods = [p for p in self.pods.list() if p.metadata.namespace == namespace]
         recheck = None
-        if not selected_pods(pdb, pods):
+        selected = selected_pods(pdb, pods)
+        if not selected:
             self.events.event(pdb, events.NORMAL, "NoPods", "No matching pods found")
+        if unmanaged_pods(pdb, selected):
+            self.events.event(
+                pdb,
+                events.WARNING,
+                "UnmanagedPods",
+                "Pods selected by this PodDisruptionBudget (selector: "
+                f"{codec.encode(pdb.spec.selector).decode()}) were found to be unmanaged. As a "
+                "result, the status of the PDB cannot be calculated correctly, which may "
+                "result in undefined behavior. To account for these pods please set "
+                '".spec.minAvailable" field of the PDB to an integer value.',
+            )
         try:
             status, recheck = compute_status(pdb, pods, self.scale_of, now)
         except LookupError as exc:

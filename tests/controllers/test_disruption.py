@@ -9,10 +9,11 @@ from typing import Any
 import pytest
 
 from drasim.common import codec
-from drasim.common.api import apps_v1, core_v1, policy_v1
+from drasim.common.api import apps_v1, core_v1, meta_v1, policy_v1
 from drasim.common.client import ApiClient
-from drasim.controllers import ControllerManager
+from drasim.controllers import ControllerManager, disruption
 from drasim.controllers.disruption import DELETION_TIMEOUT, compute_status
+from tests.builders import make_pod
 from tests.controllers.conftest import Changes, FakeKubelet
 
 NOW = datetime(2026, 7, 1, 12, 0, 0, tzinfo=UTC)
@@ -151,3 +152,17 @@ async def test_controller_reports_min_available_2_of_3_ready_replicas(
     assert (got.status.expected_pods, got.status.desired_healthy) == (3, 3)
     assert got.status.disruptions_allowed == 0
     assert got.status.conditions[0].reason == "InsufficientPods"
+
+
+def test_unmanaged_pods_count_only_where_expected_pods_come_from_controllers() -> None:
+    owned = make_pod("owned").labels(app="web").obj()
+    owned.metadata.owner_references = [
+        meta_v1.OwnerReference(
+            api_version="apps/v1", kind="ReplicaSet", name="rs", uid="u-rs", controller=True
+        )
+    ]
+    bare = make_pod("bare").labels(app="web").obj()
+    pods = [owned, bare]
+    assert disruption.unmanaged_pods(budget(maxUnavailable=1), pods) == ["bare"]
+    assert disruption.unmanaged_pods(budget(minAvailable="50%"), pods) == ["bare"]
+    assert disruption.unmanaged_pods(budget(minAvailable=1), pods) == []

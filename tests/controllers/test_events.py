@@ -298,7 +298,7 @@ async def test_a_refused_event_is_logged_not_raised(caplog: pytest.LogCaptureFix
     assert "events is forbidden" in record.getMessage()
 
 
-async def test_the_disruption_controller_records_no_pods_and_a_missing_controller(
+async def test_the_disruption_controller_records_no_pods_missing_and_no_controllers(
     api: ApiClient, manager: ControllerManager, seen: Informer[core_v1.Event], watch: Changes
 ) -> None:
     await api.create(budget(minAvailable=1))
@@ -326,4 +326,16 @@ async def test_the_disruption_controller_records_no_pods_and_a_missing_controlle
     assert failed.type == "Warning"
     assert failed.message == (
         "Failed to calculate the number of expected pods: found no controllers for pod 'web-x'"
+    )
+
+    # A pod with no controller at all is left out of a percentage's expectedPods: a Warning.
+    await api.delete(core_v1.Pod, "web-x", namespace="default", grace_period_seconds=0)
+    await api.create(make_pod("web-y").labels(app="web").obj())
+    [unmanaged] = await watch.until(
+        lambda: about(seen, "PodDisruptionBudget", "web", "UnmanagedPods") or None
+    )
+    assert unmanaged.type == "Warning"
+    assert unmanaged.message.startswith(
+        'Pods selected by this PodDisruptionBudget (selector: {"matchLabels":{"app":"web"}}) '
+        "were found to be unmanaged."
     )
