@@ -32,6 +32,7 @@ from typing import NamedTuple
 
 from drasim.common import errors
 from drasim.common.api import core_v1, meta_v1
+from drasim.common.api.meta_v1 import KubeObject
 from drasim.common.client import ApiClient
 
 __all__ = [
@@ -42,6 +43,7 @@ __all__ = [
     "Observation",
     "SpamFilter",
     "event_key",
+    "reference",
 ]
 
 CACHE_SIZE = 4096
@@ -69,6 +71,19 @@ class EventKey(NamedTuple):
     message: str
     reporting_component: str
     reporting_instance: str
+
+
+def reference(obj: KubeObject) -> core_v1.ObjectReference:
+    """`ref.GetReference`: what an Event about `obj` names as its involved object."""
+    meta = obj.metadata
+    return core_v1.ObjectReference(
+        kind=obj.kind,
+        api_version=obj.api_version,
+        namespace=meta.namespace,
+        name=meta.name,
+        uid=meta.uid,
+        resource_version=meta.resource_version,
+    )
 
 
 def event_key(event: core_v1.Event) -> EventKey:

@@ -22,7 +22,7 @@ from drasim.common.api import core_v1
 from drasim.common.api.meta_v1 import KubeObject
 from drasim.common.client import ApiClient
 
-__all__ = ["NORMAL", "WARNING", "EventRecorder", "reference"]
+__all__ = ["NORMAL", "WARNING", "EventRecorder"]
 
 log = logging.getLogger(__name__)
 
@@ -31,19 +31,6 @@ WARNING = "Warning"
 
 # At stop, how long Events already handed over may still take to be written.
 STOP_GRACE_SECONDS = 2.0
-
-
-def reference(obj: KubeObject) -> core_v1.ObjectReference:
-    """`ref.GetReference`: what an Event about `obj` names as its involved object."""
-    meta = obj.metadata
-    return core_v1.ObjectReference(
-        kind=obj.kind,
-        api_version=obj.api_version,
-        namespace=meta.namespace,
-        name=meta.name,
-        uid=meta.uid,
-        resource_version=meta.resource_version,
-    )
 
 
 class EventRecorder:
@@ -59,7 +46,7 @@ class EventRecorder:
 
     def event(self, obj: KubeObject, event_type: str, reason: str, message: str) -> None:
         """Record an Event about `obj` in the background; returns at once."""
-        involved = reference(obj)
+        involved = common_events.reference(obj)
         task = asyncio.get_running_loop().create_task(
             self._record(involved, event_type, reason, message),
             name=f"event:{self.component}:{reason}:{involved.namespace}/{involved.name}",

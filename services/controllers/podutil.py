@@ -6,6 +6,9 @@ from datetime import UTC, datetime, timedelta
 
 from drasim.common.api import core_v1
 
+# One readiness rule for the controllers and the eviction subresource.
+from drasim.common.disruption import is_pod_ready as is_pod_ready
+
 TERMINAL_PHASES = ("Succeeded", "Failed")
 
 
@@ -26,11 +29,6 @@ def is_pod_active(pod: core_v1.Pod) -> bool:
 
 def ready_condition(pod: core_v1.Pod) -> core_v1.PodCondition | None:
     return next((c for c in pod.status.conditions if c.type == "Ready"), None)
-
-
-def is_pod_ready(pod: core_v1.Pod) -> bool:
-    condition = ready_condition(pod)
-    return condition is not None and condition.status == "True"
 
 
 def is_pod_available(pod: core_v1.Pod, min_ready_seconds: int, now: datetime) -> bool:

@@ -448,14 +448,7 @@ async def record_event(
     """Record a Kubernetes Event about the pod, as the scheduler's event recorder does: a
     repeated one counts up on the Event already written. A failure is only logged, an
     event is never worth failing a pod for."""
-    involved = core_v1.ObjectReference(
-        kind="Pod",
-        namespace=pod.metadata.namespace,
-        name=pod.metadata.name,
-        uid=pod.metadata.uid,
-        api_version="v1",
-        resource_version=pod.metadata.resource_version,
-    )
+    involved = events.reference(pod)
     try:
         await recorder.record(involved, event_type, reason, _truncate(message), action=action)
     except errors.ApiError as err:

@@ -488,17 +488,6 @@ def _validate_label_selector(selector: LabelSelector, path: str) -> list[FieldEr
     return errs
 
 
-def _selector(selector: LabelSelector) -> labels.Selector:
-    requirements = [
-        labels.Requirement(k, "In", frozenset({v})) for k, v in selector.match_labels.items()
-    ]
-    requirements += [
-        labels.Requirement(r.key, r.operator, frozenset(r.values))
-        for r in selector.match_expressions
-    ]
-    return labels.Selector(tuple(requirements))
-
-
 # --- Resource names and quantities ----------------------------------------------------------
 
 _STANDARD_CONTAINER_RESOURCES = frozenset({"cpu", "memory", "ephemeral-storage"})
@@ -1076,7 +1065,7 @@ def _validate_workload(
         errs += _validate_label_selector(spec.selector, "spec.selector")
         if not spec.selector.match_labels and not spec.selector.match_expressions:
             errs.append(field_invalid("spec.selector", {}, f"empty selector is invalid for {kind}"))
-        elif not _selector(spec.selector).matches(template.metadata.labels):
+        elif not labels.from_label_selector(spec.selector).matches(template.metadata.labels):
             errs.append(
                 field_invalid(
                     "spec.template.metadata.labels",

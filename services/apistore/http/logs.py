@@ -20,7 +20,6 @@ import msgspec
 from aiohttp import web
 
 from drasim.apistore.http import keys
-from drasim.apistore.mutations import uid_of
 from drasim.common import client, errors
 from drasim.common.api import core_v1
 from drasim.common.container_devices import (
@@ -82,11 +81,18 @@ def _container_devices(pod: core_v1.Pod) -> dict[str, ContainerDevices]:
         return {}
 
 
+class _UidView(msgspec.Struct):
+    uid: str = ""
+
+
 class _PhaseView(msgspec.Struct):
     phase: str = ""
 
 
 class _PodView(msgspec.Struct):
+    """What `follow` reads of each pod event: whose it is and whether it ended."""
+
+    metadata: _UidView = msgspec.field(default_factory=_UidView)
     status: _PhaseView = msgspec.field(default_factory=_PhaseView)
 
 
@@ -111,9 +117,9 @@ async def follow(request: web.Request, pod: core_v1.Pod, text: str) -> web.Strea
     try:
         async with contextlib.aclosing(events):
             async for _, event in events:
-                if uid_of(event.object) != pod.metadata.uid:
-                    continue
                 view = _pod_view_decoder.decode(event.object)
+                if view.metadata.uid != pod.metadata.uid:
+                    continue
                 if event.type == "DELETED" or view.status.phase in ("Succeeded", "Failed"):
                     break
     except errors.Expired:
