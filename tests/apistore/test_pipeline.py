@@ -12,7 +12,7 @@ import pytest
 
 from drasim.apistore.core import ApiCore
 from drasim.apistore.mutations import Context
-from drasim.apistore.store import EventRow, ObjectRow, Store
+from drasim.apistore.store import BEGIN_AND_LOCK_WRITES, EventRow, ObjectRow, Store
 from drasim.common import codec, errors
 from drasim.common.api import core_v1
 from drasim.common.bus import headers, messages, subjects
@@ -116,6 +116,20 @@ async def test_failed_write_transaction_rolls_back_and_the_next_one_works(server
     assert await store.max_seq() == start
     async with store.write_transaction() as txn:
         await txn.write_batch([_event(start + 1, "z")], [], [])
+    assert await store.max_seq() == start + 1
+
+
+async def test_connection_released_inside_a_transaction_comes_back_clean(server):
+    """The pool's reset does nothing of its own (see `store._keep_session`): a connection
+    given back with an open transaction holding the write lock is still rolled back."""
+    store: Store = server.store
+    start = await store.max_seq()
+    conn = await store._pool.acquire()
+    await conn.execute(BEGIN_AND_LOCK_WRITES)
+    await store._pool.release(conn)
+    async with asyncio.timeout(10):  # (with the lock still held this would wait forever)
+        async with store.write_transaction() as txn:
+            await txn.write_batch([_event(start + 1, "after-release")], [], [])
     assert await store.max_seq() == start + 1
 
 
