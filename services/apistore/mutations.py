@@ -10,7 +10,7 @@ Nothing here does I/O, so the rules are tested without servers.
 from __future__ import annotations
 
 import os
-import secrets
+import random
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -63,11 +63,15 @@ def new_uid() -> str:
     return f"{h[:8]}-{h[8:12]}-4{h[13:16]}-{'89ab'[int(h[16], 16) & 3]}{h[17:20]}-{h[20:]}"
 
 
+# Names need to be unlikely to collide, not unpredictable (upstream's `utilrand.String` is
+# math/rand): a seeded PRNG, not `secrets`, which reads the OS per character.
+_name_random = random.Random(os.urandom(16))
+
+
 def generate_name(base: str) -> str:
     """`generateName` + 5 random characters from Kubernetes' alphabet (base cut to 58)."""
     suffix = "".join(
-        secrets.choice(strategy.GENERATE_NAME_ALPHABET)
-        for _ in range(strategy.GENERATE_NAME_SUFFIX_LEN)
+        _name_random.choices(strategy.GENERATE_NAME_ALPHABET, k=strategy.GENERATE_NAME_SUFFIX_LEN)
     )
     return base[: strategy.GENERATE_NAME_BASE_MAX] + suffix
 
