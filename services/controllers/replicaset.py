@@ -10,6 +10,12 @@ before fewer, ready for less time before longer, more restarts before fewer, new
 older. Status (replicas, fullyLabeledReplicas, readyReplicas, availableReplicas,
 observedGeneration) is written through the status subresource.
 
+A sync does not walk the set's pods: `owners.PodOwnerIndex` keeps the counts the status
+reports current as pod events arrive, so a sync costs the same for 3 pods or 10,000. It
+walks them only to pick the pods a scale-down deletes, to recount fullyLabeledReplicas
+after the template's labels changed, and, with `minReadySeconds` > 0, to see which ready
+pods have become available (a matter of time, not of events).
+
 Each pod written is an Event on the ReplicaSet, as upstream's `RealPodControl` records
 them: `SuccessfulCreate` "Created pod: NAME", `SuccessfulDelete` "Deleted pod: NAME", and
 the Warnings `FailedCreate` "Error creating: ERROR" and `FailedDelete` "Error deleting:
@@ -22,6 +28,7 @@ import asyncio
 import logging
 from collections import Counter
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
@@ -104,6 +111,40 @@ def _newest_first(when: datetime | None) -> float:
     return -when.timestamp() if when is not None else float("-inf")
 
 
+@dataclass(frozen=True, slots=True)
+class PodCounts:
+    """A ReplicaSet's active pods as one sync counts them. Upstream lists the pods once per
+    sync and both manages the replicas and computes the status from that list, though pod
+    events arrive meanwhile; so these are taken once, at the start."""
+
+    replicas: int
+    fully_labeled_replicas: int
+    ready_replicas: int
+    available_replicas: int  # with minReadySeconds 0
+    # With minReadySeconds > 0: the ready pods, whose availability depends on the time.
+    ready: tuple[core_v1.Pod, ...] = ()
+
+
+def calculate_status(
+    rs: apps_v1.ReplicaSet, counts: PodCounts, now: datetime
+) -> apps_v1.ReplicaSetStatus:
+    """Upstream `calculateStatus`: the status `counts` make, at `now`."""
+    min_ready = rs.spec.min_ready_seconds
+    available = (
+        sum(podutil.is_pod_available(p, min_ready, now) for p in counts.ready)
+        if min_ready
+        else counts.available_replicas
+    )
+    return apps_v1.ReplicaSetStatus(
+        replicas=counts.replicas,
+        fully_labeled_replicas=counts.fully_labeled_replicas,
+        ready_replicas=counts.ready_replicas,
+        available_replicas=available,
+        observed_generation=rs.metadata.generation,
+        conditions=rs.status.conditions,
+    )
+
+
 async def slow_start_batch(count: int, call: Callable[[], Awaitable[object]]) -> None:
     """`controller.slowStartBatch`: `call` `count` times in batches of 1, 2, 4, ...
 
@@ -136,7 +177,7 @@ class ReplicaSetController:
         self.pods = pods
         self.replica_sets = replica_sets
         self.queue: WorkQueue[Key] = WorkQueue("replicaset", self.sync, concurrency=concurrency)
-        self._pods_by_owner = owners.OwnerIndex(kind="ReplicaSet", api_version="apps/v1")
+        self._pods_by_owner = owners.PodOwnerIndex(kind="ReplicaSet", api_version="apps/v1")
         self._pods_by_owner.attach(pods)
         # Upstream's "expectations": the resourceVersion of this controller's last pod write
         # per ReplicaSet. Until the pod cache has seen it, a sync would count stale pods and
@@ -178,18 +219,37 @@ class ReplicaSetController:
             return
         if self.pods.resource_version < self._written.get(key, 0):
             return
-        owned = (self.pods.cache.get(k) for k in self._pods_by_owner.keys(rs.metadata.uid))
-        active = [p for p in owned if p is not None and podutil.is_pod_active(p)]
+        counts = self.count_pods(rs)
         try:
             if rs.metadata.deletion_timestamp is None:
-                await self._manage_replicas(key, rs, active)
+                await self._manage_replicas(key, rs, counts)
         finally:
-            await self._update_status(key, rs, active)
+            await self._update_status(key, rs, counts)
 
-    async def _manage_replicas(
-        self, key: Key, rs: apps_v1.ReplicaSet, active: list[core_v1.Pod]
-    ) -> None:
-        diff = len(active) - replicas(rs.spec)
+    def count_pods(self, rs: apps_v1.ReplicaSet) -> PodCounts:
+        """The set's active pods, counted from the index (no walk over them but the
+        fallbacks the module docstring names)."""
+        uid = rs.metadata.uid
+        active = self._pods_by_owner.active(uid)
+        template = labels.from_match_labels(rs.spec.template.metadata.labels)
+        ready: tuple[core_v1.Pod, ...] = ()
+        if rs.spec.min_ready_seconds:
+            ready = tuple(p for k in active.ready if (p := self.pods.cache.get(k)) is not None)
+        return PodCounts(
+            replicas=len(active.active),
+            fully_labeled_replicas=self._pods_by_owner.fully_labeled(uid, template),
+            ready_replicas=len(active.ready),
+            available_replicas=len(active.available),
+            ready=ready,
+        )
+
+    def active_pods(self, rs: apps_v1.ReplicaSet) -> list[core_v1.Pod]:
+        """The set's active pods (a walk: only a scale-down needs them)."""
+        keys = self._pods_by_owner.active_keys(rs.metadata.uid)
+        return [p for k in keys if (p := self.pods.cache.get(k)) is not None]
+
+    async def _manage_replicas(self, key: Key, rs: apps_v1.ReplicaSet, counts: PodCounts) -> None:
+        diff = counts.replicas - replicas(rs.spec)
         if diff < 0:
             want = min(-diff, BURST_REPLICAS)
             created: list[core_v1.Pod] = []
@@ -210,7 +270,8 @@ class ReplicaSetController:
             finally:
                 self._note_written(key, created)
         elif diff > 0:
-            victims = pods_to_delete(active, min(diff, BURST_REPLICAS))
+            # Before any await, so these are the pods `counts` counted.
+            victims = pods_to_delete(self.active_pods(rs), min(diff, BURST_REPLICAS))
             results = await asyncio.gather(
                 *(self._delete_pod(rs, pod) for pod in victims), return_exceptions=True
             )
@@ -238,21 +299,9 @@ class ReplicaSetController:
         if versions:
             self._written[key] = max(self._written.get(key, 0), *versions)
 
-    async def _update_status(
-        self, key: Key, rs: apps_v1.ReplicaSet, active: list[core_v1.Pod]
-    ) -> None:
-        now = podutil.now()
+    async def _update_status(self, key: Key, rs: apps_v1.ReplicaSet, counts: PodCounts) -> None:
         min_ready = rs.spec.min_ready_seconds
-        template_labels = labels.from_match_labels(rs.spec.template.metadata.labels)
-        ready = [p for p in active if podutil.is_pod_ready(p)]
-        status = apps_v1.ReplicaSetStatus(
-            replicas=len(active),
-            fully_labeled_replicas=sum(template_labels.matches(p.metadata.labels) for p in active),
-            ready_replicas=len(ready),
-            available_replicas=sum(podutil.is_pod_available(p, min_ready, now) for p in ready),
-            observed_generation=rs.metadata.generation,
-            conditions=rs.status.conditions,
-        )
+        status = calculate_status(rs, counts, podutil.now())
         if status != rs.status:
             await self.api.patch(
                 apps_v1.ReplicaSet,
