@@ -124,9 +124,13 @@ class DevicePlugin:
             ],
         )
         self._state.allocations.setdefault(pod_uid, {})[container] = response
-        self._checkpoint.save(self._state)
+        # Allocate runs in the kubelet's admission, which is synchronous (pods are admitted
+        # in the order the watch shows them), so the file is written before it returns, as
+        # upstream's Allocate writes its checkpoint: blocking the event loop meanwhile.
+        self._checkpoint.save_blocking(self._state)
         return response
 
     def release(self, pod_uid: str) -> None:
+        """Written blocking too: admission releases what a pod got when it fails."""
         if self._state.allocations.pop(pod_uid, None) is not None:
-            self._checkpoint.save(self._state)
+            self._checkpoint.save_blocking(self._state)

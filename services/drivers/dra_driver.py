@@ -245,7 +245,7 @@ class DraDriver:
                 case dra_api.NodePrepareResourcesRequest():
                     response = await self.node_prepare_resources(request)
                 case dra_api.NodeUnprepareResourcesRequest():
-                    response = self.node_unprepare_resources(request)
+                    response = await self.node_unprepare_resources(request)
         except Exception as exc:  # answer at once rather than let the kubelet time out
             log.exception("%s on %s: %s failed", self.driver, self.node, type(request).__name__)
             error = f"{self.driver} on {self.node}: {exc}"
@@ -284,10 +284,10 @@ class DraDriver:
             self._add_cdi_specs(claim.uid, prepared)
             self.prepare_count += 1
             results[claim.uid] = dra_api.NodePrepareResourceResponse(devices=devices)
-        self._checkpoint.save(self._state)
+        await self._checkpoint.save(self._state)
         return dra_api.NodePrepareResourcesResponse(claims=results)
 
-    def node_unprepare_resources(
+    async def node_unprepare_resources(
         self, request: dra_api.NodeUnprepareResourcesRequest
     ) -> dra_api.NodeUnprepareResourcesResponse:
         """Idempotent: a claim this driver does not hold is already unprepared."""
@@ -297,7 +297,7 @@ class DraDriver:
                 for device in prepared.devices:
                     for cdi_id in device.cdi_device_ids:
                         self._cdi.remove(cdi_id)
-        self._checkpoint.save(self._state)
+        await self._checkpoint.save(self._state)
         return dra_api.NodeUnprepareResourcesResponse(
             claims={c.uid: dra_api.NodeUnprepareResourceResponse() for c in request.claims}
         )

@@ -126,7 +126,7 @@ class DraManager:
             if info is None or uid not in info.pod_uids or not info.is_prepared():
                 info = await self._admit_claim(pod, name, info)
             found[name] = info
-        self._save()
+        await self._save()
         by_driver: dict[str, list[ClaimInfo]] = {}
         for info in found.values():
             for driver in info.drivers:
@@ -135,20 +135,21 @@ class DraManager:
         for driver, infos in by_driver.items():
             client = dra_api.DraPluginClient(self.bus, node=self.node, driver=driver)
             response = await client.prepare([info.ref() for info in infos])
-            for info, result in self._results("NodePrepareResources", infos, response.claims):
-                info.prepared[driver] = result.devices
-            self._save()
+            try:
+                for info, result in self._results("NodePrepareResources", infos, response.claims):
+                    info.prepared[driver] = result.devices
+            finally:  # what was prepared before a failed claim is saved too
+                await self._save()
         return found
 
     def _results(
         self, operation: str, infos: list[ClaimInfo], results: Mapping[str, R]
     ) -> Iterator[tuple[ClaimInfo, R]]:
-        """Each claim's result of one driver call, in order; a missing or failed one saves
-        what was done so far and raises TemporaryError (the pod is retried)."""
+        """Each claim's result of one driver call, in order; a missing or failed one raises
+        TemporaryError (the pod is retried), once the caller has saved what was done."""
         for info in infos:
             result = results.get(info.uid)
             if result is None or result.error:
-                self._save()
                 problem = result.error if result else "no result for the claim"
                 raise TemporaryError(f"{operation} failed for ResourceClaim {info.name}: {problem}")
             yield info, result
@@ -197,7 +198,7 @@ class DraManager:
     async def _unprepare_locked(self, pod_uid: str) -> None:
         for info in self.claims_of(pod_uid):
             info.pod_uids.discard(pod_uid)
-        self._save()
+        await self._save()
         unused = [info for info in self.claims.values() if not info.pod_uids]
         by_driver: dict[str, list[ClaimInfo]] = {}
         for info in unused:
@@ -206,12 +207,16 @@ class DraManager:
         for driver, infos in by_driver.items():
             client = dra_api.DraPluginClient(self.bus, node=self.node, driver=driver)
             response = await client.unprepare([info.ref() for info in infos])
-            for info, _ in self._results("NodeUnprepareResources", infos, response.claims):
-                del info.prepared[driver]
+            try:
+                for info, _ in self._results("NodeUnprepareResources", infos, response.claims):
+                    del info.prepared[driver]
+            except TemporaryError:
+                await self._save()  # what was unprepared before the failed claim
+                raise
         for info in unused:
             if not info.prepared:
                 del self.claims[(info.namespace, info.name)]
-        self._save()
+        await self._save()
 
     async def _measured(self, operation: str, work: Awaitable[T]) -> T:
         """Await `work`, timing it as upstream times each PrepareResources and
@@ -228,5 +233,5 @@ class DraManager:
         observe(operation, False, time.perf_counter() - started)
         return result
 
-    def _save(self) -> None:
-        self._checkpoint.save(DraManagerState(claims=list(self.claims.values())))
+    async def _save(self) -> None:
+        await self._checkpoint.save(DraManagerState(claims=list(self.claims.values())))

@@ -254,9 +254,9 @@ async def test_pods_deleted_together_unprepare_each_claim_once(
     unprepared: list[str] = []
     original = driver.node_unprepare_resources
 
-    def counting(request):  # type: ignore[no-untyped-def]
+    async def counting(request):  # type: ignore[no-untyped-def]
         unprepared.extend(claim.uid for claim in request.claims)
-        return original(request)
+        return await original(request)
 
     driver.node_unprepare_resources = counting  # type: ignore[method-assign]
     claims = []

@@ -1,0 +1,257 @@
+"""Checkpoint files: saves written off the event loop, in order, atomically, newest last."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import msgspec
+import pytest
+
+from drasim.drivers import checkpoint
+from drasim.drivers.checkpoint import Checkpoint
+
+
+class State(msgspec.Struct):
+    n: int = 0
+
+
+Writes = list[int]  # the `n` of each value written, in order
+
+
+def make(path: Path | None) -> Checkpoint[State]:
+    return Checkpoint(path, State, State)
+
+
+def on_disk(path: Path) -> int:
+    return msgspec.json.decode(path.read_bytes(), type=State).n
+
+
+def names(directory: Path) -> list[str]:
+    return sorted(p.name for p in directory.iterdir())
+
+
+@pytest.fixture
+def writes(monkeypatch: pytest.MonkeyPatch) -> Writes:
+    """Record each write (in the writer thread), then do it."""
+    written: Writes = []
+    replace = checkpoint._replace
+
+    def recording(path: Path, data: bytes) -> None:
+        written.append(msgspec.json.decode(data, type=State).n)
+        replace(path, data)
+
+    monkeypatch.setattr(checkpoint, "_replace", recording)
+    return written
+
+
+def slow_writes(monkeypatch: pytest.MonkeyPatch, seconds: float) -> threading.Event:
+    """Make every write take `seconds` in its thread; the event is set once one started."""
+    started = threading.Event()
+    replace = checkpoint._replace
+
+    def slow(path: Path, data: bytes) -> None:
+        started.set()
+        time.sleep(seconds)
+        replace(path, data)
+
+    monkeypatch.setattr(checkpoint, "_replace", slow)
+    return started
+
+
+async def test_a_save_is_on_disk_when_it_returns_and_the_file_is_replaced_whole(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "node" / "plugins" / "state.json"  # directories made on first save
+    ck = make(path)
+    assert ck.load() == State()
+    await ck.save(State(n=1))
+    assert on_disk(path) == 1
+    await ck.save(State(n=2))
+    assert on_disk(path) == 2
+    assert make(path).load() == State(n=2)
+    assert names(path.parent) == ["state.json"]  # no staging file left
+
+
+async def test_a_save_writes_the_value_as_it_was_when_saved(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "state.json"
+    ck = make(path)
+    started = slow_writes(monkeypatch, 0.05)
+    value = State(n=1)
+    saving = asyncio.ensure_future(ck.save(value))
+    await asyncio.to_thread(started.wait)
+    value.n = 2  # changed while the write is in flight: the file gets what was saved
+    await saving
+    assert on_disk(path) == 1
+
+
+async def test_concurrent_saves_leave_the_newest_and_each_returns_once_covered(
+    tmp_path: Path, writes: Writes
+) -> None:
+    path = tmp_path / "state.json"
+    ck = make(path)
+    order: list[int] = []  # the values in the order they were saved
+    seen: dict[int, int] = {}  # value → what the file held when its save returned
+
+    async def save(n: int) -> None:
+        order.append(n)
+        await ck.save(State(n=n))
+        seen[n] = on_disk(path)
+
+    await asyncio.gather(*(save(n) for n in range(1, 21)))
+    assert on_disk(path) == 20
+    assert all(found >= n for n, found in seen.items()), seen
+    # The first save's write was in flight while the 19 others queued: they coalesced into
+    # one write of the newest value.
+    assert writes == [1, 20]
+
+    # Saves from several tasks, interleaved with other work: written in the order saved.
+    order.clear()
+    writes.clear()
+
+    async def saver(start: int) -> None:
+        for n in range(start, 200, 4):
+            await asyncio.sleep(0.001 * (n % 3))
+            await save(n)
+
+    await asyncio.gather(*(saver(start) for start in range(100, 104)))
+    position = {n: i for i, n in enumerate(order)}
+    assert [position[n] for n in writes] == sorted(position[n] for n in writes)
+    assert on_disk(path) == order[-1]
+    assert all(position[seen[n]] >= position[n] for n in order)
+
+
+async def test_path_none_keeps_the_state_in_memory_only(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, writes: Writes
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    ck = make(None)
+    await ck.save(State(n=1))
+    ck.save_blocking(State(n=2))
+    assert ck.load() == State()
+    assert writes == []
+    assert names(tmp_path) == []
+
+
+@pytest.mark.parametrize("save_blocking", [False, True], ids=["save", "save_blocking"])
+async def test_a_failed_write_raises_and_a_later_save_succeeds(
+    tmp_path: Path, save_blocking: bool
+) -> None:
+    in_the_way = tmp_path / "node"
+    in_the_way.write_text("a file where the node's directory goes")
+    path = in_the_way / "plugins" / "state.json"
+    ck = make(path)
+
+    async def save(n: int) -> None:
+        if save_blocking:
+            ck.save_blocking(State(n=n))
+        else:
+            await ck.save(State(n=n))
+
+    with pytest.raises(OSError):
+        await save(1)
+    with pytest.raises(OSError):  # again, while the file is in the way
+        await save(2)
+    in_the_way.unlink()
+    await save(3)
+    assert on_disk(path) == 3
+
+
+async def test_a_failed_write_fails_its_save_only(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Saves queued behind a failed write write again, and return once written."""
+    path = tmp_path / "state.json"
+    ck = make(path)
+    await ck.save(State(n=1))
+    replace = checkpoint._replace
+    failures = iter([OSError(28, "No space left on device")])
+
+    def failing_once(path: Path, data: bytes) -> None:
+        time.sleep(0.01)  # so that the other saves queue behind it
+        failure = next(failures, None)
+        if failure is not None:
+            raise failure
+        replace(path, data)
+
+    monkeypatch.setattr(checkpoint, "_replace", failing_once)
+    results = await asyncio.gather(
+        *(ck.save(State(n=n)) for n in (2, 3, 4)), return_exceptions=True
+    )
+    assert isinstance(results[0], OSError) and results[1:] == [None, None]
+    assert on_disk(path) == 4
+
+
+async def test_the_event_loop_runs_while_a_save_is_written(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "state.json"
+    ck = make(path)
+    started = slow_writes(monkeypatch, 0.5)
+    saving = asyncio.ensure_future(ck.save(State(n=1)))
+    ticks = 0
+    while not started.is_set() or ticks < 10:
+        await asyncio.sleep(0.005)
+        ticks += 1
+    # Ten ticks of this coroutine while the write sleeps in its thread.
+    assert not saving.done()
+    assert not path.exists()
+    await saving
+    assert on_disk(path) == 1
+
+
+async def test_a_blocking_save_waits_for_a_write_in_flight_and_wins(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "state.json"
+    ck = make(path)
+    started = slow_writes(monkeypatch, 0.1)
+    saving = asyncio.ensure_future(ck.save(State(n=1)))
+    await asyncio.to_thread(started.wait)
+    ck.save_blocking(State(n=2))  # blocks until the older write is done, then writes
+    assert on_disk(path) == 2
+    await saving
+    assert on_disk(path) == 2
+
+
+async def test_a_cancelled_save_never_overwrites_a_newer_one(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The cancelled save's write goes on in its thread; the next one waits for it."""
+    path = tmp_path / "state.json"
+    ck = make(path)
+    started = slow_writes(monkeypatch, 0.1)
+    saving = asyncio.ensure_future(ck.save(State(n=1)))
+    await asyncio.to_thread(started.wait)
+    saving.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await saving
+    await ck.save(State(n=2))
+    assert on_disk(path) == 2
+
+
+async def test_an_older_write_that_runs_late_is_skipped(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, writes: Writes
+) -> None:
+    """A save's write may start only after a newer save was written (its thread was busy,
+    or the newer save was a blocking one): the file keeps the newer."""
+    path = tmp_path / "state.json"
+    ck = make(path)
+    busy = threading.Event()
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        monkeypatch.setattr(checkpoint, "_WRITERS", pool)
+        pool.submit(busy.wait)
+        try:
+            saving = asyncio.ensure_future(ck.save(State(n=1)))
+            await asyncio.sleep(0.01)  # its write waits for the busy thread
+            ck.save_blocking(State(n=2))
+        finally:
+            busy.set()
+        await saving
+    assert on_disk(path) == 2
+    assert writes == [2]
