@@ -116,26 +116,24 @@ class ApiCore:
             except ValueError as exc:
                 raise errors.BadRequest("invalid continue token") from exc
             after = (ns, last)
-        rv, rows = await self.store.select_objects(
+        listed = await self.store.select_objects(
             info.plural,
             namespace=req.namespace or None if info.namespaced else None,
             node_name=node if info.plural in ("pods", "resourceslices") else None,
             name=chosen.equals("metadata.name"),
             after=after,
+            limit=req.limit,
+            keep=None if chosen.everything() else chosen.matches,
         )
-        if not chosen.everything():
-            rows = [data for data in rows if chosen.matches(data)]
-        token, remaining = "", 0
-        if req.limit and len(rows) > req.limit:
-            remaining = len(rows) - req.limit
-            rows = rows[: req.limit]
-            last = selection.view_decoder.decode(rows[-1]).metadata
-            token = base64.urlsafe_b64encode(f"{last.namespace}/{last.name}".encode()).decode()
+        token = ""
+        if listed.more is not None:
+            ns, last = listed.more
+            token = base64.urlsafe_b64encode(f"{ns}/{last}".encode()).decode()
         result = messages.ListResult(
-            resource_version=rv,
-            items=[msgspec.Raw(r) for r in rows],
+            resource_version=listed.resource_version,
+            items=[msgspec.Raw(r) for r in listed.objects],
             continue_token=token,
-            remaining=remaining,
+            remaining=listed.remaining,
         )
         return messages.encoder.encode(result)
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from datetime import datetime
 from typing import Any, NamedTuple
 
@@ -149,6 +149,17 @@ CREATE TABLE IF NOT EXISTS schema_migrations (
 INSERT_SCHEMA_VERSION = "INSERT INTO schema_migrations (version, name) VALUES ($1, $2)"
 
 Key = tuple[str, str, str]  # (resource, namespace, name)
+# Rows a list page's cursor fetches per round trip (a page with a selector may read many).
+LIST_PREFETCH = 1000
+
+
+class ListedObjects(NamedTuple):
+    """One list (or page of one) as `Store.select_objects` answers it."""
+
+    resource_version: int
+    objects: list[bytes]
+    more: tuple[str, str] | None  # (namespace, name) after which the next page starts
+    remaining: int  # objects after this page (0 when unknown)
 
 
 class EventRow(NamedTuple):
@@ -479,11 +490,17 @@ class Store:
         name: str | None = None,
         after: tuple[str, str] | None = None,
         limit: int = 0,
-    ) -> tuple[int, list[bytes]]:
-        """Objects of one resource and the resourceVersion they are consistent at.
+        keep: Callable[[bytes], bool] | None = None,
+    ) -> ListedObjects:
+        """Objects of one resource in (namespace, name) order, those `keep` accepts, and the
+        resourceVersion they are consistent at.
 
-        One REPEATABLE READ snapshot serves both queries, so the list holds exactly the
-        events up to that resourceVersion: a watch from it misses and repeats nothing.
+        One REPEATABLE READ snapshot serves every query, so the list holds exactly the
+        events up to that resourceVersion: a watch from it misses and repeats nothing. With
+        `limit`, rows stream through a cursor until `limit` are kept and one more is found
+        (so a page costs the page, not the whole table after it); then `more` is where the
+        next page starts and, without `keep`, `remaining` counts the rows after the page
+        (upstream counts `remainingItemCount` only for a list without selectors).
         """
         clauses = ["resource = $1"]
         args: list[Any] = [resource]
@@ -496,22 +513,39 @@ class Store:
         if name is not None:
             args.append(name)
             clauses.append(f"name = ${len(args)}")
+        where = " AND ".join(clauses)
         if after is not None:
             args.extend(after)
-            clauses.append(f"(namespace, name) > (${len(args) - 1}, ${len(args)})")
-        sql = f"SELECT object FROM objects WHERE {' AND '.join(clauses)} ORDER BY namespace, name"
-        if limit:
-            sql += f" LIMIT {int(limit)}"
+            where += f" AND (namespace, name) > (${len(args) - 1}, ${len(args)})"
+        sql = f"SELECT namespace, name, object FROM objects WHERE {where} ORDER BY namespace, name"
+        objects: list[bytes] = []
+        more, remaining = None, 0
         try:
             async with (
                 self._pool.acquire() as conn,
                 conn.transaction(isolation="repeatable_read", readonly=True),
             ):
                 seq = await conn.fetchval(SELECT_MAX_SEQ)
-                rows = await conn.fetch(sql, *args)
+                if not limit:
+                    rows = await conn.fetch(sql, *args)
+                    objects = [r[2] for r in rows if keep is None or keep(r[2])]
+                    return ListedObjects(seq, objects, None, 0)
+                last = ("", "")
+                async for row in conn.cursor(sql, *args, prefetch=min(limit + 1, LIST_PREFETCH)):
+                    if keep is not None and not keep(row[2]):
+                        continue
+                    if len(objects) == limit:
+                        more = last
+                        break
+                    objects.append(row[2])
+                    last = (row[0], row[1])
+                if more is not None and keep is None:
+                    count = f"SELECT count(*) FROM objects WHERE {' AND '.join(clauses)}"
+                    count += f" AND (namespace, name) > (${len(clauses) + 1}, ${len(clauses) + 2})"
+                    remaining = await conn.fetchval(count, *args[: len(clauses)], *more)
         except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError) as exc:
             raise _translate(exc) from exc
-        return seq, [r[0] for r in rows]
+        return ListedObjects(seq, objects, more, remaining)
 
     async def select_written_before(
         self, resource: str, before: datetime, *, limit: int = 1000

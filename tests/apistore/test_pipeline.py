@@ -51,7 +51,7 @@ async def test_write_batch_inserts_upserts_and_deletes_in_one_statement(server):
         )
     assert await store.select_object(*keys[0]) is None
     assert await store.select_object(*keys[1]) == b'{"b":2}'
-    _, on_n2 = await store.select_objects("pods", node_name="n2")
+    on_n2 = (await store.select_objects("pods", node_name="n2")).objects
     assert on_n2 == [b'{"b":2}']
     assert [e.seq for e in await store.select_events_after(start)] == [
         start + 1,
@@ -59,6 +59,35 @@ async def test_write_batch_inserts_upserts_and_deletes_in_one_statement(server):
         start + 3,
         start + 4,
     ]
+
+
+async def test_list_pages_read_their_page_not_the_rest(server):
+    """Pages stream through a cursor: every object once, in order, with and without a
+    filter; `remaining` counted only without one."""
+    store: Store = server.store
+    start = await store.max_seq()
+    names = [f"page-{i:03}" for i in range(25)]
+    rows = [ObjectRow("pods", "pg", n, f"uid-{n}", start + 1, "", [], n.encode()) for n in names]
+    async with store.write_transaction() as txn:
+        await txn.write_batch([_event(start + 1, "pages")], rows, [])
+    even = {n.encode() for n in names[::2]}
+    for keep, want in ((None, names), (even.__contains__, names[::2])):
+        seen, after, pages = [], None, 0
+        while True:
+            listed = await store.select_objects(
+                "pods", namespace="pg", after=after, limit=4, keep=keep
+            )
+            seen += [o.decode() for o in listed.objects]
+            pages += 1
+            if listed.more is None:
+                assert listed.remaining == 0
+                break
+            assert listed.more == ("pg", seen[-1])
+            assert listed.remaining == (len(want) - len(seen) if keep is None else 0)
+            after = listed.more
+        assert seen == want and pages == -(-len(want) // 4)
+    everything = await store.select_objects("pods", namespace="pg", keep=even.__contains__)
+    assert [o.decode() for o in everything.objects] == names[::2] and everything.more is None
 
 
 async def test_guarded_write_writes_only_after_the_expected_event(server):
