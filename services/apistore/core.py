@@ -25,6 +25,8 @@ from drasim.common.bus import messages
 log = logging.getLogger(__name__)
 
 MAX_BATCH = 512
+# What a list answer holds besides its items (resourceVersion, continue token, counts).
+LIST_ENVELOPE_BYTES = 2048
 
 
 class ApiCore:
@@ -73,12 +75,17 @@ class ApiCore:
         queued, self._queue = self._queue, []
         _fail(queued, errors.ServiceUnavailable("apistore is shutting down"))
 
-    async def handle(self, req: messages.Request, ctx: Context) -> bytes:
-        """Serve one request; returns the answer's JSON or raises an `ApiError`."""
+    async def handle(
+        self, req: messages.Request, ctx: Context, *, max_bytes: int | None = None
+    ) -> bytes:
+        """Serve one request; returns the answer's JSON or raises an `ApiError`.
+
+        `max_bytes`: what the front door can carry in one answer (NATS' max payload); a
+        list page ends early to fit, with a continue token for the rest."""
         if isinstance(req, messages.Get):
             return await self.get(req)
         if isinstance(req, messages.List):
-            return await self.list(req)
+            return await self.list(req, max_bytes=max_bytes)
         if isinstance(req, messages.EventLog):
             return await self.event_log(req)
         return await self.submit(req, ctx)
@@ -105,7 +112,7 @@ class ApiCore:
             )
         return data
 
-    async def list(self, req: messages.List) -> bytes:
+    async def list(self, req: messages.List, *, max_bytes: int | None = None) -> bytes:
         info = mutations.resource_info(req.resource)
         chosen = selection.Selection(info.plural, req.label_selector, req.field_selector)
         node = chosen.equals("spec.nodeName")
@@ -124,6 +131,7 @@ class ApiCore:
             after=after,
             limit=req.limit,
             keep=None if chosen.everything() else chosen.matches,
+            max_bytes=None if max_bytes is None else max_bytes - LIST_ENVELOPE_BYTES,
         )
         token = ""
         if listed.more is not None:

@@ -49,6 +49,13 @@ def _error_reply(exc: BaseException) -> tuple[bytes, dict[str, str]]:
     }
 
 
+def _too_large(size: int, max_payload: int) -> errors.ApiError:
+    """An answer NATS cannot carry is answered with this, not left to time out."""
+    return errors.InternalError(
+        f"the answer ({size} bytes) exceeds the bus's maximum payload ({max_payload} bytes)"
+    )
+
+
 class NatsApi:
     def __init__(
         self, core: ApiCore, bus: Bus, *, request_metrics: RequestMetrics | None = None
@@ -112,7 +119,9 @@ class NatsApi:
         self, reply: str, req: messages.Request, ctx: Context, span: Span | None, started: float
     ) -> None:
         try:
-            body = await self._core.handle(req, ctx)
+            body = await self._core.handle(
+                req, ctx, max_bytes=self._bus.nc.max_payload - _FRAME_SLACK
+            )
         except Exception as exc:
             spans.end_request(span, req, error=exc)
             if self._metrics is not None:
@@ -183,7 +192,9 @@ class NatsApi:
                 replies, self._replies = self._replies, []
                 frames = []
                 for reply, body, hdrs in replies:
-                    if hdrs is None and len(body) + _FRAME_SLACK <= nc.max_payload:
+                    if len(body) + _FRAME_SLACK > nc.max_payload:
+                        body, hdrs = _error_reply(_too_large(len(body), nc.max_payload))
+                    if hdrs is None:
                         frames.append(b"PUB %s %d\r\n%s\r\n" % (reply.encode(), len(body), body))
                         continue
                     try:

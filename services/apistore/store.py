@@ -491,6 +491,7 @@ class Store:
         after: tuple[str, str] | None = None,
         limit: int = 0,
         keep: Callable[[bytes], bool] | None = None,
+        max_bytes: int | None = None,
     ) -> ListedObjects:
         """Objects of one resource in (namespace, name) order, those `keep` accepts, and the
         resourceVersion they are consistent at.
@@ -500,7 +501,9 @@ class Store:
         `limit`, rows stream through a cursor until `limit` are kept and one more is found
         (so a page costs the page, not the whole table after it); then `more` is where the
         next page starts and, without `keep`, `remaining` counts the rows after the page
-        (upstream counts `remainingItemCount` only for a list without selectors).
+        (upstream counts `remainingItemCount` only for a list without selectors). A page
+        also ends before its objects (and a byte each between them) pass `max_bytes`, if
+        given: it then holds at least one object.
         """
         clauses = ["resource = $1"]
         args: list[Any] = [resource]
@@ -526,15 +529,19 @@ class Store:
                 conn.transaction(isolation="repeatable_read", readonly=True),
             ):
                 seq = await conn.fetchval(SELECT_MAX_SEQ)
-                if not limit:
+                if not limit and max_bytes is None:
                     rows = await conn.fetch(sql, *args)
                     objects = [r[2] for r in rows if keep is None or keep(r[2])]
                     return ListedObjects(seq, objects, None, 0)
-                last = ("", "")
-                async for row in conn.cursor(sql, *args, prefetch=min(limit + 1, LIST_PREFETCH)):
+                last, size = ("", ""), 0
+                prefetch = min(limit + 1, LIST_PREFETCH) if limit else LIST_PREFETCH
+                async for row in conn.cursor(sql, *args, prefetch=prefetch):
                     if keep is not None and not keep(row[2]):
                         continue
-                    if len(objects) == limit:
+                    size += len(row[2]) + 1
+                    if (limit and len(objects) == limit) or (
+                        objects and max_bytes is not None and size > max_bytes
+                    ):
                         more = last
                         break
                     objects.append(row[2])

@@ -90,6 +90,40 @@ async def test_list_pages_read_their_page_not_the_rest(server):
     assert [o.decode() for o in everything.objects] == names[::2] and everything.more is None
 
 
+async def test_list_pages_end_before_they_outgrow_max_bytes(server):
+    store: Store = server.store
+    start = await store.max_seq()
+    rows = [
+        ObjectRow("pods", "big", f"b{i}", f"uid-b{i}", start + 1, "", [], b"x" * 100)
+        for i in range(5)
+    ]
+    async with store.write_transaction() as txn:
+        await txn.write_batch([_event(start + 1, "big")], rows, [])
+    page = await store.select_objects("pods", namespace="big", max_bytes=350)
+    assert len(page.objects) == 3 and page.more == ("big", "b2") and page.remaining == 2
+    # A page holds one object even if that alone is more.
+    one = await store.select_objects("pods", namespace="big", limit=4, max_bytes=10)
+    assert len(one.objects) == 1 and one.more == ("big", "b0")
+
+
+async def test_a_list_bigger_than_one_nats_message_comes_in_pages(server, api, bus):
+    """Every page fits the bus's maximum payload (1 MB): a page of 500 pods with their
+    status is more, and its answer used to be dropped (the client timed out)."""
+    await api.create(codec.convert({"metadata": {"name": "wide"}}, core_v1.Namespace))
+    names = [f"wide-{i:02}" for i in range(25)]  # 2.5 MB in all
+    for name in names:
+        pod = make_pod(name, namespace="wide").dict()
+        pod["metadata"]["annotations"] = {"filler": "x" * 100_000}
+        await api.create(codec.convert(pod, core_v1.Pod))
+    pods, _ = await api.list(core_v1.Pod, namespace="wide")
+    assert [p.metadata.name for p in pods] == names
+    first = messages.list_result_decoder.decode(
+        await api.request(messages.List(resource="pods", namespace="wide", limit=500))
+    )
+    assert 0 < len(first.items) < 25 and first.continue_token and first.remaining > 0
+    assert sum(len(i) for i in first.items) <= bus.nc.max_payload
+
+
 async def test_guarded_write_writes_only_after_the_expected_event(server):
     store: Store = server.store
     start = await store.max_seq()
