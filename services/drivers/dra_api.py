@@ -135,7 +135,7 @@ class DraPluginClient:
             span.set_attribute("drasim.driver", self.driver)
             span.set_attribute("drasim.claims", [c.name for c in request.claims])
         try:
-            msg = await self._bus.nc.request(
+            msg = await self._bus.request(
                 self._subject,
                 encode(request),
                 timeout=TIMEOUT,
