@@ -62,8 +62,8 @@ class Checkpoint(Generic[T]):
         # One write in flight per file: the event loop's saves take turns here, so that
         # they do not hold writer threads waiting on `_file_lock`.
         self._turn = asyncio.Lock()
-        # ... and `_write` holds this, for a blocking save, or a write that goes on after
-        # the save awaiting it was cancelled.
+        # ... and `_write` holds this: the write of a cancelled save goes on in its thread
+        # while the next save's write may start in another.
         self._file_lock = threading.Lock()
 
     def load(self) -> T:
@@ -96,17 +96,6 @@ class Checkpoint(Generic[T]):
             await loop.run_in_executor(_WRITERS, self._write, data, newest)
             self._written_all()
 
-    def save_blocking(self, value: T) -> None:
-        """`save` for a caller that cannot await: writes on the calling thread (the event
-        loop's), blocking it for the write and for a write of this file in flight."""
-        if self.path is None:
-            return
-        number = self._stage(value)
-        data = self._pending
-        assert data is not None
-        self._write(data, number)
-        self._written_all()
-
     def _stage(self, value: T) -> int:
         self._pending = msgspec.json.encode(value)
         self._saved += 1
@@ -118,7 +107,7 @@ class Checkpoint(Generic[T]):
 
     def _write(self, data: bytes, number: int) -> None:
         """Replace the file with `data`, the bytes of save `number`, unless a newer save
-        is already written. Runs in a writer thread, or blocking in `save_blocking`."""
+        is already written. Runs in a writer thread."""
         assert self.path is not None
         with self._file_lock:
             if number <= self._written:

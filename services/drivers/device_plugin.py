@@ -58,6 +58,7 @@ class DevicePlugin:
             checkpoint_path, DevicePluginCheckpoint, DevicePluginCheckpoint
         )
         self._state = self._checkpoint.load()
+        self._unsaved = False  # allocations changed since the last `save`
         self._env_name = re.sub(r"[^A-Za-z0-9]", "_", resource_name).upper() + "_VISIBLE_DEVICES"
         self._serving = True
         probe.watch(self._on_device_health)
@@ -124,13 +125,26 @@ class DevicePlugin:
             ],
         )
         self._state.allocations.setdefault(pod_uid, {})[container] = response
-        # Allocate runs in the kubelet's admission, which is synchronous (pods are admitted
-        # in the order the watch shows them), so the file is written before it returns, as
-        # upstream's Allocate writes its checkpoint: blocking the event loop meanwhile.
-        self._checkpoint.save_blocking(self._state)
+        self._unsaved = True
         return response
 
     def release(self, pod_uid: str) -> None:
-        """Written blocking too: admission releases what a pod got when it fails."""
         if self._state.allocations.pop(pod_uid, None) is not None:
-            self._checkpoint.save_blocking(self._state)
+            self._unsaved = True
+
+    async def save(self) -> None:
+        """Write the allocations to the checkpoint if they changed since the last save.
+
+        Allocate runs in the kubelet's admission, which is synchronous (pods are admitted in
+        the order the watch shows them), so it only records; the kubelet saves before the
+        pod's containers start, and after a release. An allocation a crash loses before
+        that was seen by no container: the restarted kubelet admits the pod again.
+        """
+        if not self._unsaved:
+            return
+        self._unsaved = False
+        try:
+            await self._checkpoint.save(self._state)
+        except BaseException:
+            self._unsaved = True
+            raise

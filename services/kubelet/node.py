@@ -482,6 +482,8 @@ class NodeAgent:
                 pod, "FailedPrepareDynamicResources", f"Failed to prepare dynamic resources: {exc}"
             )
             raise
+        for plugin in self.plugins.values():
+            await plugin.save()  # what Allocate gave the pod, on disk before it starts
         await self._start(pod, record, assigned)
 
     async def _prepare_resources(self, pod: core_v1.Pod) -> dict[str, Any]:
@@ -573,4 +575,5 @@ class NodeAgent:
         self.events.forget(uid)
         for plugin in self.plugins.values():
             plugin.release(uid)
+            await plugin.save()
         await self.dra.unprepare(uid)

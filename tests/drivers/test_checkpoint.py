@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import Any
 
 import msgspec
 import pytest
@@ -132,26 +133,20 @@ async def test_path_none_keeps_the_state_in_memory_only(
     monkeypatch.chdir(tmp_path)
     ck = make(None)
     await ck.save(State(n=1))
-    ck.save_blocking(State(n=2))
+    await ck.save(State(n=2))
     assert ck.load() == State()
     assert writes == []
     assert names(tmp_path) == []
 
 
-@pytest.mark.parametrize("save_blocking", [False, True], ids=["save", "save_blocking"])
-async def test_a_failed_write_raises_and_a_later_save_succeeds(
-    tmp_path: Path, save_blocking: bool
-) -> None:
+async def test_a_failed_write_raises_and_a_later_save_succeeds(tmp_path: Path) -> None:
     in_the_way = tmp_path / "node"
     in_the_way.write_text("a file where the node's directory goes")
     path = in_the_way / "plugins" / "state.json"
     ck = make(path)
 
     async def save(n: int) -> None:
-        if save_blocking:
-            ck.save_blocking(State(n=n))
-        else:
-            await ck.save(State(n=n))
+        await ck.save(State(n=n))
 
     with pytest.raises(OSError):
         await save(1)
@@ -205,20 +200,6 @@ async def test_the_event_loop_runs_while_a_save_is_written(
     assert on_disk(path) == 1
 
 
-async def test_a_blocking_save_waits_for_a_write_in_flight_and_wins(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    path = tmp_path / "state.json"
-    ck = make(path)
-    started = slow_writes(monkeypatch, 0.1)
-    saving = asyncio.ensure_future(ck.save(State(n=1)))
-    await asyncio.to_thread(started.wait)
-    ck.save_blocking(State(n=2))  # blocks until the older write is done, then writes
-    assert on_disk(path) == 2
-    await saving
-    assert on_disk(path) == 2
-
-
 async def test_a_cancelled_save_never_overwrites_a_newer_one(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -235,23 +216,54 @@ async def test_a_cancelled_save_never_overwrites_a_newer_one(
     assert on_disk(path) == 2
 
 
+class HeldWrites(concurrent.futures.Executor):
+    """Writes held until the test runs them, in any order (a thread pool's threads may
+    take the file's lock in either order)."""
+
+    def __init__(self) -> None:
+        self.held: list[tuple[Any, tuple[Any, ...], concurrent.futures.Future[Any]]] = []
+        self._submitted = asyncio.Event()  # (the loop's thread submits)
+
+    def submit(self, fn: Any, /, *args: Any, **kwargs: Any) -> concurrent.futures.Future[Any]:
+        future: concurrent.futures.Future[Any] = concurrent.futures.Future()
+        self.held.append((fn, args, future))
+        self._submitted.set()
+        return future
+
+    async def until_held(self, count: int) -> None:
+        while len(self.held) < count:
+            self._submitted.clear()
+            await self._submitted.wait()
+
+    def start(self, i: int) -> None:
+        assert self.held[i][2].set_running_or_notify_cancel()  # as a thread that took it
+
+    def finish(self, i: int) -> None:
+        fn, args, future = self.held[i]
+        if not future.running():
+            self.start(i)
+        future.set_result(fn(*args))
+
+
 async def test_an_older_write_that_runs_late_is_skipped(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, writes: Writes
 ) -> None:
-    """A save's write may start only after a newer save was written (its thread was busy,
-    or the newer save was a blocking one): the file keeps the newer."""
+    """A cancelled save's write that already started goes on; the next save's write may
+    take the file's lock first: the older one then writes nothing."""
     path = tmp_path / "state.json"
     ck = make(path)
-    busy = threading.Event()
-    with ThreadPoolExecutor(max_workers=1) as pool:
-        monkeypatch.setattr(checkpoint, "_WRITERS", pool)
-        pool.submit(busy.wait)
-        try:
-            saving = asyncio.ensure_future(ck.save(State(n=1)))
-            await asyncio.sleep(0.01)  # its write waits for the busy thread
-            ck.save_blocking(State(n=2))
-        finally:
-            busy.set()
-        await saving
+    pool = HeldWrites()
+    monkeypatch.setattr(checkpoint, "_WRITERS", pool)
+    first = asyncio.ensure_future(ck.save(State(n=1)))
+    await pool.until_held(1)
+    pool.start(0)
+    first.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await first
+    second = asyncio.ensure_future(ck.save(State(n=2)))
+    await pool.until_held(2)
+    pool.finish(1)
+    await second
+    pool.finish(0)  # the first save's write, late
     assert on_disk(path) == 2
     assert writes == [2]

@@ -53,12 +53,14 @@ def test_an_unhealthy_device_lowers_allocatable_and_is_never_handed_out(
     assert changes == [1]
 
 
-def test_allocations_survive_a_restart_through_the_checkpoint(
+async def test_allocations_survive_a_restart_through_the_checkpoint(
     gpu2: EmulatedProbe, tmp_path: Path
 ) -> None:
     path = tmp_path / "device-plugins" / "example.com_gpu.json"
     plugin, _ = make_plugin(gpu2, path)
     given = plugin.allocate("pod-a", "con0", 1)
+    assert not path.exists()  # Allocate records; the kubelet saves before the pod starts
+    await plugin.save()
 
     restarted, _ = make_plugin(gpu2, path)
     assert restarted.allocated("pod-a") == {"con0": given}
