@@ -497,8 +497,8 @@ class Store:
         resourceVersion they are consistent at.
 
         One REPEATABLE READ snapshot serves every query, so the list holds exactly the
-        events up to that resourceVersion: a watch from it misses and repeats nothing. With
-        `limit`, rows stream through a cursor until `limit` are kept and one more is found
+        events up to that resourceVersion: a watch from it misses and repeats nothing. Rows
+        stream through a cursor; with `limit`, until `limit` are kept and one more is found
         (so a page costs the page, not the whole table after it); then `more` is where the
         next page starts and, without `keep`, `remaining` counts the rows after the page
         (upstream counts `remainingItemCount` only for a list without selectors). A page
@@ -516,7 +516,8 @@ class Store:
         if name is not None:
             args.append(name)
             clauses.append(f"name = ${len(args)}")
-        where = " AND ".join(clauses)
+        matching = " AND ".join(clauses)
+        where = matching
         if after is not None:
             args.extend(after)
             where += f" AND (namespace, name) > (${len(args) - 1}, ${len(args)})"
@@ -529,10 +530,6 @@ class Store:
                 conn.transaction(isolation="repeatable_read", readonly=True),
             ):
                 seq = await conn.fetchval(SELECT_MAX_SEQ)
-                if not limit and max_bytes is None:
-                    rows = await conn.fetch(sql, *args)
-                    objects = [r[2] for r in rows if keep is None or keep(r[2])]
-                    return ListedObjects(seq, objects, None, 0)
                 last, size = ("", ""), 0
                 prefetch = min(limit + 1, LIST_PREFETCH) if limit else LIST_PREFETCH
                 async for row in conn.cursor(sql, *args, prefetch=prefetch):
@@ -547,9 +544,10 @@ class Store:
                     objects.append(row[2])
                     last = (row[0], row[1])
                 if more is not None and keep is None:
-                    count = f"SELECT count(*) FROM objects WHERE {' AND '.join(clauses)}"
-                    count += f" AND (namespace, name) > (${len(clauses) + 1}, ${len(clauses) + 2})"
-                    remaining = await conn.fetchval(count, *args[: len(clauses)], *more)
+                    n = len(clauses)  # (one argument each)
+                    count = f"SELECT count(*) FROM objects WHERE {matching}"
+                    count += f" AND (namespace, name) > (${n + 1}, ${n + 2})"
+                    remaining = await conn.fetchval(count, *args[:n], *more)
         except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError) as exc:
             raise _translate(exc) from exc
         return ListedObjects(seq, objects, more, remaining)

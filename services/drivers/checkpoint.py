@@ -86,7 +86,9 @@ class Checkpoint(Generic[T]):
         """
         if self.path is None:
             return
-        number = self._stage(value)
+        self._pending = msgspec.json.encode(value)
+        self._saved += 1
+        number = self._saved
         async with self._turn:
             if self._written >= number:
                 return  # a write that took newer bytes while this save waited its turn
@@ -94,16 +96,8 @@ class Checkpoint(Generic[T]):
             assert data is not None  # kept until `_written` reaches `_saved`
             loop = asyncio.get_running_loop()
             await loop.run_in_executor(_WRITERS, self._write, data, newest)
-            self._written_all()
-
-    def _stage(self, value: T) -> int:
-        self._pending = msgspec.json.encode(value)
-        self._saved += 1
-        return self._saved
-
-    def _written_all(self) -> None:
-        if self._written >= self._saved:
-            self._pending = None  # no save is waiting for it
+            if self._written >= self._saved:
+                self._pending = None  # no save is waiting for it
 
     def _write(self, data: bytes, number: int) -> None:
         """Replace the file with `data`, the bytes of save `number`, unless a newer save
