@@ -562,7 +562,7 @@ def pod_scheduling_properties_change(new: core_v1.Pod, old: core_v1.Pod) -> list
 
 def _requests_decreased(new: core_v1.Pod, old: core_v1.Pod) -> bool:
     """A bound pod resized down frees resources (upstream `extractPodScaleDown`)."""
-    if not new.spec.node_name:
+    if not new.spec.node_name or resources.same_request_inputs(new, old):
         return False
     before, after = resources.pod_requests(old), resources.pod_requests(new)
     return any(after.get(name, Quantity()) < quantity for name, quantity in before.items())

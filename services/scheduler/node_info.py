@@ -214,11 +214,12 @@ class NodeInfo:
         False (and changes nothing) when the caller must remove and add instead."""
         if new.metadata.labels != old.metadata.labels:
             return False
-        request = pod_resource_request(new)
         key = _pod_key(old)
         for i, existing in enumerate(self.pods):
             if _pod_key(existing) == key:
-                if self.pod_requests[i] != request:
+                if not resources.same_request_inputs(existing, new) and self.pod_requests[
+                    i
+                ] != pod_resource_request(new):
                     return False
                 self.pods[i] = new
                 return True

@@ -170,6 +170,7 @@ class SchedulingQueue:
             for plugin, registrations in events_to_register.items()
             for registered in registrations
         ]
+        self._interest: dict[ClusterEvent, bool] = {}
         self._clock = clock
         self._pod_initial_backoff = pod_initial_backoff
         self._pod_max_backoff = pod_max_backoff
@@ -379,9 +380,15 @@ class SchedulingQueue:
             self._in_flight_events.append(_InFlightEvent(next(self._seqs), event, old, new))
 
     def _is_event_of_interest(self, event: ClusterEvent) -> bool:
-        return event.resource == framework.EventResource.WILDCARD or any(
-            _match(registered, event) for registered, _, _ in self._hints
-        )
+        """Whether any plugin registered for the event; asked on every informer event, so
+        answered once per kind of event."""
+        known = self._interest.get(event)
+        if known is None:
+            known = event.resource == framework.EventResource.WILDCARD or any(
+                _match(registered, event) for registered, _, _ in self._hints
+            )
+            self._interest[event] = known
+        return known
 
     def _move_pods_to_active_or_backoff_queue(
         self, pods: Sequence[QueuedPodInfo], event: ClusterEvent, old: Any, new: Any

@@ -19,6 +19,7 @@ __all__ = [
     "is_native_resource",
     "is_restartable_init_container",
     "pod_requests",
+    "same_request_inputs",
 ]
 
 # Every DeviceClass `C` can be requested as `deviceclass.resource.kubernetes.io/C` (spec §2.1).
@@ -96,6 +97,17 @@ def pod_requests(pod: core_v1.Pod) -> dict[str, Quantity]:
     _max(requests, init_peak)
     _add(requests, pod.spec.overhead)
     return requests
+
+
+def same_request_inputs(a: core_v1.Pod, b: core_v1.Pod) -> bool:
+    """Whether `pod_requests` reads the same fields of both pods, so their requests are
+    equal without the arithmetic: a comparison of structs, which status updates (most pod
+    events) pass."""
+    return (
+        a.spec.containers == b.spec.containers
+        and a.spec.init_containers == b.spec.init_containers
+        and a.spec.overhead == b.spec.overhead
+    )
 
 
 def _add(total: dict[str, Quantity], more: Mapping[str, Quantity]) -> None:

@@ -169,3 +169,23 @@ def test_restartable_init_container() -> None:
         True,
         False,
     ]
+
+
+def test_same_request_inputs() -> None:
+    """Equal inputs of `pod_requests` (the fields it reads) mean equal requests; a change of
+    any of them counts, other fields do not."""
+    base = _pod([_container("c", {"cpu": "1"})], [_container("i", {"cpu": "500m"})])
+    running = _pod([_container("c", {"cpu": "1"})], [_container("i", {"cpu": "500m"})])
+    running.status.phase = "Running"
+    running.spec.node_name = "worker"
+    assert resources.same_request_inputs(base, running)
+    changed = [
+        _pod([_container("c", {"cpu": "2"})], [_container("i", {"cpu": "500m"})]),
+        _pod([_container("c", {"cpu": "1"})], [_sidecar("i", {"cpu": "500m"})]),
+        _pod(
+            [_container("c", {"cpu": "1"})], [_container("i", {"cpu": "500m"})], overhead={"cpu": "1"}
+        ),
+    ]
+    for other in changed:
+        assert not resources.same_request_inputs(base, other)
+        assert resources.pod_requests(base) != resources.pod_requests(other)
