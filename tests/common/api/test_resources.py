@@ -174,17 +174,16 @@ def test_restartable_init_container() -> None:
 def test_same_request_inputs() -> None:
     """Equal inputs of `pod_requests` (the fields it reads) mean equal requests; a change of
     any of them counts, other fields do not."""
-    base = _pod([_container("c", {"cpu": "1"})], [_container("i", {"cpu": "500m"})])
-    running = _pod([_container("c", {"cpu": "1"})], [_container("i", {"cpu": "500m"})])
+    init = [_container("i", {"cpu": "500m"})]
+    base = _pod([_container("c", {"cpu": "1"})], init)
+    running = _pod([_container("c", {"cpu": "1"})], init)
     running.status.phase = "Running"
     running.spec.node_name = "worker"
     assert resources.same_request_inputs(base, running)
     changed = [
-        _pod([_container("c", {"cpu": "2"})], [_container("i", {"cpu": "500m"})]),
+        _pod([_container("c", {"cpu": "2"})], init),
         _pod([_container("c", {"cpu": "1"})], [_sidecar("i", {"cpu": "500m"})]),
-        _pod(
-            [_container("c", {"cpu": "1"})], [_container("i", {"cpu": "500m"})], overhead={"cpu": "1"}
-        ),
+        _pod([_container("c", {"cpu": "1"})], init, overhead={"cpu": "1"}),
     ]
     for other in changed:
         assert not resources.same_request_inputs(base, other)
