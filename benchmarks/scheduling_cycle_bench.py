@@ -1,7 +1,7 @@
 """Scheduling-cycle benchmark: the scheduler's own CPU per pod, without NATS or Postgres.
 
     python benchmarks/scheduling_cycle_bench.py [--nodes 500] [--classes 25] [--pods 5000]
-        [--device-plugin] [--profile out.prof] [--json FILE]
+        [--device-plugin | --mixed] [--profile out.prof] [--json FILE]
 
 Builds the shape of `ExtendedResource_25Classes/5000pods_500nodes` in memory (nodes with
 cpu 4, memory 32Gi, pods 110, one ResourceSlice of 10 devices each, classes mapping
@@ -35,10 +35,12 @@ from drasim.scheduler.server import new_default_framework
 DRIVER = "test-driver.cdi.k8s.io"
 
 
-def make_node(i: int, device_plugin: bool, classes: int) -> core_v1.Node:
+def make_node(
+    i: int, device_plugin: bool, classes: int, resource: str = "foo.com/bar-", count: int = 10
+) -> core_v1.Node:
     resources = {"cpu": "4", "memory": "32Gi", "pods": "110"}
     if device_plugin:
-        resources[f"foo.com/bar-{i % classes}"] = "10"
+        resources[f"{resource}{i % classes}"] = str(count)
     return codec.convert(
         {
             "metadata": {"name": f"scheduler-perf-dra-{i}", "uid": f"node-{i}"},
@@ -52,7 +54,7 @@ def make_node(i: int, device_plugin: bool, classes: int) -> core_v1.Node:
     )
 
 
-def make_slice(node: core_v1.Node) -> resource_v1.ResourceSlice:
+def make_slice(node: core_v1.Node, count: int = 10) -> resource_v1.ResourceSlice:
     name = node.metadata.name
     return codec.convert(
         {
@@ -63,7 +65,7 @@ def make_slice(node: core_v1.Node) -> resource_v1.ResourceSlice:
                 "pool": {"name": name, "generation": 1, "resourceSliceCount": 1},
                 "devices": [
                     {"name": f"instance-{d}", "attributes": {"index": {"int": d}}}
-                    for d in range(10)
+                    for d in range(count)
                 ],
             },
         },
@@ -115,6 +117,12 @@ async def run(args: argparse.Namespace) -> dict[str, float]:
     for i in range(args.classes):
         dra.on_class_add(make_class(i))
     for i in range(args.nodes):
+        if args.mixed:  # even: 8 DRA GPUs; odd: 2 of a device plugin, the same name
+            node = make_node(i, i % 2 == 1, 1, "example.com/gpu-", 2)
+            if i % 2 == 0:
+                dra.on_slice_add(make_slice(node, 8))
+            cache.add_node(node)
+            continue
         node = make_node(i, args.device_plugin, args.classes)
         cache.add_node(node)
         if not args.device_plugin:
@@ -186,6 +194,12 @@ def main() -> None:
     parser.add_argument("--classes", type=int, default=25)
     parser.add_argument("--pods", type=int, default=5000)
     parser.add_argument("--device-plugin", action="store_true")
+    parser.add_argument(
+        "--mixed",
+        action="store_true",
+        help="cluster_soak.py's cluster: half the nodes with 8 DRA GPUs, half with 2 of a "
+        "device plugin, all as example.com/gpu-0 (use with --classes 1)",
+    )
     parser.add_argument("--profile", help="write a cProfile of the second half here")
     parser.add_argument("--json", help="write the figures here as JSON")
     args = parser.parse_args()

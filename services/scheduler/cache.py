@@ -20,6 +20,7 @@ from collections.abc import Iterable
 
 from drasim.common.api import core_v1, meta_v1
 from drasim.scheduler.framework import NodeInfo
+from drasim.scheduler.node_info import NodeInfoList
 
 __all__ = ["Cache", "Snapshot"]
 
@@ -29,9 +30,12 @@ log = logging.getLogger(__name__)
 class Snapshot:
     """The NodeInfos one scheduling cycle works on; the cache does not change them."""
 
+    # Changes a list logs before a fresh one replaces it (its readers start over then).
+    MAX_CHANGED = 10_000
+
     def __init__(self) -> None:
         self.node_info_map: dict[str, NodeInfo] = {}
-        self.node_info_list: list[NodeInfo] = []
+        self.node_info_list = NodeInfoList()
         self.generation = 0
         self._index: dict[str, int] = {}
 
@@ -42,11 +46,16 @@ class Snapshot:
         return self.node_info_map.get(node_name)
 
     def _replace(self, node_info: NodeInfo) -> None:
-        self.node_info_map[node_info.name] = node_info
-        self.node_info_list[self._index[node_info.name]] = node_info
+        name = node_info.name
+        self.node_info_map[name] = node_info
+        nodes = self.node_info_list
+        if len(nodes.changed) >= self.MAX_CHANGED:
+            nodes = self.node_info_list = NodeInfoList(nodes)
+        nodes[self._index[name]] = node_info
+        nodes.changed.append(name)
 
     def _rebuild_list(self, order: Iterable[str]) -> None:
-        self.node_info_list = [self.node_info_map[name] for name in order]
+        self.node_info_list = NodeInfoList(self.node_info_map[name] for name in order)
         self._index = {info.name: i for i, info in enumerate(self.node_info_list)}
 
 

@@ -11,6 +11,7 @@ server.
 
 from __future__ import annotations
 
+import bisect
 import dataclasses
 import enum
 import itertools
@@ -26,6 +27,7 @@ from drasim.scheduler.node_info import (
     DEFAULT_MEMORY_REQUEST,
     DEFAULT_MILLI_CPU_REQUEST,
     NodeInfo,
+    NodeInfoList,
     PodResourceRequest,
     is_scalar_resource_name,
     pod_non_zero_requests,
@@ -230,6 +232,10 @@ class CycleState:
         self.candidate_nodes: frozenset[str] | None = None
         # With reuse on: this pod spec's kept verdicts.
         self.pod_verdicts: PodVerdicts | None = None
+        # Whether the diagnosis must name every rejected node even when some node fits (a
+        # traced attempt shows them); without, a walk that skips nodes known infeasible
+        # names them only when none fits.
+        self.record_rejections = False
 
     def read(self, key: str) -> StateData:
         """Raises KeyError when nothing was written, e.g. because PreFilter did not run."""
@@ -587,6 +593,8 @@ class Diagnosis:
     pending_plugins: set[str] = dataclasses.field(default_factory=set)
     pre_filter_msg: str = ""
     post_filter_msg: str = ""
+    # Nodes Filter passed over: feasible or rejected (upstream counts both).
+    evaluated_nodes: int = 0
 
     def get(self, node_name: str) -> Status:
         return self.node_to_status.get(node_name, self.absent_nodes_status)
@@ -667,6 +675,126 @@ every plugin call."""
 def _plugin_list_message(plugins: Iterable[str]) -> str:
     """Go's `%v` of a sorted string slice: `[A B]`."""
     return "[" + " ".join(sorted(plugins)) + "]"
+
+
+class _FilterWalk:
+    """One attempt's Filter over the nodes, upstream's way: from `start` round the list
+    until `to_find` nodes passed; each node's first non-success status rules it out.
+    Both walks answer (feasible nodes, nodes passed over)."""
+
+    def __init__(
+        self,
+        state: CycleState,
+        pod: core_v1.Pod,
+        *,
+        filters: list[tuple[str, Callable[[CycleState, core_v1.Pod, NodeInfo], Status | None]]],
+        observe: Callable[[CycleState, ExtensionPoint, str, float, Status | None], None] | None,
+        start: int,
+        to_find: int,
+    ) -> None:
+        self.state, self.pod, self.filters, self.observe = state, pod, filters, observe
+        self.start, self.to_find = start, to_find
+
+    def filter(self, node_info: NodeInfo) -> Status | None:
+        """Run the Filters on one node: None if it passes, else the rejecting status.
+        Raises FrameworkError when a plugin errs."""
+        state, pod, observe = self.state, self.pod, self.observe
+        for name, run_filter in self.filters:
+            if observe is not None:
+                started = time.perf_counter()
+                status = run_filter(state, pod, node_info)
+                observe(state, ExtensionPoint.FILTER, name, started, status)
+            else:
+                status = run_filter(state, pod, node_info)
+            if status is not None and status.code != Code.SUCCESS:
+                if not is_rejected(status):
+                    raise FrameworkError(_wrap(f"running {name!r} filter plugin", status))
+                return status.with_plugin(name)
+        return None
+
+    def every_node(
+        self,
+        nodes: Sequence[NodeInfo],
+        verdicts: dict[str, tuple[int, Status | None]] | None,
+        diagnosis: Diagnosis,
+    ) -> tuple[list[NodeInfo], int]:
+        """Visit each node in turn, answering from `verdicts` where the node's generation
+        is the one they saw; every rejection goes into the diagnosis."""
+        num_all = len(nodes)
+        feasible: list[NodeInfo] = []
+        processed = 0
+        for i in range(self.start, self.start + num_all):
+            node_info = nodes[i % num_all]
+            processed += 1
+            known = verdicts.get(node_info.name) if verdicts is not None else None
+            if known is not None and known[0] == node_info.generation:
+                status = known[1]
+                if status is None:
+                    self.state.reused_feasible.add(node_info.name)
+            else:
+                status = self.filter(node_info)
+                if verdicts is not None:
+                    verdicts[node_info.name] = (node_info.generation, status)
+            if status is None:
+                feasible.append(node_info)
+                if len(feasible) >= self.to_find:
+                    break
+            else:
+                diagnosis.node_to_status[node_info.name] = status
+                diagnosis.add_plugin_status(status)
+        return feasible, processed
+
+    def open_nodes(
+        self, nodes: NodeInfoList, pod_verdicts: PodVerdicts, diagnosis: Diagnosis
+    ) -> tuple[list[NodeInfo], int]:
+        """`every_node` without visiting the nodes known infeasible: only the positions in
+        `pod_verdicts.open`, and those found infeasible leave it. The same nodes pass and
+        the same number are passed over; the rejections of the nodes passed over go into
+        the diagnosis only when no node passed or the attempt records them
+        (`CycleState.record_rejections`), as a full cluster otherwise costs a visit to
+        every node per attempt."""
+        open_positions = pod_verdicts.open
+        assert open_positions is not None
+        verdicts = pod_verdicts.filter
+        reused = self.state.reused_feasible
+        first = bisect.bisect_left(open_positions, self.start)
+        feasible: list[NodeInfo] = []
+        closed: list[int] = []  # indices into open_positions
+        last = -1
+        for k in itertools.chain(range(first, len(open_positions)), range(first)):
+            node_info = nodes[open_positions[k]]
+            known = verdicts.get(node_info.name)
+            if known is not None and known[0] == node_info.generation:
+                if known[1] is not None:
+                    closed.append(k)
+                    continue
+                reused.add(node_info.name)
+            else:
+                status = self.filter(node_info)
+                verdicts[node_info.name] = (node_info.generation, status)
+                if status is not None:
+                    closed.append(k)
+                    continue
+            feasible.append(node_info)
+            if len(feasible) >= self.to_find:
+                last = open_positions[k]
+                break
+        if len(closed) > 16:  # (one pass instead of many shifts)
+            gone = set(closed)
+            pod_verdicts.open = [p for k, p in enumerate(open_positions) if k not in gone]
+        else:
+            for k in sorted(closed, reverse=True):
+                del open_positions[k]
+        num_all = len(nodes)
+        processed = num_all if last < 0 else (last - self.start) % num_all + 1
+        if not feasible or self.state.record_rejections:
+            for i in range(self.start, self.start + processed):
+                name = nodes[i % num_all].name
+                status = verdicts[name][1]
+                if status is not None:
+                    diagnosis.node_to_status[name] = status
+                    diagnosis.add_plugin_status(status)
+        return feasible, processed
 
 
 class Framework:
@@ -817,8 +945,10 @@ class Framework:
             # Only these can pass; if none does, every node is filtered after all, so
             # that the diagnosis says what each node lacks, as upstream's does.
             candidates = [n for n in nodes if n.name in state.candidate_nodes]
-            feasible = self._find_nodes_that_pass_filters(state, pod, candidates, Diagnosis())
+            probe = Diagnosis()
+            feasible = self._find_nodes_that_pass_filters(state, pod, candidates, probe)
             if feasible:
+                diagnosis.evaluated_nodes = probe.evaluated_nodes
                 return feasible, diagnosis
         return self._find_nodes_that_pass_filters(state, pod, nodes, diagnosis), diagnosis
 
@@ -828,61 +958,28 @@ class Framework:
         num_all = len(nodes)
         if num_all == 0:
             return []
-        to_find = self.num_feasible_nodes_to_find(num_all)
-        start = self._next_start_node_index % num_all
-        ordered = itertools.chain(
-            itertools.islice(nodes, start, None), itertools.islice(nodes, 0, start)
+        walk = _FilterWalk(
+            state,
+            pod,
+            filters=[
+                (pl.name, pl.filter)
+                for pl in self.filter_plugins
+                if pl.name not in state.skip_filter_plugins
+            ],
+            observe=self._observed if self._observe and state.record_plugin_metrics else None,
+            start=self._next_start_node_index % num_all,
+            to_find=self.num_feasible_nodes_to_find(num_all),
         )
-        filters = [
-            (pl.name, pl.filter)
-            for pl in self.filter_plugins
-            if pl.name not in state.skip_filter_plugins
-        ]
-        timed = self._observe is not None and state.record_plugin_metrics
-        verdicts = None
-        if state.reuse_filter_verdicts:
-            state.pod_verdicts = self.filter_verdicts.for_pod(pod)
-            verdicts = state.pod_verdicts.filter
-        feasible: list[NodeInfo] = []
-        processed = 0
-        for node_info in ordered:
-            processed += 1
-            if verdicts is not None:
-                known = verdicts.get(node_info.name)
-                if known is not None and known[0] == node_info.generation:
-                    if known[1] is None:
-                        feasible.append(node_info)
-                        state.reused_feasible.add(node_info.name)
-                        if len(feasible) >= to_find:
-                            break
-                    else:
-                        diagnosis.node_to_status[node_info.name] = known[1]
-                        diagnosis.add_plugin_status(known[1])
-                    continue
-            for name, run_filter in filters:
-                if timed:
-                    started = time.perf_counter()
-                    status = run_filter(state, pod, node_info)
-                    self._observed(state, ExtensionPoint.FILTER, name, started, status)
-                else:
-                    status = run_filter(state, pod, node_info)
-                if status is not None and status.code != Code.SUCCESS:
-                    break
+        if not state.reuse_filter_verdicts:
+            feasible, processed = walk.every_node(nodes, None, diagnosis)
+        else:
+            state.pod_verdicts = self.filter_verdicts.for_pod(pod, nodes)
+            if isinstance(nodes, NodeInfoList):
+                feasible, processed = walk.open_nodes(nodes, state.pod_verdicts, diagnosis)
             else:
-                if verdicts is not None:
-                    verdicts[node_info.name] = (node_info.generation, None)
-                feasible.append(node_info)
-                if len(feasible) >= to_find:
-                    break
-                continue
-            if not is_rejected(status):
-                raise FrameworkError(_wrap(f"running {name!r} filter plugin", status))
-            status = status.with_plugin(name)
-            if verdicts is not None:
-                verdicts[node_info.name] = (node_info.generation, status)
-            diagnosis.node_to_status[node_info.name] = status
-            diagnosis.add_plugin_status(status)
-        self._next_start_node_index = (start + processed) % num_all
+                feasible, processed = walk.every_node(nodes, state.pod_verdicts.filter, diagnosis)
+        self._next_start_node_index = (walk.start + processed) % num_all
+        diagnosis.evaluated_nodes = processed
         return feasible
 
     def confirm_reused_verdict(

@@ -19,6 +19,7 @@ __all__ = [
     "DEFAULT_MEMORY_REQUEST",
     "DEFAULT_MILLI_CPU_REQUEST",
     "NodeInfo",
+    "NodeInfoList",
     "PodResourceRequest",
     "is_scalar_resource_name",
     "pod_non_zero_requests",
@@ -239,3 +240,16 @@ class NodeInfo:
         copy.non_zero_requested = dict(self.non_zero_requested)
         copy.generation = self.generation
         return copy
+
+
+class NodeInfoList(list[NodeInfo]):
+    """A snapshot's nodes in order, with the names of those replaced in place since the
+    list was made (`changed`). A node keeps its position for the list's life: another set
+    of nodes makes a new list. So what an attempt learnt per position
+    (`verdicts.FilterVerdicts`) holds in later attempts but for the nodes named since."""
+
+    __slots__ = ("changed",)
+
+    def __init__(self, nodes: Iterable[NodeInfo] = ()) -> None:
+        super().__init__(nodes)
+        self.changed: list[str] = []

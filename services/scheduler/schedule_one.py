@@ -219,7 +219,7 @@ def schedule_pod(sched: Scheduler, state: CycleState, pod: core_v1.Pod) -> Sched
     feasible, diagnosis = spans.find_nodes_that_fit(sched.framework, state, pod, nodes)
     if not feasible:
         raise FitError(pod, len(nodes), diagnosis)
-    evaluated = len(feasible) + len(diagnosis.node_to_status)
+    evaluated = diagnosis.evaluated_nodes
     if len(feasible) == 1:
         host = feasible[0].name
     else:

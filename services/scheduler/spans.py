@@ -158,6 +158,7 @@ def find_nodes_that_fit(
     if not trace.get_current_span().is_recording():
         return fwk.find_nodes_that_fit(state, pod, nodes)
     started = time.time_ns()
+    state.record_rejections = True
     try:
         feasible, diagnosis = fwk.find_nodes_that_fit(state, pod, nodes)
     except framework.FrameworkError as err:

@@ -167,6 +167,7 @@ class Outcome:
         default_factory=dict
     )
     error: str = ""
+    evaluated: int = 0
 
 
 def attempt(
@@ -195,6 +196,7 @@ def attempt(
         message=diagnosis.message(len(nodes)),
         unschedulable_plugins=frozenset(diagnosis.unschedulable_plugins),
         scores=scores,
+        evaluated=diagnosis.evaluated_nodes,
     )
     return outcome, feasible
 
@@ -401,6 +403,8 @@ class Cluster:
         nodes = self.snapshot.node_info_list
         assert len(nodes) < framework.MIN_FEASIBLE_NODES_TO_FIND
         state, reference_state = CycleState(), CycleState()
+        # Without, rejections are named only when no node fits (`open_nodes`).
+        state.record_rejections = self.attempts % 2 == 0
         # Either may go first: they share the DraManager and its allocator caches.
         if self.rng.random() < 0.5:
             got, feasible = attempt(self.reusing, state, pod, nodes)
@@ -408,6 +412,11 @@ class Cluster:
         else:
             want, _ = attempt(self.reference, reference_state, pod, nodes)
             got, feasible = attempt(self.reusing, state, pod, nodes)
+        if got.feasible and not state.record_rejections:
+            assert not got.rejected and not got.unschedulable_plugins
+            want = dataclasses.replace(
+                want, rejected={}, message=got.message, unschedulable_plugins=frozenset()
+            )
         assert got == want, f"attempt {self.attempts} of {pod.metadata.name}: {spec}"
         assert not reference_state.reused_feasible
         self.attempts += 1
@@ -630,3 +639,81 @@ async def test_devices_freed_on_the_node_changed_last_are_seen() -> None:
     got, want, _ = both(new_pod())
     assert want.feasible == {"node-0"}
     assert got == want
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_skipping_known_infeasible_nodes_passes_the_same_nodes(seed: int) -> None:
+    """With more nodes than `MIN_FEASIBLE_NODES_TO_FIND`, Filter stops early and the next
+    attempt starts where it stopped. A walk that skips the nodes a spec knows to be
+    infeasible (`_FilterWalk.open_nodes`) must find the same nodes in the same order, pass
+    over as many and leave the same next start as one that visits every node, along a
+    history of pods placed and removed, nodes changed, added and removed."""
+    rng = random.Random(seed)
+    dra = DraManager()
+    reusing = new_default_framework(object(), dra)  # type: ignore[arg-type]
+    reference = new_default_framework(object(), dra)  # type: ignore[arg-type]
+    reference.filter_verdicts.enabled = False
+    cache, snapshot = Cache(), Snapshot()
+    node_names = [f"node-{i:03}" for i in range(300)]
+    for name in node_names:
+        cache.add_node(codec.convert(node_dict(name, rng), core_v1.Node))
+    cpus = ["500m", "1", "1500m", "3"]
+    placed: list[core_v1.Pod] = []
+    skipped = visited = 0
+    for step in range(1500):
+        roll = rng.random()
+        if roll < 0.15 and placed:
+            cache.remove_pod(placed.pop(rng.randrange(len(placed))))
+        elif roll < 0.18:
+            name = rng.choice(node_names)
+            node = codec.convert(node_dict(name, rng), core_v1.Node)
+            node.status.allocatable["cpu"] = node.status.capacity["cpu"] = codec.convert(
+                rng.choice(["2", "4", "8"]), type(node.status.allocatable["cpu"])
+            )
+            cache.update_node(node, node)
+        elif roll < 0.19:
+            name = f"extra-{step}"
+            node_names.append(name)
+            cache.add_node(codec.convert(node_dict(name, rng), core_v1.Node))
+        elif roll < 0.20:
+            name = node_names.pop(rng.randrange(len(node_names)))
+            cache.remove_node(codec.convert(node_dict(name, rng), core_v1.Node))
+        else:
+            uid = f"pod-uid-{next(_POD_UIDS)}"
+            pod = codec.convert(
+                {
+                    "metadata": {"name": uid, "namespace": "d", "uid": uid, "resourceVersion": "1"},
+                    "spec": {
+                        "containers": [
+                            {
+                                "name": "c",
+                                "image": "pause",
+                                "resources": {"requests": {"cpu": rng.choice(cpus)}},
+                            }
+                        ]
+                    },
+                },
+                core_v1.Pod,
+            )
+            cache.update_snapshot(snapshot)
+            nodes = snapshot.node_info_list
+            state = CycleState()
+            got, got_diagnosis = reusing.find_nodes_that_fit(state, pod, nodes)
+            want, want_diagnosis = reference.find_nodes_that_fit(CycleState(), pod, nodes)
+            assert [n.name for n in got] == [n.name for n in want], f"step {step}"
+            assert got_diagnosis.evaluated_nodes == want_diagnosis.evaluated_nodes
+            assert reusing._next_start_node_index == reference._next_start_node_index
+            if not want:
+                assert got_diagnosis.node_to_status == want_diagnosis.node_to_status
+                continue
+            assert state.pod_verdicts is not None and state.pod_verdicts.open is not None
+            visited += len(state.pod_verdicts.open)
+            skipped += len(nodes) - len(state.pod_verdicts.open)
+            chosen = rng.choice(got)
+            reusing.confirm_reused_verdict(state, pod, chosen)
+            assumed = codec.clone(pod)
+            assumed.spec.node_name = chosen.name
+            cache.assume_pod(assumed)
+            placed.append(assumed)
+    # A history where no node was ever known infeasible would prove nothing.
+    assert skipped > visited / 4, (skipped, visited)
