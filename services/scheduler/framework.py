@@ -15,6 +15,7 @@ import bisect
 import dataclasses
 import enum
 import itertools
+import random
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, ClassVar, NamedTuple, Protocol, runtime_checkable
@@ -34,7 +35,15 @@ from drasim.scheduler.node_info import (
     pod_resource_request,
     resource_vector,
 )
-from drasim.scheduler.verdicts import FilterVerdicts, NodeChangeSink, PodVerdicts, kept_scores
+from drasim.scheduler.verdicts import (
+    FilterVerdicts,
+    KeptPositions,
+    NodeChangeSink,
+    PodVerdicts,
+    circular_slices,
+    count_between,
+    kept_scores,
+)
 
 __all__ = [
     "DEFAULT_MEMORY_REQUEST",
@@ -236,6 +245,11 @@ class CycleState:
         # traced attempt shows them); without, a walk that skips nodes known infeasible
         # names them only when none fits.
         self.record_rejections = False
+        # Left by a walk over kept positions (`_FilterWalk.kept_nodes`): what it learnt,
+        # the node list, and the positions it went from and to (both included); and the
+        # nodes Filter ran for in it (every other feasible node's verdict was reused).
+        self.kept_walk: tuple[KeptPositions, NodeInfoList, int, int] | None = None
+        self.filtered_now: set[str] | None = None
 
     def read(self, key: str) -> StateData:
         """Raises KeyError when nothing was written, e.g. because PreFilter did not run."""
@@ -744,56 +758,54 @@ class _FilterWalk:
                 diagnosis.add_plugin_status(status)
         return feasible, processed
 
-    def open_nodes(
+    def kept_nodes(
         self, nodes: NodeInfoList, pod_verdicts: PodVerdicts, diagnosis: Diagnosis
     ) -> tuple[list[NodeInfo], int]:
-        """`every_node` without visiting the nodes known infeasible: only the positions in
-        `pod_verdicts.open`, and those found infeasible leave it. The same nodes pass and
-        the same number are passed over; the rejections of the nodes passed over go into
-        the diagnosis only when no node passed or the attempt records them
-        (`CycleState.record_rejections`), as a full cluster otherwise costs a visit to
-        every node per attempt."""
-        open_positions = pod_verdicts.open
-        assert open_positions is not None
+        """`every_node` by bisection over what this spec's attempts learnt per position
+        (`KeptPositions`): Filter runs only for the unknown positions on the way, in walk
+        order, until `to_find` known feasible nodes lie between `start` and the next
+        unknown one. The same nodes pass, in the same order, and as many are passed over.
+        The rejections of the nodes passed over go into the diagnosis only when no node
+        passed or the attempt records them (`CycleState.record_rejections`), as a full
+        cluster otherwise costs a visit to every node per attempt. Leaves the range in
+        `CycleState.kept_walk` for `Framework.best_kept_node`."""
+        kept = pod_verdicts.positions
+        assert kept is not None
         verdicts = pod_verdicts.filter
-        reused = self.state.reused_feasible
-        first = bisect.bisect_left(open_positions, self.start)
-        feasible: list[NodeInfo] = []
-        closed: list[int] = []  # indices into open_positions
-        last = -1
-        for k in itertools.chain(range(first, len(open_positions)), range(first)):
-            node_info = nodes[open_positions[k]]
+        state, start, to_find = self.state, self.start, self.to_find
+        state.filtered_now = filtered = set()
+        while True:
+            last = kept.nth_feasible(start, to_find)
+            position = kept.first_unknown(start, last)
+            if position is None:
+                break
+            node_info = nodes[position]
             known = verdicts.get(node_info.name)
             if known is not None and known[0] == node_info.generation:
-                if known[1] is not None:
-                    closed.append(k)
-                    continue
-                reused.add(node_info.name)
+                status = known[1]
             else:
                 status = self.filter(node_info)
                 verdicts[node_info.name] = (node_info.generation, status)
-                if status is not None:
-                    closed.append(k)
-                    continue
-            feasible.append(node_info)
-            if len(feasible) >= self.to_find:
-                last = open_positions[k]
-                break
-        if len(closed) > 16:  # (one pass instead of many shifts)
-            gone = set(closed)
-            pod_verdicts.open = [p for k, p in enumerate(open_positions) if k not in gone]
-        else:
-            for k in sorted(closed, reverse=True):
-                del open_positions[k]
+                filtered.add(node_info.name)
+            kept.found(position, status is None)
         num_all = len(nodes)
-        processed = num_all if last < 0 else (last - self.start) % num_all + 1
-        if not feasible or self.state.record_rejections:
-            for i in range(self.start, self.start + processed):
+        if last is None:  # fewer than to_find pass: the whole way round
+            processed, last = num_all, (start - 1) % num_all
+        else:
+            processed = (last - start) % num_all + 1
+        passed = kept.feasible
+        i = bisect.bisect_left(passed, start)
+        feasible = [
+            nodes[p] for p in itertools.islice(itertools.chain(passed[i:], passed[:i]), to_find)
+        ]
+        if not feasible or state.record_rejections:
+            for i in range(start, start + processed):
                 name = nodes[i % num_all].name
                 status = verdicts[name][1]
                 if status is not None:
                     diagnosis.node_to_status[name] = status
                     diagnosis.add_plugin_status(status)
+        state.kept_walk = (kept, nodes, start, last)
         return feasible, processed
 
 
@@ -975,7 +987,7 @@ class Framework:
         else:
             state.pod_verdicts = self.filter_verdicts.for_pod(pod, nodes)
             if isinstance(nodes, NodeInfoList):
-                feasible, processed = walk.open_nodes(nodes, state.pod_verdicts, diagnosis)
+                feasible, processed = walk.kept_nodes(nodes, state.pod_verdicts, diagnosis)
             else:
                 feasible, processed = walk.every_node(nodes, state.pod_verdicts.filter, diagnosis)
         self._next_start_node_index = (walk.start + processed) % num_all
@@ -989,7 +1001,11 @@ class Framework:
         per-node results for Reserve, and a verdict must never be trusted blindly. Raises
         FrameworkError (the pod retries after backoff) if it no longer passes; that
         would mean a change went unreported, so every kept verdict is dropped."""
-        if node_info.name not in state.reused_feasible:
+        name = node_info.name
+        reused = name in state.reused_feasible or (
+            state.filtered_now is not None and name not in state.filtered_now
+        )
+        if not reused:
             return
         status = self.run_filter_plugins(state, pod, node_info)
         if not is_success(status):
@@ -1019,6 +1035,54 @@ class Framework:
             reasons.extend(status.all_reasons())
             rejector = rejector or pl.name
         return Status(Code.UNSCHEDULABLE, reasons).with_plugin(rejector)
+
+    def best_kept_node(self, state: CycleState, pod: core_v1.Pod, rng: random.Random) -> str | None:
+        """After PreScore: the host among the feasible nodes of a `kept_nodes` walk, from
+        the spec's kept total scores, scoring only the nodes not scored yet: the highest
+        total, ties broken uniformly at random, as `schedule_one.select_host` does over
+        every node. None (score every node as usual) without such a walk, when a Score
+        plugin in use cannot keep its scores (not `reusable_scores`, or normalizing), or
+        when the attempt times its plugins."""
+        walk = state.kept_walk
+        if walk is None or (self._observe is not None and state.record_plugin_metrics):
+            return None
+        plugins = [p for p in self.score_plugins if p.name not in state.skip_score_plugins]
+        if not all(
+            getattr(p, "reusable_scores", False) and not isinstance(p, ScoreExtensions)
+            for p in plugins
+        ):
+            return None
+        weighted = [(p, self.score_weights[p.name]) for p in plugins]
+        kept, nodes, start, last = walk
+        ranges = circular_slices(start, last)
+        for first, end in ranges:
+            lo = bisect.bisect_left(kept.unscored, first)
+            for position in kept.unscored[lo : bisect.bisect_right(kept.unscored, end)]:
+                node_info = nodes[position]
+                total = 0
+                for pl, weight in weighted:
+                    value = pl.score(state, pod, node_info)
+                    if not MIN_NODE_SCORE <= value <= MAX_NODE_SCORE:
+                        raise FrameworkError(
+                            Status.error(
+                                f"plugin {pl.name!r} returns an invalid score {value}, it "
+                                f"should in the range of [{MIN_NODE_SCORE}, {MAX_NODE_SCORE}] "
+                                "after normalizing"
+                            )
+                        )
+                    total += weight * value
+                kept.scored(position, total)
+        for score in sorted(kept.by_score, reverse=True):
+            bucket = kept.by_score[score]
+            counts = [count_between(bucket, first, end) for first, end in ranges]
+            if not any(counts):
+                continue
+            pick = rng.randrange(sum(counts))
+            for (first, _), count in zip(ranges, counts, strict=True):
+                if pick < count:
+                    return nodes[bucket[bisect.bisect_left(bucket, first) + pick]].name
+                pick -= count
+        return None
 
     def run_pre_score_plugins(
         self, state: CycleState, pod: core_v1.Pod, nodes: Sequence[NodeInfo]

@@ -223,26 +223,33 @@ def schedule_pod(sched: Scheduler, state: CycleState, pod: core_v1.Pod) -> Sched
     if len(feasible) == 1:
         host = feasible[0].name
     else:
-        scores = spans.call("Score", prioritize_nodes, sched.framework, state, pod, feasible)
-        host = select_host(feasible, scores, sched.rng)
-    if state.reused_feasible:
-        chosen = next(n for n in feasible if n.name == host)
-        sched.framework.confirm_reused_verdict(state, pod, chosen)
+        host = spans.call("Score", pick_host, sched.framework, state, pod, feasible, sched.rng)
+    chosen = sched.snapshot.get(host)
+    assert chosen is not None
+    sched.framework.confirm_reused_verdict(state, pod, chosen)
     return ScheduleResult(host, evaluated, len(feasible))
 
 
-def prioritize_nodes(
-    fwk: framework.Framework, state: CycleState, pod: core_v1.Pod, nodes: Sequence[NodeInfo]
-) -> list[int]:
-    """PreScore and Score: each node's total score; without Score plugins every node
-    scores 1, as upstream."""
+def pick_host(
+    fwk: framework.Framework,
+    state: CycleState,
+    pod: core_v1.Pod,
+    nodes: Sequence[NodeInfo],
+    rng: random.Random,
+) -> str:
+    """PreScore, Score and the highest total (`select_host`), from the pod spec's kept
+    scores where the walk left them (`Framework.best_kept_node`); without Score plugins
+    every node scores 1, as upstream."""
     if not fwk.score_plugins:
-        return [1] * len(nodes)
+        return select_host(nodes, [1] * len(nodes), rng)
     status = fwk.run_pre_score_plugins(state, pod, nodes)
     if not framework.is_success(status):
         assert status is not None
         raise FrameworkError(status)
-    return fwk.total_scores(state, pod, nodes)
+    host = fwk.best_kept_node(state, pod, rng)
+    if host is None:
+        host = select_host(nodes, fwk.total_scores(state, pod, nodes), rng)
+    return host
 
 
 def select_host(nodes: Sequence[NodeInfo], scores: Sequence[int], rng: random.Random) -> str:

@@ -15,7 +15,16 @@ from drasim.scheduler.node_info import NodeInfo, NodeInfoList
 if TYPE_CHECKING:
     from drasim.scheduler.framework import CycleState, FilterPlugin, Status
 
-__all__ = ["FilterVerdicts", "NodeChangeSink", "PodVerdicts", "kept_scores"]
+__all__ = [
+    "FilterVerdicts",
+    "KeptPositions",
+    "NodeChangeSink",
+    "PodVerdicts",
+    "circular_slices",
+    "count_between",
+    "kept_scores",
+    "within",
+]
 
 
 class NodeChangeSink(Protocol):
@@ -40,25 +49,123 @@ class PodVerdicts:
     scores: dict[str, dict[str, tuple[int, int]]] = dataclasses.field(default_factory=dict)
     # How far into the change log these verdicts are up to date (`FilterVerdicts`).
     position: int = 0
-    # Sorted positions, in the snapshot's current NodeInfoList, of the nodes not known to
-    # be infeasible: an attempt visits only these. Every other position has a rejection in
-    # `filter`, and a change of its node reopens it. None until an attempt on a
-    # NodeInfoList builds it.
-    open: list[int] | None = None
+    # What attempts on the snapshot's current NodeInfoList learnt per position; None until
+    # an attempt on one builds it.
+    positions: KeptPositions | None = None
 
     def forget(self, node_name: str, position: int | None) -> None:
         self.filter.pop(node_name, None)
         for kept in self.scores.values():
             kept.pop(node_name, None)
-        if self.open is not None and position is not None:
-            i = bisect.bisect_left(self.open, position)
-            if i == len(self.open) or self.open[i] != position:
-                self.open.insert(i, position)
+        if self.positions is not None and position is not None:
+            self.positions.forget(position)
 
     def forget_all(self) -> None:
         self.filter.clear()
         self.scores.clear()
-        self.open = None
+        self.positions = None
+
+
+def _insert(positions: list[int], position: int) -> None:
+    i = bisect.bisect_left(positions, position)
+    if i == len(positions) or positions[i] != position:
+        positions.insert(i, position)
+
+
+def _remove(positions: list[int], position: int) -> bool:
+    i = bisect.bisect_left(positions, position)
+    if i < len(positions) and positions[i] == position:
+        del positions[i]
+        return True
+    return False
+
+
+def count_between(positions: list[int], first: int, last: int) -> int:
+    """How many of the sorted `positions` lie in [first, last]."""
+    return bisect.bisect_right(positions, last) - bisect.bisect_left(positions, first)
+
+
+class KeptPositions:
+    """One pod spec's nodes by position in the snapshot's NodeInfoList, in sorted lists, so
+    that an attempt finds the nodes Filter passes and the best of them by bisection rather
+    than by visiting every node.
+
+    Every position is in exactly one state: `unknown` (no verdict kept: Filter must look),
+    feasible (in `feasible`; also in `unscored` until its total score is kept, then in
+    `by_score[score]`), or infeasible (in neither list: its rejection is in
+    `PodVerdicts.filter`). A change of the node (`forget`) makes it unknown again.
+    """
+
+    __slots__ = ("by_score", "feasible", "score_at", "unknown", "unscored")
+
+    def __init__(self, num_nodes: int) -> None:
+        self.unknown = list(range(num_nodes))
+        self.feasible: list[int] = []
+        self.unscored: list[int] = []
+        self.by_score: dict[int, list[int]] = {}
+        self.score_at: dict[int, int] = {}
+
+    def forget(self, position: int) -> None:
+        if _remove(self.feasible, position):
+            score = self.score_at.pop(position, None)
+            if score is None:
+                _remove(self.unscored, position)
+            else:
+                bucket = self.by_score[score]
+                _remove(bucket, position)
+                if not bucket:
+                    del self.by_score[score]
+        _insert(self.unknown, position)
+
+    def found(self, position: int, feasible: bool) -> None:
+        """A verdict for an unknown position."""
+        _remove(self.unknown, position)
+        if feasible:
+            _insert(self.feasible, position)
+            _insert(self.unscored, position)
+
+    def scored(self, position: int, score: int) -> None:
+        _remove(self.unscored, position)
+        self.score_at[position] = score
+        bucket = self.by_score.get(score)
+        if bucket is None:
+            bucket = self.by_score[score] = []
+        _insert(bucket, position)
+
+    def nth_feasible(self, start: int, n: int) -> int | None:
+        """The position of the n-th feasible node (n ≥ 1) going round from `start`; None
+        if there are fewer."""
+        feasible = self.feasible
+        if n > len(feasible):
+            return None
+        i = bisect.bisect_left(feasible, start) + n - 1
+        return feasible[i - len(feasible)] if i >= len(feasible) else feasible[i]
+
+    def first_unknown(self, start: int, last: int | None) -> int | None:
+        """The first unknown position going round from `start`, up to `last` (inclusive;
+        None: the whole way round)."""
+        unknown = self.unknown
+        if not unknown:
+            return None
+        i = bisect.bisect_left(unknown, start)
+        position = unknown[i] if i < len(unknown) else unknown[0]
+        if last is None or within(position, start, last):
+            return position
+        return None
+
+
+def within(position: int, start: int, last: int) -> bool:
+    """Whether `position` lies on the way round from `start` to `last`, both included."""
+    if start <= last:
+        return start <= position <= last
+    return position >= start or position <= last
+
+
+def circular_slices(first: int, last: int) -> list[tuple[int, int]]:
+    """[first, last] going round, as one or two ascending inclusive ranges."""
+    if first <= last:
+        return [(first, last)]
+    return [(first, 1 << 62), (0, last)]
 
 
 class FilterVerdicts:
@@ -72,8 +179,8 @@ class FilterVerdicts:
     `all_changed()` (a class or a slice); the snapshot's NodeInfoList names the nodes it
     replaced. Node changes go to a log; each pod spec's verdicts drop the nodes logged
     since they were last used, so an attempt pays only for the few nodes that changed: on
-    a NodeInfoList it skips the nodes known infeasible (`PodVerdicts.open`), elsewhere it
-    checks each node's verdict with one comparison. Used only
+    a NodeInfoList it finds the feasible nodes and the best of them by bisection
+    (`KeptPositions`), elsewhere it checks each node's verdict with one comparison. Used only
     when every Filter plugin declares `reusable_filter_verdicts = True`, and not for a pod
     that a PreFilter excluded (`CycleState.reuse_filter_verdicts`). Like the equivalence
     cache kube-scheduler once had; the chosen node is always filtered again before Reserve.
@@ -114,7 +221,7 @@ class FilterVerdicts:
 
     def for_pod(self, pod: core_v1.Pod, nodes: Sequence[NodeInfo]) -> PodVerdicts:
         """This spec's verdicts, without those of nodes changed since their last use; with
-        `open` positions when `nodes` is a snapshot's NodeInfoList."""
+        `positions` when `nodes` is a snapshot's NodeInfoList."""
         on_layout = self._follow(nodes)
         key = codec.encode(pod.spec)
         position = self._log_start + len(self._log)
@@ -130,14 +237,15 @@ class FilterVerdicts:
             for node_name in self._log[verdicts.position - self._log_start :]:
                 verdicts.forget(node_name, positions.get(node_name))
         verdicts.position = self._read_to = position
-        if on_layout and verdicts.open is None:
-            verdicts.open = list(range(len(nodes)))
+        if on_layout and verdicts.positions is None:
+            verdicts.positions = KeptPositions(len(nodes))
         self._by_spec[key] = verdicts  # (re)inserted last: most recently used
         return verdicts
 
     def _follow(self, nodes: Sequence[NodeInfo]) -> bool:
         """Log the nodes a NodeInfoList replaced since the last attempt; a new list moves
-        positions, so every spec's `open` is rebuilt (its verdicts, kept by name, stay).
+        positions, so every spec's `positions` is rebuilt (its verdicts, kept by name,
+        stay).
         False for any other sequence (a PreFilter's subset, a test's list)."""
         if not isinstance(nodes, NodeInfoList):
             return False
@@ -145,7 +253,7 @@ class FilterVerdicts:
             self._layout = nodes
             self._positions = {info.name: i for i, info in enumerate(nodes)}
             for verdicts in self._by_spec.values():
-                verdicts.open = None
+                verdicts.positions = None
         else:
             for node_name in nodes.changed[self._layout_read :]:
                 self.node_changed(node_name)

@@ -24,7 +24,7 @@ import pytest
 
 from drasim.common import codec
 from drasim.common.api import core_v1, resource_v1
-from drasim.scheduler import framework
+from drasim.scheduler import framework, schedule_one
 from drasim.scheduler.cache import Cache, Snapshot
 from drasim.scheduler.dra_manager import DraManager
 from drasim.scheduler.framework import CycleState, Framework, NodeInfo
@@ -171,9 +171,14 @@ class Outcome:
 
 
 def attempt(
-    fwk: Framework, state: CycleState, pod: core_v1.Pod, nodes: list[NodeInfo]
+    fwk: Framework,
+    state: CycleState,
+    pod: core_v1.Pod,
+    nodes: list[NodeInfo],
+    calls: collections.Counter[str] | None = None,
 ) -> tuple[Outcome, list[NodeInfo]]:
-    """Filter and, with a choice to make, Score, as `schedule_one.schedule_pod` does."""
+    """Filter and, with a choice to make, Score, as `schedule_one.schedule_pod` does;
+    Score runs for the pick from kept scores are counted apart in `calls`."""
     try:
         feasible, diagnosis = fwk.find_nodes_that_fit(state, pod, nodes)
         scores = {}
@@ -184,6 +189,15 @@ def attempt(
                 s.name: (s.total_score, tuple((p.name, p.score) for p in s.scores))
                 for s in fwk.run_score_plugins(state, pod, feasible)
             }
+            # From kept scores (the reusing framework only): one of the best.
+            before = calls["score"] if calls is not None else 0
+            picked = fwk.best_kept_node(state, pod, random.Random(len(feasible)))
+            if calls is not None:
+                calls["kept score"] += calls["score"] - before
+                calls["score"] = before
+                calls["kept picks"] += picked is not None
+            if picked is not None:
+                assert scores[picked][0] == max(total for total, _ in scores.values())
     except framework.FrameworkError as err:
         return Outcome(error=str(err)), []
     rejected = {
@@ -407,11 +421,11 @@ class Cluster:
         state.record_rejections = self.attempts % 2 == 0
         # Either may go first: they share the DraManager and its allocator caches.
         if self.rng.random() < 0.5:
-            got, feasible = attempt(self.reusing, state, pod, nodes)
+            got, feasible = attempt(self.reusing, state, pod, nodes, self.reusing_calls)
             want, _ = attempt(self.reference, reference_state, pod, nodes)
         else:
             want, _ = attempt(self.reference, reference_state, pod, nodes)
-            got, feasible = attempt(self.reusing, state, pod, nodes)
+            got, feasible = attempt(self.reusing, state, pod, nodes, self.reusing_calls)
         if got.feasible and not state.record_rejections:
             assert not got.rejected and not got.unschedulable_plugins
             want = dataclasses.replace(
@@ -422,7 +436,10 @@ class Cluster:
         self.attempts += 1
         self.feasible += bool(got.feasible)
         self.scored += bool(got.scores)
-        self.reused_feasible += len(state.reused_feasible)
+        self.reused_feasible += len(state.reused_feasible) + sum(
+            state.filtered_now is not None and name not in state.filtered_now
+            for name in got.feasible
+        )
         if not feasible:
             return
         chosen = self.rng.choice(feasible)
@@ -556,6 +573,7 @@ async def test_reused_verdicts_and_scores_never_change_a_decision(seed: int) -> 
     # A history in which nothing is reused proves nothing.
     assert cluster.attempts > 250 and cluster.scored > 50 and cluster.reserved > 70
     assert cluster.reused_feasible > 80
+    assert cluster.reusing_calls["kept picks"] > 30
     assert cluster.reusing_calls["filter"] < 0.8 * cluster.reference_calls["filter"]
     assert cluster.reusing_calls["score"] < 0.9 * cluster.reference_calls["score"]
 
@@ -642,24 +660,26 @@ async def test_devices_freed_on_the_node_changed_last_are_seen() -> None:
 
 
 @pytest.mark.parametrize("seed", range(3))
-def test_skipping_known_infeasible_nodes_passes_the_same_nodes(seed: int) -> None:
+def test_kept_positions_pass_the_same_nodes_and_pick_a_best_one(seed: int) -> None:
     """With more nodes than `MIN_FEASIBLE_NODES_TO_FIND`, Filter stops early and the next
-    attempt starts where it stopped. A walk that skips the nodes a spec knows to be
-    infeasible (`_FilterWalk.open_nodes`) must find the same nodes in the same order, pass
-    over as many and leave the same next start as one that visits every node, along a
-    history of pods placed and removed, nodes changed, added and removed."""
+    attempt starts where it stopped. A walk over a spec's kept positions
+    (`_FilterWalk.kept_nodes`) must find the same nodes in the same order, pass over as many
+    and leave the same next start as one that visits every node, and the host picked from
+    kept scores must have the best total score, along a history of pods placed and removed,
+    nodes changed, added and removed."""
     rng = random.Random(seed)
     dra = DraManager()
     reusing = new_default_framework(object(), dra)  # type: ignore[arg-type]
     reference = new_default_framework(object(), dra)  # type: ignore[arg-type]
     reference.filter_verdicts.enabled = False
+    reusing_calls, reference_calls = count_calls(reusing), count_calls(reference)
     cache, snapshot = Cache(), Snapshot()
     node_names = [f"node-{i:03}" for i in range(300)]
     for name in node_names:
         cache.add_node(codec.convert(node_dict(name, rng), core_v1.Node))
     cpus = ["500m", "1", "1500m", "3"]
     placed: list[core_v1.Pod] = []
-    skipped = visited = 0
+    picks = 0
     for step in range(1500):
         roll = rng.random()
         if roll < 0.15 and placed:
@@ -697,23 +717,38 @@ def test_skipping_known_infeasible_nodes_passes_the_same_nodes(seed: int) -> Non
             )
             cache.update_snapshot(snapshot)
             nodes = snapshot.node_info_list
-            state = CycleState()
+            state, reference_state = CycleState(), CycleState()
             got, got_diagnosis = reusing.find_nodes_that_fit(state, pod, nodes)
-            want, want_diagnosis = reference.find_nodes_that_fit(CycleState(), pod, nodes)
+            want, want_diagnosis = reference.find_nodes_that_fit(reference_state, pod, nodes)
             assert [n.name for n in got] == [n.name for n in want], f"step {step}"
             assert got_diagnosis.evaluated_nodes == want_diagnosis.evaluated_nodes
             assert reusing._next_start_node_index == reference._next_start_node_index
             if not want:
                 assert got_diagnosis.node_to_status == want_diagnosis.node_to_status
                 continue
-            assert state.pod_verdicts is not None and state.pod_verdicts.open is not None
-            visited += len(state.pod_verdicts.open)
-            skipped += len(nodes) - len(state.pod_verdicts.open)
-            chosen = rng.choice(got)
+            host = schedule_one.pick_host(reusing, state, pod, got, rng)
+            status = reference.run_pre_score_plugins(reference_state, pod, want)
+            assert framework.is_success(status)
+            totals = dict(
+                zip(
+                    [n.name for n in want],
+                    reference.total_scores(reference_state, pod, want),
+                    strict=True,
+                )
+            )
+            assert totals[host] == max(totals.values()), f"step {step}"
+            picks += state.kept_walk is not None
+            chosen = snapshot.get(host)
+            assert chosen is not None
             reusing.confirm_reused_verdict(state, pod, chosen)
             assumed = codec.clone(pod)
-            assumed.spec.node_name = chosen.name
+            assumed.spec.node_name = host
             cache.assume_pod(assumed)
             placed.append(assumed)
-    # A history where no node was ever known infeasible would prove nothing.
-    assert skipped > visited / 4, (skipped, visited)
+    # A history where nothing was kept would prove nothing.
+    assert picks > 1000
+    assert reusing_calls["filter"] < reference_calls["filter"] / 10, (
+        reusing_calls,
+        reference_calls,
+    )
+    assert reusing_calls["score"] < reference_calls["score"] / 5
