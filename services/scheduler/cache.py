@@ -37,7 +37,6 @@ class Snapshot:
         self.node_info_map: dict[str, NodeInfo] = {}
         self.node_info_list = NodeInfoList()
         self.generation = 0
-        self._index: dict[str, int] = {}
 
     def num_nodes(self) -> int:
         return len(self.node_info_list)
@@ -51,12 +50,11 @@ class Snapshot:
         nodes = self.node_info_list
         if len(nodes.changed) >= self.MAX_CHANGED:
             nodes = self.node_info_list = NodeInfoList(nodes)
-        nodes[self._index[name]] = node_info
+        nodes[nodes.positions[name]] = node_info
         nodes.changed.append(name)
 
     def _rebuild_list(self, order: Iterable[str]) -> None:
         self.node_info_list = NodeInfoList(self.node_info_map[name] for name in order)
-        self._index = {info.name: i for i, info in enumerate(self.node_info_list)}
 
 
 class Cache:

@@ -29,6 +29,7 @@ from drasim.scheduler.node_info import (
     DEFAULT_MILLI_CPU_REQUEST,
     NodeInfo,
     NodeInfoList,
+    NodeListReader,
     PodResourceRequest,
     is_scalar_resource_name,
     pod_non_zero_requests,
@@ -66,6 +67,8 @@ __all__ = [
     "FrameworkError",
     "NodeChangeSink",
     "NodeInfo",
+    "NodeInfoList",
+    "NodeListReader",
     "NodePluginScores",
     "NodeScore",
     "Plugin",
@@ -956,7 +959,14 @@ class Framework:
         if state.candidate_nodes is not None:
             # Only these can pass; if none does, every node is filtered after all, so
             # that the diagnosis says what each node lacks, as upstream's does.
-            candidates = [n for n in nodes if n.name in state.candidate_nodes]
+            if isinstance(nodes, NodeInfoList):  # (in walk order, without a pass over all)
+                positions = nodes.positions
+                candidates = [
+                    nodes[p]
+                    for p in sorted(positions[n] for n in state.candidate_nodes if n in positions)
+                ]
+            else:
+                candidates = [n for n in nodes if n.name in state.candidate_nodes]
             probe = Diagnosis()
             feasible = self._find_nodes_that_pass_filters(state, pod, candidates, probe)
             if feasible:

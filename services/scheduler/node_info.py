@@ -20,6 +20,7 @@ __all__ = [
     "DEFAULT_MILLI_CPU_REQUEST",
     "NodeInfo",
     "NodeInfoList",
+    "NodeListReader",
     "PodResourceRequest",
     "is_scalar_resource_name",
     "pod_non_zero_requests",
@@ -243,13 +244,35 @@ class NodeInfo:
 
 
 class NodeInfoList(list[NodeInfo]):
-    """A snapshot's nodes in order, with the names of those replaced in place since the
-    list was made (`changed`). A node keeps its position for the list's life: another set
-    of nodes makes a new list. So what an attempt learnt per position
-    (`verdicts.FilterVerdicts`) holds in later attempts but for the nodes named since."""
+    """A snapshot's nodes in order, each node's position (`positions`), and the names of
+    the nodes replaced in place since the list was made (`changed`). A node keeps its
+    position for the list's life: another set of nodes makes a new list. So what an
+    attempt learnt per node (`verdicts.FilterVerdicts`, NodeResourcesFit's index) holds in
+    later attempts but for the nodes named since (`NodeListReader`)."""
 
-    __slots__ = ("changed",)
+    __slots__ = ("changed", "positions")
 
     def __init__(self, nodes: Iterable[NodeInfo] = ()) -> None:
         super().__init__(nodes)
+        self.positions = {info.name: i for i, info in enumerate(self)}
         self.changed: list[str] = []
+
+
+class NodeListReader:
+    """Follows the snapshot's NodeInfoList from one attempt to the next."""
+
+    __slots__ = ("_nodes", "_read")
+
+    def __init__(self) -> None:
+        self._nodes: NodeInfoList | None = None
+        self._read = 0
+
+    def changed_since_last(self, nodes: NodeInfoList) -> list[str] | None:
+        """The names of the nodes replaced since the last call; None when `nodes` is
+        another list than last time (positions moved: start over)."""
+        if nodes is not self._nodes:
+            self._nodes, self._read = nodes, len(nodes.changed)
+            return None
+        changed = nodes.changed[self._read :]
+        self._read = len(nodes.changed)
+        return changed

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Protocol
 
 from drasim.common import codec
 from drasim.common.api import core_v1
-from drasim.scheduler.node_info import NodeInfo, NodeInfoList
+from drasim.scheduler.node_info import NodeInfo, NodeInfoList, NodeListReader
 
 if TYPE_CHECKING:
     from drasim.scheduler.framework import CycleState, FilterPlugin, Status
@@ -23,7 +23,6 @@ __all__ = [
     "circular_slices",
     "count_between",
     "kept_scores",
-    "within",
 ]
 
 
@@ -149,12 +148,12 @@ class KeptPositions:
             return None
         i = bisect.bisect_left(unknown, start)
         position = unknown[i] if i < len(unknown) else unknown[0]
-        if last is None or within(position, start, last):
+        if last is None or _within(position, start, last):
             return position
         return None
 
 
-def within(position: int, start: int, last: int) -> bool:
+def _within(position: int, start: int, last: int) -> bool:
     """Whether `position` lies on the way round from `start` to `last`, both included."""
     if start <= last:
         return start <= position <= last
@@ -197,11 +196,9 @@ class FilterVerdicts:
         self._log: list[str] = []
         self._log_start = 0  # position of `_log[0]` among all changes ever logged
         self._read_to = 0  # the log's end when a spec's verdicts last caught up with it
-        # The NodeInfoList that positions refer to, each node's position in it, and how
-        # many of its changes are logged here.
-        self._layout: NodeInfoList | None = None
+        # The NodeInfoList that positions refer to.
+        self._layout = NodeListReader()
         self._positions: dict[str, int] = {}
-        self._layout_read = 0
         for plugin in filter_plugins:
             watch = getattr(plugin, "watch_filter_inputs", None)
             if watch is not None:
@@ -245,19 +242,17 @@ class FilterVerdicts:
     def _follow(self, nodes: Sequence[NodeInfo]) -> bool:
         """Log the nodes a NodeInfoList replaced since the last attempt; a new list moves
         positions, so every spec's `positions` is rebuilt (its verdicts, kept by name,
-        stay).
-        False for any other sequence (a PreFilter's subset, a test's list)."""
+        stay). False for any other sequence (a PreFilter's subset, a test's list)."""
         if not isinstance(nodes, NodeInfoList):
             return False
-        if nodes is not self._layout:
-            self._layout = nodes
-            self._positions = {info.name: i for i, info in enumerate(nodes)}
+        changed = self._layout.changed_since_last(nodes)
+        if changed is None:
+            self._positions = nodes.positions
             for verdicts in self._by_spec.values():
                 verdicts.positions = None
         else:
-            for node_name in nodes.changed[self._layout_read :]:
+            for node_name in changed:
                 self.node_changed(node_name)
-        self._layout_read = len(nodes.changed)
         return True
 
 

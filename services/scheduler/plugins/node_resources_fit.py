@@ -255,6 +255,35 @@ class _PreScoreState:
         return self
 
 
+class _AdvertisedResources:
+    """Per extended resource, the snapshot's nodes whose allocatable has it, with how much:
+    kept up to date from the NodeInfoList's changes, so that PreFilter names the candidate
+    nodes of a device plugin's resource without a pass over every node."""
+
+    def __init__(self) -> None:
+        self._reader = framework.NodeListReader()
+        self._by_name: dict[str, dict[str, int]] = {}  # resource -> node -> allocatable
+        self._of_node: dict[str, list[str]] = {}  # node -> the resources indexed for it
+
+    def follow(self, nodes: framework.NodeInfoList) -> dict[str, dict[str, int]]:
+        changed = self._reader.changed_since_last(nodes)
+        if changed is None:
+            self._by_name, self._of_node = {}, {}
+            changed = list(nodes.positions)
+        for node_name in changed:
+            for name in self._of_node.pop(node_name, ()):
+                del self._by_name[name][node_name]
+            position = nodes.positions.get(node_name)
+            if position is None:
+                continue
+            indexed = self._of_node[node_name] = []
+            for name, value in nodes[position].allocatable_resource.items():
+                if value and name not in _NATIVE_CHECKED:
+                    self._by_name.setdefault(name, {})[node_name] = value
+                    indexed.append(name)
+        return self._by_name
+
+
 class NodeResourcesFit:
     """PreFilter, Filter, PreScore, Score and EnqueueExtensions.
 
@@ -282,6 +311,7 @@ class NodeResourcesFit:
         self.args = args or NodeResourcesFitArgs()
         self.resolve_device_class = resolve_device_class
         self.dra_capacity = dra_capacity
+        self._advertised = _AdvertisedResources()
 
     # -- filtering --
 
@@ -305,16 +335,25 @@ class NodeResourcesFit:
         scarce = [(name, want) for name, want, _, mapped in checks if not mapped]
         scarce = [(name, want) for name, want in scarce if name not in _NATIVE_CHECKED]
         if scarce:
-            name, want = scarce[0]
-            candidates = frozenset(
-                n.name for n in nodes if n.allocatable_resource.get(name, 0) >= want
-            )
-            for name, want in scarce[1:]:
+            if isinstance(nodes, framework.NodeInfoList):
+                advertised = self._advertised.follow(nodes)
+                name, want = scarce[0]
+                found = {n for n, value in advertised.get(name, {}).items() if value >= want}
+                for name, want in scarce[1:]:
+                    more = advertised.get(name, {})
+                    found = {n for n in found if more.get(n, 0) >= want}
+                candidates = frozenset(found)
+            else:
+                name, want = scarce[0]
                 candidates = frozenset(
-                    n.name
-                    for n in nodes
-                    if n.name in candidates and n.allocatable_resource.get(name, 0) >= want
+                    n.name for n in nodes if n.allocatable_resource.get(name, 0) >= want
                 )
+                for name, want in scarce[1:]:
+                    candidates = frozenset(
+                        n.name
+                        for n in nodes
+                        if n.name in candidates and n.allocatable_resource.get(name, 0) >= want
+                    )
             if len(candidates) < len(nodes):
                 state.candidate_nodes = candidates
         return None, None

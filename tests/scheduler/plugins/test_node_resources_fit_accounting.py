@@ -6,6 +6,7 @@ snapshots, and Filter/Score agreeing with the same rules worked out on quantitie
 from __future__ import annotations
 
 import dataclasses
+import random
 
 import msgspec
 import pytest
@@ -13,6 +14,7 @@ import pytest
 from drasim.common.api import core_v1, resources
 from drasim.common.quantity import Quantity, parse_quantity
 from drasim.scheduler import framework
+from drasim.scheduler.cache import Cache, Snapshot
 from drasim.scheduler.framework import Code, NodeInfo
 from drasim.scheduler.plugins import node_resources_fit
 from drasim.scheduler.plugins.node_resources_fit import (
@@ -343,3 +345,55 @@ def test_score_is_least_allocated_of_allocatable_and_requested(
     state = framework.CycleState()
     plugin.pre_score(state, pod, [info])
     assert plugin.score(state, pod, info) == want
+
+
+# --- candidate nodes of a device plugin's resource ---------------------------------------
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_candidate_nodes_from_the_followed_index_match_a_pass_over_every_node(
+    seed: int,
+) -> None:
+    """On the snapshot's NodeInfoList, PreFilter names the nodes advertising a device
+    plugin's resource from an index it keeps up to date with the list's changes; along
+    random node updates, additions, removals and pods placed, the names must be those a
+    pass over every node finds."""
+    rng = random.Random(seed)
+    plugin = NodeResourcesFit()
+    cache, snapshot = Cache(), Snapshot()
+
+    def node(name: str) -> core_v1.Node:
+        resources = {"cpu": "4", "memory": "8Gi", "pods": "110"}
+        for resource in ("foo.com/a", "foo.com/b"):
+            if rng.random() < 0.5:
+                resources[resource] = str(rng.randint(1, 3))
+        return make_node(name).capacity(resources).obj()
+
+    names = [f"n-{i}" for i in range(150)]
+    for name in names:
+        cache.add_node(node(name))
+    checked_with = 0
+    for step in range(600):
+        roll = rng.random()
+        if roll < 0.3:
+            cache.update_node(node(rng.choice(names)), node(rng.choice(names)))
+        elif roll < 0.35:
+            names.append(f"extra-{step}")
+            cache.add_node(node(names[-1]))
+        elif roll < 0.4 and len(names) > 10:
+            cache.remove_node(node(names.pop(rng.randrange(len(names)))))
+        elif roll < 0.6:
+            pod = make_pod(f"p-{step}").uid(f"p-{step}").req({"cpu": "100m"}).obj()
+            pod.spec.node_name = rng.choice(names)
+            cache.assume_pod(pod)
+        cache.update_snapshot(snapshot)
+        wants = {"foo.com/a": str(rng.randint(1, 3))}
+        if rng.random() < 0.5:
+            wants["foo.com/b"] = str(rng.randint(1, 2))
+        pod = make_pod(f"q-{step}").req(wants).obj()
+        indexed, scanned = framework.CycleState(), framework.CycleState()
+        plugin.pre_filter(indexed, pod, snapshot.node_info_list)
+        plugin.pre_filter(scanned, pod, list(snapshot.node_info_list))
+        assert indexed.candidate_nodes == scanned.candidate_nodes, f"step {step}"
+        checked_with += indexed.candidate_nodes is not None
+    assert checked_with > 300
