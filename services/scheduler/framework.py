@@ -689,6 +689,16 @@ PluginDurationObserver = Callable[[ExtensionPoint, str, str, float], None]
 every plugin call."""
 
 
+def _invalid_score(plugin: str, score: int) -> FrameworkError:
+    """Upstream's error for a (normalized) score outside 0–100."""
+    return FrameworkError(
+        Status.error(
+            f"plugin {plugin!r} returns an invalid score {score}, it should in the range of "
+            f"[{MIN_NODE_SCORE}, {MAX_NODE_SCORE}] after normalizing"
+        )
+    )
+
+
 def _plugin_list_message(plugins: Iterable[str]) -> str:
     """Go's `%v` of a sorted string slice: `[A B]`."""
     return "[" + " ".join(sorted(plugins)) + "]"
@@ -1073,13 +1083,7 @@ class Framework:
                 for pl, weight in weighted:
                     value = pl.score(state, pod, node_info)
                     if not MIN_NODE_SCORE <= value <= MAX_NODE_SCORE:
-                        raise FrameworkError(
-                            Status.error(
-                                f"plugin {pl.name!r} returns an invalid score {value}, it "
-                                f"should in the range of [{MIN_NODE_SCORE}, {MAX_NODE_SCORE}] "
-                                "after normalizing"
-                            )
-                        )
+                        raise _invalid_score(pl.name, value)
                     total += weight * value
                 kept.scored(position, total)
         for score in sorted(kept.by_score, reverse=True):
@@ -1162,13 +1166,7 @@ class Framework:
                 )
             if values and not MIN_NODE_SCORE <= min(values) <= max(values) <= MAX_NODE_SCORE:
                 bad = next(v for v in values if not MIN_NODE_SCORE <= v <= MAX_NODE_SCORE)
-                raise FrameworkError(
-                    Status.error(
-                        f"plugin {pl.name!r} returns an invalid score {bad}, "
-                        f"it should in the range of [{MIN_NODE_SCORE}, {MAX_NODE_SCORE}] "
-                        "after normalizing"
-                    )
-                )
+                raise _invalid_score(pl.name, bad)
             weight = self.score_weights[pl.name]
             if weight != 1:
                 values = [v * weight for v in values]
