@@ -8,9 +8,16 @@ wiped by a restart.
 A save returns once the state is on disk, because callers act on it next: upstream the
 kubelet checkpoints a claim before calling its driver, so a crash never forgets a prepared
 claim. The value is encoded before the save first yields (the file gets the state as it
-was when `save` was awaited), and the file is written by a worker thread: on ext4
-replacing a file by rename costs about a millisecond, during which the event loop, and so
-every other node the process hosts, would otherwise wait.
+was when `save` was awaited), and the file is written by a worker thread, so that the event
+loop, and every other node the process hosts, never waits on the disk.
+
+A checkpoint is two files, `NAME` and `NAME.1`, written in turn in place: each holds the
+encoded value, a newline, and a line with the save's number and the value's CRC-32. A
+load takes the newest whole one, so a write cut short by a crash leaves the save before
+it. (Replacing one file by rename, the usual way, made ext4 write the new file out at once:
+~0.5 ms of kernel CPU and ~3 ms per save, with 4–6 saves per pod on a kubelet that hosts
+a thousand nodes; an overwrite in place costs ~20 µs.) A file from before this format
+(the value alone) loads as save number 0.
 
 Saves of one file are written one at a time, in the order they were made, and the file
 always ends with the newest. Saves that queue behind a write coalesce: the next write takes
@@ -22,6 +29,7 @@ from __future__ import annotations
 import asyncio
 import os
 import threading
+import zlib
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -36,9 +44,9 @@ T = TypeVar("T")
 # The threads that write checkpoint files, for every Checkpoint of the process: their own
 # pool rather than the loop's default executor, so that a burst of saves on a thousand
 # nodes never queues ahead of the loop's other blocking calls (name resolution). Two are
-# enough: ext4 serializes the replaces anyway (a thousand nodes saving at once took as
-# long with 8 threads), and each thread takes the GIL from the event loop now and then
-# (with 8, the loop's p99 lag during that burst was 4 times that with 2).
+# enough: a write takes tens of microseconds, and each thread takes the GIL from the event
+# loop now and then (with 8, the loop's p99 lag during a burst of a thousand nodes' saves
+# was 4 times that with 2).
 _WRITERS = ThreadPoolExecutor(max_workers=2, thread_name_prefix="checkpoint")
 
 
@@ -47,7 +55,7 @@ class CheckpointError(RuntimeError):
 
 
 class Checkpoint(Generic[T]):
-    """One msgspec value in one file, replaced atomically on every save."""
+    """One msgspec value in a pair of files, the newer of which holds the last save."""
 
     def __init__(self, path: Path | None, type_: type[T], empty: Callable[[], T]) -> None:
         self.path = path
@@ -65,18 +73,46 @@ class Checkpoint(Generic[T]):
         # ... and `_write` holds this: the write of a cancelled save goes on in its thread
         # while the next save's write may start in another.
         self._file_lock = threading.Lock()
+        # The two files, the one the next write goes to, and the number of the newest
+        # save found on disk (saves of this process are numbered after it); None until
+        # `load` or the first write reads the files.
+        self._files = () if path is None else (path, path.with_name(path.name + ".1"))
+        self._next_file = 0
+        self._base: int | None = None
 
     def load(self) -> T:
         if self.path is None:
             return self._empty()
-        try:
-            data = self.path.read_bytes()
-        except FileNotFoundError:
+        newest = self._read_files()
+        if newest is None:
             return self._empty()
         try:
-            return msgspec.json.decode(data, type=self._type)
+            return msgspec.json.decode(newest, type=self._type)
         except msgspec.DecodeError as exc:
             raise CheckpointError(f"{self.path}: {exc}") from exc
+
+    def _read_files(self) -> bytes | None:
+        """The newest whole value on disk (None if there is none), and where the numbering
+        and the next write go on. Raises CheckpointError if files exist but none is whole."""
+        found: list[tuple[int, int, bytes]] = []  # (number, file index, value)
+        exists = False
+        for index, file in enumerate(self._files):
+            try:
+                frame = file.read_bytes()
+            except FileNotFoundError:
+                continue
+            exists = True
+            decoded = _decode_frame(frame)
+            if decoded is not None:
+                found.append((decoded[0], index, decoded[1]))
+        if not found:
+            if exists:
+                raise CheckpointError(f"{self.path}: no whole checkpoint in {self.path} or .1")
+            self._base, self._next_file = 0, 0
+            return None
+        number, index, value = max(found)
+        self._base, self._next_file = number, 1 - index
+        return value
 
     async def save(self, value: T) -> None:
         """Save `value` as it is now; return once it, or a newer save, is on disk.
@@ -106,17 +142,46 @@ class Checkpoint(Generic[T]):
         with self._file_lock:
             if number <= self._written:
                 return
-            _replace(self.path, data)
+            if self._base is None:
+                self._read_files()
+            assert self._base is not None
+            frame = data + b"\n%d %08x\n" % (self._base + number, zlib.crc32(data))
+            _overwrite(self._files[self._next_file], frame)
+            self._next_file = 1 - self._next_file  # (not after a failed write: it retries)
             self._written = number
 
 
-def _replace(path: Path, data: bytes) -> None:
-    """Replace the file at `path` by one holding `data`: a reader (or a restarted process)
-    sees the old file or the new, never part of one."""
-    staging = path.with_suffix(".tmp")
+def _decode_frame(frame: bytes) -> tuple[int, bytes] | None:
+    """(save number, value) of a whole file, None for a torn one; a file of the value alone
+    (the format before numbered files) is save 0. What follows the number line is left
+    from a longer earlier write cut short before its truncation, and ignored."""
+    end = frame.find(b"\n")
+    if end < 0:
+        return (0, frame) if frame.startswith(b"{") and frame.endswith(b"}") else None
+    value = frame[:end]
+    line_end = frame.find(b"\n", end + 1)
+    if line_end < 0:
+        return None
     try:
-        staging.write_bytes(data)
+        number_text, crc_text = frame[end + 1 : line_end].split(b" ")
+        number, crc = int(number_text), int(crc_text, 16)
+    except ValueError:
+        return None
+    return (number, value) if zlib.crc32(value) == crc else None
+
+
+def _overwrite(path: Path, frame: bytes) -> None:
+    """Write `frame` over the file at `path` in place (no rename, no truncation to zero:
+    either would make ext4 write the data out at once)."""
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT, 0o644)
     except FileNotFoundError:  # the first save (no mkdir on every save), or it was removed
         path.parent.mkdir(parents=True, exist_ok=True)
-        staging.write_bytes(data)
-    os.replace(staging, path)
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT, 0o644)
+    try:
+        done = 0
+        while done < len(frame):
+            done += os.pwrite(fd, frame[done:], done)
+        os.ftruncate(fd, len(frame))
+    finally:
+        os.close(fd)

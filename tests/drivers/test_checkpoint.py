@@ -28,7 +28,14 @@ def make(path: Path | None) -> Checkpoint[State]:
 
 
 def on_disk(path: Path) -> int:
-    return msgspec.json.decode(path.read_bytes(), type=State).n
+    """The `n` a restarted process would load."""
+    return make(path).load().n
+
+
+def written_value(frame: bytes) -> int:
+    decoded = checkpoint._decode_frame(frame)
+    assert decoded is not None
+    return msgspec.json.decode(decoded[1], type=State).n
 
 
 def names(directory: Path) -> list[str]:
@@ -39,31 +46,31 @@ def names(directory: Path) -> list[str]:
 def writes(monkeypatch: pytest.MonkeyPatch) -> Writes:
     """Record each write (in the writer thread), then do it."""
     written: Writes = []
-    replace = checkpoint._replace
+    overwrite = checkpoint._overwrite
 
-    def recording(path: Path, data: bytes) -> None:
-        written.append(msgspec.json.decode(data, type=State).n)
-        replace(path, data)
+    def recording(path: Path, frame: bytes) -> None:
+        written.append(written_value(frame))
+        overwrite(path, frame)
 
-    monkeypatch.setattr(checkpoint, "_replace", recording)
+    monkeypatch.setattr(checkpoint, "_overwrite", recording)
     return written
 
 
 def slow_writes(monkeypatch: pytest.MonkeyPatch, seconds: float) -> threading.Event:
     """Make every write take `seconds` in its thread; the event is set once one started."""
     started = threading.Event()
-    replace = checkpoint._replace
+    overwrite = checkpoint._overwrite
 
-    def slow(path: Path, data: bytes) -> None:
+    def slow(path: Path, frame: bytes) -> None:
         started.set()
         time.sleep(seconds)
-        replace(path, data)
+        overwrite(path, frame)
 
-    monkeypatch.setattr(checkpoint, "_replace", slow)
+    monkeypatch.setattr(checkpoint, "_overwrite", slow)
     return started
 
 
-async def test_a_save_is_on_disk_when_it_returns_and_the_file_is_replaced_whole(
+async def test_a_save_is_on_disk_when_it_returns_in_the_two_files_in_turn(
     tmp_path: Path,
 ) -> None:
     path = tmp_path / "node" / "plugins" / "state.json"  # directories made on first save
@@ -73,8 +80,45 @@ async def test_a_save_is_on_disk_when_it_returns_and_the_file_is_replaced_whole(
     assert on_disk(path) == 1
     await ck.save(State(n=2))
     assert on_disk(path) == 2
-    assert make(path).load() == State(n=2)
-    assert names(path.parent) == ["state.json"]  # no staging file left
+    assert names(path.parent) == ["state.json", "state.json.1"]
+    assert written_value(path.read_bytes()) == 1
+    assert written_value((path.parent / "state.json.1").read_bytes()) == 2
+    # A restarted process numbers its saves after the newest and writes over the older.
+    again = make(path)
+    assert again.load() == State(n=2)
+    await again.save(State(n=3))
+    assert written_value(path.read_bytes()) == 3 and on_disk(path) == 3
+
+
+async def test_a_write_cut_short_leaves_the_save_before_it(tmp_path: Path) -> None:
+    """A crash in the middle of a write leaves part of a frame over the older file (the
+    rest of its old bytes after it): a load takes the other, whole file."""
+    path = tmp_path / "state.json"
+    ck = make(path)
+    for n in (1, 2, 3):  # 1 and 3 in state.json, 2 in state.json.1
+        await ck.save(State(n=n))
+    whole = path.read_bytes()
+    longer = msgspec.json.encode(State(n=4444444)) + b"\n9 00000000\n"
+    for cut in range(1, len(whole)):
+        torn = longer[:cut] + whole[cut:]
+        path.write_bytes(torn)
+        assert on_disk(path) == (3 if torn == whole else 2), cut  # (same first bytes)
+    path.write_bytes(b"")  # created, nothing written
+    assert on_disk(path) == 2
+    (path.parent / "state.json.1").write_bytes(b"{")
+    with pytest.raises(checkpoint.CheckpointError, match="state.json"):
+        make(path).load()
+
+
+async def test_a_file_of_the_value_alone_loads_as_the_oldest_save(tmp_path: Path) -> None:
+    """Files written before numbered files hold the value alone."""
+    path = tmp_path / "state.json"
+    path.write_bytes(msgspec.json.encode(State(n=7)))
+    ck = make(path)
+    assert ck.load() == State(n=7)
+    await ck.save(State(n=8))
+    assert on_disk(path) == 8
+    assert written_value(path.read_bytes()) == 7  # the next write goes to the other file
 
 
 async def test_a_save_writes_the_value_as_it_was_when_saved(
@@ -164,17 +208,17 @@ async def test_a_failed_write_fails_its_save_only(
     path = tmp_path / "state.json"
     ck = make(path)
     await ck.save(State(n=1))
-    replace = checkpoint._replace
+    overwrite = checkpoint._overwrite
     failures = iter([OSError(28, "No space left on device")])
 
-    def failing_once(path: Path, data: bytes) -> None:
+    def failing_once(path: Path, frame: bytes) -> None:
         time.sleep(0.01)  # so that the other saves queue behind it
         failure = next(failures, None)
         if failure is not None:
             raise failure
-        replace(path, data)
+        overwrite(path, frame)
 
-    monkeypatch.setattr(checkpoint, "_replace", failing_once)
+    monkeypatch.setattr(checkpoint, "_overwrite", failing_once)
     results = await asyncio.gather(
         *(ck.save(State(n=n)) for n in (2, 3, 4)), return_exceptions=True
     )
