@@ -1074,6 +1074,7 @@ class Framework:
             return None
         weighted = [(p, self.score_weights[p.name]) for p in plugins]
         kept, nodes, start, last = walk
+        kept.score_with(tuple((p.name, weight) for p, weight in weighted))
         ranges = circular_slices(start, last)
         for first, end in ranges:
             lo = bisect.bisect_left(kept.unscored, first)

@@ -95,7 +95,7 @@ class KeptPositions:
     `PodVerdicts.filter`). A change of the node (`forget`) makes it unknown again.
     """
 
-    __slots__ = ("by_score", "feasible", "score_at", "unknown", "unscored")
+    __slots__ = ("by_score", "feasible", "score_at", "scored_by", "unknown", "unscored")
 
     def __init__(self, num_nodes: int) -> None:
         self.unknown = list(range(num_nodes))
@@ -103,6 +103,16 @@ class KeptPositions:
         self.unscored: list[int] = []
         self.by_score: dict[int, list[int]] = {}
         self.score_at: dict[int, int] = {}
+        # The Score plugins (and weights) the kept totals are the sum of.
+        self.scored_by: tuple[tuple[str, int], ...] = ()
+
+    def score_with(self, plugins: tuple[tuple[str, int], ...]) -> None:
+        """Keep totals of these Score plugins and weights; totals of others are dropped
+        (a spec's PreScore skips the same plugins every time, so this is a safeguard)."""
+        if plugins != self.scored_by:
+            self.scored_by = plugins
+            self.unscored = list(self.feasible)
+            self.by_score, self.score_at = {}, {}
 
     def forget(self, position: int) -> None:
         if _remove(self.feasible, position):

@@ -30,6 +30,7 @@ from drasim.scheduler.dra_manager import DraManager
 from drasim.scheduler.framework import CycleState, Framework, NodeInfo
 from drasim.scheduler.plugins import names
 from drasim.scheduler.server import new_default_framework
+from drasim.scheduler.verdicts import KeptPositions
 
 DRIVER = "test-driver.cdi.k8s.io"
 NIC_DRIVER = "nic.example.com"
@@ -752,3 +753,21 @@ def test_kept_positions_pass_the_same_nodes_and_pick_a_best_one(seed: int) -> No
         reference_calls,
     )
     assert reusing_calls["score"] < reference_calls["score"] / 5
+
+
+def test_kept_totals_belong_to_the_score_plugins_that_made_them() -> None:
+    """Totals kept for one set of Score plugins and weights are not read for another."""
+    kept = KeptPositions(4)
+    kept.score_with((("NodeResourcesFit", 1),))
+    for position in (0, 2, 3):
+        kept.found(position, feasible=True)
+    kept.found(1, feasible=False)
+    kept.scored(0, 50)
+    kept.scored(2, 70)
+    assert kept.unscored == [3] and kept.by_score == {50: [0], 70: [2]}
+    kept.score_with((("NodeResourcesFit", 1),))  # the same: kept
+    assert kept.by_score == {50: [0], 70: [2]}
+    kept.score_with((("NodeResourcesFit", 2),))
+    assert kept.unscored == [0, 2, 3] and kept.by_score == {} and kept.score_at == {}
+    kept.forget(2)
+    assert kept.unscored == [0, 3] and kept.unknown == [2] and kept.feasible == [0, 3]
