@@ -60,6 +60,7 @@ class DeploymentController:
         replica_sets: Informer[apps_v1.ReplicaSet],
         pods: Informer[core_v1.Pod],
         concurrency: int = 16,
+        pods_by_owner: owners.PodOwnerIndex | None = None,
     ) -> None:
         self.api = api
         self.events = events.EventRecorder(api, component=COMPONENT)
@@ -69,8 +70,7 @@ class DeploymentController:
         self.queue: WorkQueue[Key] = WorkQueue("deployment", self.sync, concurrency=concurrency)
         self._replica_sets_by_owner = owners.OwnerIndex(kind="Deployment", api_version="apps/v1")
         self._replica_sets_by_owner.attach(replica_sets)
-        self._pods_by_owner = owners.OwnerIndex(kind="ReplicaSet", api_version="apps/v1")
-        self._pods_by_owner.attach(pods)
+        self._pods_by_owner = pods_by_owner or owners.attached_pod_index(pods)
         # The resourceVersion of this controller's last ReplicaSet write per Deployment:
         # until the ReplicaSet cache has seen it, a sync would act on stale sets (see the
         # ReplicaSet controller's note on expectations).

@@ -201,3 +201,11 @@ class PodOwnerIndex:
         counts._discard(key, active)
         if not counts.active:
             del self._counts[active.owner]
+
+
+def attached_pod_index(pods: Informer[core_v1.Pod]) -> PodOwnerIndex:
+    """ReplicaSets' pods, indexed by owner and attached to `pods`: one per controller
+    manager, shared by the ReplicaSet and Deployment controllers."""
+    index = PodOwnerIndex(kind="ReplicaSet", api_version="apps/v1")
+    index.attach(pods)
+    return index

@@ -171,14 +171,14 @@ class ReplicaSetController:
         pods: Informer[core_v1.Pod],
         replica_sets: Informer[apps_v1.ReplicaSet],
         concurrency: int = 16,
+        pods_by_owner: owners.PodOwnerIndex | None = None,
     ) -> None:
         self.api = api
         self.events = events.EventRecorder(api, component=COMPONENT)
         self.pods = pods
         self.replica_sets = replica_sets
         self.queue: WorkQueue[Key] = WorkQueue("replicaset", self.sync, concurrency=concurrency)
-        self._pods_by_owner = owners.PodOwnerIndex(kind="ReplicaSet", api_version="apps/v1")
-        self._pods_by_owner.attach(pods)
+        self._pods_by_owner = pods_by_owner or owners.attached_pod_index(pods)
         # Upstream's "expectations": the resourceVersion of this controller's last pod write
         # per ReplicaSet. Until the pod cache has seen it, a sync would count stale pods and
         # create or delete twice; the write's own event requeues the ReplicaSet.

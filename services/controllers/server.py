@@ -17,7 +17,7 @@ from drasim.common.api import apps_v1, core_v1, policy_v1, resource_v1
 from drasim.common.bus.client import Bus
 from drasim.common.client import ApiClient
 from drasim.common.informer import Informer
-from drasim.controllers import events
+from drasim.controllers import events, owners
 from drasim.controllers.deployment import DeploymentController
 from drasim.controllers.disruption import DisruptionController
 from drasim.controllers.metrics import ControllerMetrics
@@ -38,16 +38,19 @@ class ControllerManager:
         self.replica_sets = Informer(informer_client, apps_v1.ReplicaSet)
         self.deployments = Informer(informer_client, apps_v1.Deployment)
         self.pod_disruption_budgets = Informer(informer_client, policy_v1.PodDisruptionBudget)
+        pods_by_replica_set = owners.attached_pod_index(self.pods)
         self.deployment = DeploymentController(
             ApiClient(bus, actor="deployment-controller"),
             deployments=self.deployments,
             replica_sets=self.replica_sets,
             pods=self.pods,
+            pods_by_owner=pods_by_replica_set,
         )
         self.replica_set = ReplicaSetController(
             ApiClient(bus, actor="replicaset-controller"),
             pods=self.pods,
             replica_sets=self.replica_sets,
+            pods_by_owner=pods_by_replica_set,
         )
         self.resource_claim = ResourceClaimController(
             ApiClient(bus, actor="resourceclaim-controller"),
