@@ -219,9 +219,8 @@ class NodeInfo:
         key = _pod_key(old)
         for i, existing in enumerate(self.pods):
             if _pod_key(existing) == key:
-                if not resources.same_request_inputs(existing, new) and self.pod_requests[
-                    i
-                ] != pod_resource_request(new):
+                same = resources.same_request_inputs(existing, new)
+                if not same and self.pod_requests[i] != pod_resource_request(new):
                     return False
                 self.pods[i] = new
                 return True

@@ -337,23 +337,14 @@ class NodeResourcesFit:
         if scarce:
             if isinstance(nodes, framework.NodeInfoList):
                 advertised = self._advertised.follow(nodes)
-                name, want = scarce[0]
-                found = {n for n, value in advertised.get(name, {}).items() if value >= want}
-                for name, want in scarce[1:]:
-                    more = advertised.get(name, {})
-                    found = {n for n in found if more.get(n, 0) >= want}
-                candidates = frozenset(found)
-            else:
-                name, want = scarce[0]
-                candidates = frozenset(
-                    n.name for n in nodes if n.allocatable_resource.get(name, 0) >= want
-                )
-                for name, want in scarce[1:]:
-                    candidates = frozenset(
-                        n.name
-                        for n in nodes
-                        if n.name in candidates and n.allocatable_resource.get(name, 0) >= want
-                    )
+            else:  # (a one-off index: a pass over every node)
+                advertised = _AdvertisedResources().follow(framework.NodeInfoList(nodes))
+            name, want = scarce[0]
+            found = {n for n, value in advertised.get(name, {}).items() if value >= want}
+            for name, want in scarce[1:]:
+                more = advertised.get(name, {})
+                found = {n for n in found if more.get(n, 0) >= want}
+            candidates = frozenset(found)
             if len(candidates) < len(nodes):
                 state.candidate_nodes = candidates
         return None, None
