@@ -59,6 +59,7 @@ from nats.js import api as js_api
 
 from drasim.apistore import outbox
 from drasim.apistore.store import EventRow
+from drasim.cli.bench import fresh_database
 from drasim.common import codec, service
 from drasim.common.api import core_v1
 from drasim.common.api.meta_v1 import ObjectMeta
@@ -484,14 +485,6 @@ def start_apistore(nats_url: str, database_url: str, prefix: str) -> subprocess.
         proc.kill()
         raise SystemExit(f"apistore did not start: {line!r}")
     return proc
-
-
-async def fresh_database(database_url: str) -> str:
-    name = f"bench_{uuid.uuid4().hex[:8]}"
-    conn = await asyncpg.connect(database_url)
-    await conn.execute(f'CREATE DATABASE "{name}"')
-    await conn.close()
-    return database_url.rsplit("/", 1)[0] + f"/{name}"
 
 
 async def run(

@@ -34,8 +34,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-import asyncpg
-
+from drasim.cli.bench import fresh_database
 from drasim.common import codec
 from drasim.common.api import core_v1, resource_v1
 from drasim.common.bus import messages
@@ -119,14 +118,6 @@ async def stop_service(proc: asyncio.subprocess.Process) -> None:
     if proc.returncode is None:
         proc.terminate()
     await proc.wait()
-
-
-async def fresh_database(database_url: str) -> str:
-    name = f"bench_{uuid.uuid4().hex[:8]}"
-    conn = await asyncpg.connect(database_url)
-    await conn.execute(f'CREATE DATABASE "{name}"')
-    await conn.close()
-    return database_url.rsplit("/", 1)[0] + f"/{name}"
 
 
 async def list_claims(api: ApiClient) -> list[resource_v1.ResourceClaim]:

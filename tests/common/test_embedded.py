@@ -16,6 +16,7 @@ import nats
 import psutil
 import pytest
 
+from drasim.common.config import database_name
 from drasim.common.embedded import EmbeddedNats, EmbeddedPostgres, EmbeddedServerError
 
 
@@ -39,7 +40,7 @@ def process_tree(pid: int | None) -> list[int]:
 
 async def test_restart_on_the_same_dir_keeps_rows_and_stream_messages(tmp_path: Path) -> None:
     with EmbeddedNats(tmp_path) as bus, EmbeddedPostgres(tmp_path) as db:
-        assert db.url.endswith("/drasim")
+        assert database_name(db.url) == "drasim"
         conn = await asyncpg.connect(db.url)
         await conn.execute("CREATE TABLE pods (name text PRIMARY KEY)")
         await conn.execute("INSERT INTO pods VALUES ('gpu-pod')")
