@@ -134,7 +134,7 @@ def check_and_decrement(
         raise still_processing(pdb.metadata.name)
     if status.disruptions_allowed < 0:
         raise _forbidden(pdb, "pdb disruptions allowed is negative")
-    if len(status.disrupted_pods) > MAX_DISRUPTED_POD_SIZE:
+    if len(status.disrupted_pods or {}) > MAX_DISRUPTED_POD_SIZE:
         raise _forbidden(
             pdb, "DisruptedPods map too big - too many evictions not confirmed by PDB controller"
         )
@@ -149,7 +149,7 @@ def check_and_decrement(
         disruption.update_disruption_allowed_condition(status, now)
     if dry_run:
         return None
-    status.disrupted_pods = {**status.disrupted_pods, pod_name: now}
+    status.disrupted_pods = {**(status.disrupted_pods or {}), pod_name: now}
     return pdb
 
 

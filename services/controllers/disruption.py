@@ -32,6 +32,8 @@ import math
 from collections.abc import Callable
 from datetime import datetime, timedelta
 
+import msgspec
+
 from drasim.common import codec, disruption, errors, labels
 from drasim.common.api import apps_v1, core_v1, meta_v1, policy_v1
 from drasim.common.client import ApiClient
@@ -119,7 +121,7 @@ def disrupted_pods(
     for pod in pods:
         if pod.metadata.deletion_timestamp is not None:
             continue
-        when = pdb.status.disrupted_pods.get(pod.metadata.name)
+        when = (pdb.status.disrupted_pods or {}).get(pod.metadata.name)
         evicted = podutil.parse_time(when)
         if when is None or evicted is None:
             continue
@@ -159,7 +161,7 @@ def compute_status(
     allowed = healthy - desired
     status = policy_v1.PodDisruptionBudgetStatus(
         observed_generation=pdb.metadata.generation,
-        disrupted_pods=disrupted,
+        disrupted_pods=disrupted or msgspec.UNSET,
         disruptions_allowed=allowed if expected > 0 and allowed > 0 else 0,
         current_healthy=healthy,
         desired_healthy=desired,

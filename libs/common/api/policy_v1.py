@@ -48,8 +48,9 @@ class PodDisruptionBudgetStatus(KubeStruct, omit_defaults=False):
 
     observed_generation: int = 0
     # Pods the eviction API let go and the controller has not yet seen go: name → the
-    # time of the eviction (RFC 3339).
-    disrupted_pods: dict[str, str] = {}
+    # time of the eviction (RFC 3339). Left out when there are none, as upstream's
+    # `omitempty` does (UNSET, which is falsy: read it as `disrupted_pods or {}`).
+    disrupted_pods: dict[str, str] | msgspec.UnsetType = msgspec.UNSET
     disruptions_allowed: int = 0
     current_healthy: int = 0
     desired_healthy: int = 0
