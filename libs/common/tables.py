@@ -238,6 +238,14 @@ COLUMNS: dict[str, list[Column]] = {
         ),
         AGE,
     ],
+    # Upstream's `priorityClassColumnDefinitions`.
+    "priorityclasses": [
+        NAME,
+        Column("Value", lambda c, now: str(c.value), type="integer"),
+        Column("Global-Default", lambda c, now: str(c.global_default).lower(), type="boolean"),
+        AGE,
+        Column("PreemptionPolicy", lambda c, now: c.preemption_policy or ""),
+    ],
     # Upstream's `eventColumnDefinitions`, in its order; `-o wide` adds the priority 1 ones.
     "events": [
         Column("Last Seen", _event_last_seen),

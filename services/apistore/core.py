@@ -16,15 +16,18 @@ from collections.abc import Callable
 
 import msgspec
 
-from drasim.apistore import faults, mutations, strategy
+from drasim.apistore import admission, faults, mutations, strategy
 from drasim.apistore.mutations import Context
 from drasim.apistore.store import EventRow, ObjectRow, Store, WriteSession
 from drasim.common import codec, errors, selection
+from drasim.common.api import scheduling_v1
 from drasim.common.bus import messages
 
 log = logging.getLogger(__name__)
 
 MAX_BATCH = 512
+# How often the PriorityClasses admission reads are reloaded (for other replicas' writes).
+PRIORITY_CLASS_RELOAD_SECONDS = 10.0
 # What a list answer holds besides its items (resourceVersion, continue token, counts).
 LIST_ENVELOPE_BYTES = 2048
 
@@ -52,21 +55,59 @@ class ApiCore:
         # Write batches committed and the requests in them; of the batches, those prepared
         # ahead of the lock, and those prepared ahead but redone under it.
         self.stats = {"batches": 0, "requests": 0, "ahead": 0, "redone": 0}
+        self.priority_classes = admission.PriorityClasses()
+        self._reload: asyncio.Task[None] | None = None
 
     async def start(self) -> None:
         # Kept: on Python 3.11 every `get_running_loop()` is a getpid() system call.
         self._loop = asyncio.get_running_loop()
         self._writer = asyncio.create_task(self._write_loop(), name="apistore-writer")
-        for ns in strategy.BUILTIN_NAMESPACES:
-            body = codec.encode({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
+        await self.reload_priority_classes()
+        builtins = [
+            ("namespaces", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
+            for ns in strategy.BUILTIN_NAMESPACES
+        ]
+        builtins += [
+            (
+                "priorityclasses",
+                {
+                    "apiVersion": "scheduling.k8s.io/v1",
+                    "kind": "PriorityClass",
+                    "metadata": {"name": name},
+                    "value": value,
+                    "description": description,
+                },
+            )
+            for name, (value, description) in scheduling_v1.SYSTEM_PRIORITY_CLASSES.items()
+        ]
+        for resource, obj in builtins:
             with contextlib.suppress(errors.AlreadyExists):
                 await self.handle(
-                    messages.Create(resource="namespaces", object=msgspec.Raw(body)),
+                    messages.Create(resource=resource, object=msgspec.Raw(codec.encode(obj))),
                     Context(actor="apistore"),
                 )
+        self._reload = asyncio.create_task(self._reload_forever(), name="priority-classes")
+
+    async def reload_priority_classes(self) -> None:
+        """Read every PriorityClass as committed (the admission's index)."""
+        answer = await self.list(messages.List(resource="priorityclasses"))
+        self.priority_classes.replace(codec.decode(answer, admission.PriorityClassList))
+
+    async def _reload_forever(self) -> None:
+        while True:
+            await asyncio.sleep(PRIORITY_CLASS_RELOAD_SECONDS)
+            try:
+                await self.reload_priority_classes()
+            except errors.ApiError as exc:  # the database away: keep the last index
+                log.warning("reloading PriorityClasses failed: %s", exc)
 
     async def stop(self) -> None:
         self._loop = None
+        if self._reload is not None:
+            self._reload.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._reload
+            self._reload = None
         if self._writer is not None:
             self._writer.cancel()
             with contextlib.suppress(asyncio.CancelledError):
@@ -313,7 +354,12 @@ class ApiCore:
     def _apply(
         self, ready: list[_Item], loaded: dict[Key, bytes | None], first_seq: int
     ) -> tuple[mutations.Batch, list[bytes | errors.ApiError]]:
-        batch = mutations.Batch(loaded, first_seq=first_seq, fault_plan=self.fault_plan)
+        batch = mutations.Batch(
+            loaded,
+            first_seq=first_seq,
+            fault_plan=self.fault_plan,
+            priority_classes=self.priority_classes,
+        )
         results: list[bytes | errors.ApiError] = []
         for req, ctx, _ in ready:
             try:
@@ -342,8 +388,10 @@ class ApiCore:
                 fut.set_exception(result)
             else:
                 fut.set_result(result)
-        if batch.events and self._on_commit is not None:
-            self._on_commit(batch.events)
+        if batch.events:
+            self.priority_classes.observe(batch.events)
+            if self._on_commit is not None:
+                self._on_commit(batch.events)
         # What was announced is what committed, unless a first attempt announced its own.
         flight.finish(flight.announced is batch)
 

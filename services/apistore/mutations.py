@@ -18,10 +18,10 @@ from typing import Any
 
 import msgspec
 
-from drasim.apistore import faults, patches, strategy
+from drasim.apistore import admission, faults, patches, strategy
 from drasim.apistore.store import EventRow, Key, ObjectRow
 from drasim.common import codec, errors
-from drasim.common.api import meta_v1, registry, validation
+from drasim.common.api import meta_v1, registry, scheduling_v1, validation
 from drasim.common.bus import messages
 
 # The second last formatted (the instant and its UTC offset) and its text.
@@ -232,8 +232,10 @@ class Batch:
         first_seq: int,
         fault_plan: faults.FaultPlan | None = None,
         load_dependents: Callable[[list[str]], dict[Key, bytes]] | None = None,
+        priority_classes: admission.PriorityClasses | None = None,
     ) -> None:
         self._rows: dict[Key, bytes | None] = dict(loaded)
+        self._priority_classes = priority_classes or admission.PriorityClasses()
         self._next_seq = first_seq
         self._faults = fault_plan
         self.events: list[EventRow] = []
@@ -336,6 +338,7 @@ class Batch:
                 (c for c in candidates if not self.has(key_of(info, meta.namespace, c))),
                 candidates[0],
             )
+        self._admit(info, obj)
         errs = validation.validate(obj)
         if errs:
             raise errors.invalid(info.kind, meta.name or "", errs, group=info.group)
@@ -373,6 +376,22 @@ class Batch:
                 Context(actor="garbage-collector", traceparent=ctx.traceparent, now=ctx.now),
             )
         return created
+
+    def _admit(self, info: registry.ResourceInfo, obj: Any) -> None:
+        """Admission of a create (the Priority plugin's part, see `admission`)."""
+        if info.plural == "pods":
+            admission.admit_pod(obj, self._priority_class, self._priority_classes.default())
+        elif info.plural == "priorityclasses":
+            admission.default_priority_class(obj)
+            admission.admit_priority_class(obj, self._priority_classes.default())
+
+    def _priority_class(self, name: str) -> Any:
+        """A class as this batch sees it: written by the batch, else as committed."""
+        key = ("priorityclasses", "", name)
+        if key in self._rows:
+            data = self._rows[key]
+            return None if data is None else codec.decode(data, scheduling_v1.PriorityClass)
+        return self._priority_classes.get(name)
 
     def _all_owners_absent(self, obj: Any) -> bool:
         """Whether the object has ownerReferences and none names an existing object (by
@@ -428,6 +447,8 @@ class Batch:
         else:
             new = obj
             _keep_system_metadata(new, old)
+            if info.plural == "pods":
+                admission.keep_pod_priority(new, old)
             if info.plural in strategy.STATUS_SUBRESOURCE and hasattr(old, "status"):
                 new.status = old.status
             if old.metadata.deletion_timestamp:
@@ -454,6 +475,8 @@ class Batch:
             errs = validation.validate(new, old=old)
         if errs:
             raise errors.invalid(info.kind, req.name, errs, group=info.group)
+        if info.plural == "priorityclasses":
+            admission.admit_priority_class(new, self._priority_classes.default())
         new.metadata.resource_version = old.metadata.resource_version
         # A no-op writes no event, as in Kubernetes (which compares the objects as stored;
         # msgspec structs compare field by field, maps regardless of key order).

@@ -237,6 +237,29 @@ async def test_typed_client_commands_send_protobuf_bodies(cluster, kubectl):
     assert {k: str(v) for k, v in quota.spec.hard.items()} == {"example.com/gpu": "4"}
 
 
+async def test_priority_classes_with_kubectl(cluster, kubectl):
+    """`kubectl create priorityclass` (a protobuf body), `get pc`, and a pod that names the
+    class getting its priority."""
+    created = await kubectl(
+        "create", "priorityclass", "high", "--value=1000", "--description=batch jobs first",
+        "--preemption-policy=Never",
+    )  # fmt: skip
+    assert created.stdout.strip() == "priorityclass.scheduling.k8s.io/high created"
+    listed = await kubectl("get", "pc")
+    header, *rows = listed.stdout.splitlines()
+    assert header.split() == ["NAME", "VALUE", "GLOBAL-DEFAULT", "AGE", "PREEMPTIONPOLICY"]
+    cells = {row.split()[0]: row.split() for row in rows}
+    assert cells["high"][1:3] == ["1000", "false"] and cells["high"][4] == "Never"
+    assert cells["system-node-critical"][1] == "2000001000"
+    pod = make_pod("urgent").obj()
+    pod.spec.priority_class_name = "high"
+    await cluster.api.create(pod)
+    shown = await kubectl(
+        "get", "pod", "urgent", "-o", "jsonpath={.spec.priority} {.spec.preemptionPolicy}"
+    )
+    assert shown.stdout == "1000 Never"
+
+
 async def test_drain_deletes_with_protobuf_delete_options(cluster, kubectl):
     await cluster.api.create(make_node("n1"))
     await cluster.api.create(make_pod("resident").node("n1").obj())

@@ -295,6 +295,7 @@ class PodSpec(KubeStruct):
     tolerations: list[Toleration] = []
     priority_class_name: str = ""
     priority: int | None = None
+    preemption_policy: str | None = None  # set by the Priority admission, from the class
     overhead: ResourceList = {}
     resource_claims: list[PodResourceClaim] = []
 

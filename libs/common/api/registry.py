@@ -8,7 +8,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from drasim.common.api import apps_v1, coordination_v1, core_v1, policy_v1, resource_v1
+from drasim.common.api import (
+    apps_v1,
+    coordination_v1,
+    core_v1,
+    policy_v1,
+    resource_v1,
+    scheduling_v1,
+)
 from drasim.common.api.meta_v1 import KubeObject
 from drasim.common.errors import NotFound
 
@@ -81,6 +88,7 @@ RESOURCES: tuple[ResourceInfo, ...] = (
           subresources=("status", "scale")),
     _info(policy_v1.PodDisruptionBudget, "poddisruptionbudgets", namespaced=True,
           short_names=("pdb",), subresources=("status",)),
+    _info(scheduling_v1.PriorityClass, "priorityclasses", namespaced=False, short_names=("pc",)),
     _info(resource_v1.DeviceClass, "deviceclasses", namespaced=False),
     _info(resource_v1.ResourceSlice, "resourceslices", namespaced=False),
     _info(resource_v1.ResourceClaim, "resourceclaims", namespaced=True, subresources=("status",)),

@@ -26,6 +26,7 @@ from drasim.common.api import (
     registry,
     resource_v1,
     resources,
+    scheduling_v1,
 )
 from drasim.common.api.meta_v1 import (
     KubeObject,
@@ -694,6 +695,65 @@ def _validate_lease(lease: coordination_v1.Lease, old: KubeObject | None) -> lis
     return errs
 
 
+# --- PriorityClass -------------------------------------------------------------------------
+
+_PREEMPTION_POLICIES = [scheduling_v1.PREEMPT_LOWER_PRIORITY, scheduling_v1.NEVER]
+_SYSTEM_PREFIX = "system-"
+
+
+def _validate_priority_class(
+    pc: scheduling_v1.PriorityClass, old: KubeObject | None
+) -> list[FieldError]:
+    """Upstream `ValidatePriorityClass` and `ValidatePriorityClassUpdate`."""
+    errs = []
+    name = pc.metadata.name
+    if name.startswith(_SYSTEM_PREFIX):
+        known = _known_system_priority_class(pc)
+        if known:
+            errs.append(
+                field_forbidden(
+                    "metadata.name",
+                    f"priority class names with '{_SYSTEM_PREFIX}' prefix are reserved for "
+                    f"system use only. error: {known}",
+                )
+            )
+    elif pc.value > scheduling_v1.HIGHEST_USER_DEFINABLE_PRIORITY:
+        errs.append(
+            field_forbidden(
+                "value",
+                "maximum allowed value of a user defined priority is "
+                f"{scheduling_v1.HIGHEST_USER_DEFINABLE_PRIORITY}",
+            )
+        )
+    errs += _validate_preemption_policy(pc.preemption_policy, "preemptionPolicy")
+    if isinstance(old, scheduling_v1.PriorityClass):
+        if pc.value != old.value:
+            errs.append(field_forbidden("value", "may not be changed in an update."))
+        if pc.preemption_policy != old.preemption_policy:
+            policy = pc.preemption_policy
+            errs.append(field_invalid("preemptionPolicy", policy, "field is immutable"))
+    return errs
+
+
+def _known_system_priority_class(pc: scheduling_v1.PriorityClass) -> str:
+    """Upstream `IsKnownSystemPriorityClass`: "" when `pc` is one, else why not."""
+    name = pc.metadata.name
+    known = scheduling_v1.SYSTEM_PRIORITY_CLASSES.get(name)
+    if known is None:
+        return f"{name} is not a known system priority class"
+    if pc.value != known[0]:
+        return f"value of {name} PriorityClass must be {known[0]}"
+    if pc.global_default:
+        return f"globalDefault of {name} PriorityClass must be false"
+    return ""
+
+
+def _validate_preemption_policy(policy: str | None, path: str) -> list[FieldError]:
+    if policy is None or policy in _PREEMPTION_POLICIES:
+        return []
+    return [field_not_supported(path, policy, _PREEMPTION_POLICIES)]
+
+
 # --- Pod -----------------------------------------------------------------------------------
 
 _POD_RESTART_POLICIES = ["Always", "OnFailure", "Never"]
@@ -737,6 +797,7 @@ def _validate_pod_spec(spec: core_v1.PodSpec, path: str) -> list[FieldError]:
             errs.append(
                 field_forbidden(f"{c_path}.resources", "cannot be set for an Ephemeral Container")
             )
+    errs += _validate_preemption_policy(spec.preemption_policy, f"{path}.preemptionPolicy")
     if spec.restart_policy and spec.restart_policy not in _POD_RESTART_POLICIES:
         errs.append(
             field_not_supported(f"{path}.restartPolicy", spec.restart_policy, _POD_RESTART_POLICIES)
@@ -1672,6 +1733,7 @@ _VALIDATORS: dict[type[KubeObject], Validator] = {
     apps_v1.Deployment: _validate_deployment,
     apps_v1.ReplicaSet: _validate_replica_set,
     policy_v1.PodDisruptionBudget: _validate_pod_disruption_budget,
+    scheduling_v1.PriorityClass: _validate_priority_class,
     resource_v1.DeviceClass: _validate_device_class,
     resource_v1.ResourceSlice: _validate_resource_slice,
     resource_v1.ResourceClaim: _validate_resource_claim,

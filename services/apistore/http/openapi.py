@@ -30,6 +30,7 @@ _PACKAGES = {
     "drasim.common.api.coordination_v1": "io.k8s.api.coordination.v1",
     "drasim.common.api.policy_v1": "io.k8s.api.policy.v1",
     "drasim.common.api.resource_v1": "io.k8s.api.resource.v1",
+    "drasim.common.api.scheduling_v1": "io.k8s.api.scheduling.v1",
 }
 QUANTITY = "io.k8s.apimachinery.pkg.api.resource.Quantity"
 INT_OR_STRING = "io.k8s.apimachinery.pkg.util.intstr.IntOrString"
@@ -98,6 +99,10 @@ DESCRIPTIONS: dict[str, str] = {
     "Event": "Event is a report of an event somewhere in the cluster.",
     "ResourceQuota": "ResourceQuota sets aggregate quota restrictions enforced per namespace",
     "Lease": "Lease defines a lease concept.",
+    "PriorityClass": (
+        "PriorityClass defines mapping from a priority class name to the priority integer "
+        "value. The value can be any valid integer."
+    ),
     "PodDisruptionBudget": (
         "PodDisruptionBudget is an object to define the max disruption that can be caused "
         "to a collection of pods"

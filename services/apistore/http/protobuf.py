@@ -2,6 +2,7 @@
 
 kubectl's typed clients send some bodies only as protobuf: `kubectl create namespace`,
 `kubectl create deployment`, `kubectl create quota`, `kubectl create poddisruptionbudget`,
+`kubectl create priorityclass`,
 and the DeleteOptions and Evictions of `kubectl drain`. There is no fallback to JSON for
 protobuf, so drasim reads the messages those commands send: a decoder of the
 wire format driven by tables of field numbers (taken from upstream's `generated.proto`,
@@ -98,6 +99,14 @@ MESSAGES: dict[str, dict[int, F]] = {
         2: F("selector", "LabelSelector", keep=True),
         3: F("maxUnavailable", "intstr", keep=True),
         4: F("unhealthyPodEvictionPolicy", "str", keep=True),
+    },
+    # scheduling.k8s.io/v1: `kubectl create priorityclass`.
+    "PriorityClass": {
+        1: F("metadata", "ObjectMeta"),
+        2: F("value", "int"),
+        3: F("globalDefault", "bool"),
+        4: F("description", "str"),
+        5: F("preemptionPolicy", "str", keep=True),
     },
     "Namespace": {
         1: F("metadata", "ObjectMeta"),
@@ -207,7 +216,15 @@ _KEPT = {
 
 # The kinds a body may carry, by the envelope's `kind`.
 TOP_LEVEL = frozenset(
-    {"Namespace", "Deployment", "ResourceQuota", "DeleteOptions", "Eviction", "PodDisruptionBudget"}
+    {
+        "Namespace",
+        "Deployment",
+        "ResourceQuota",
+        "DeleteOptions",
+        "Eviction",
+        "PodDisruptionBudget",
+        "PriorityClass",
+    }
 )
 
 

@@ -92,7 +92,10 @@ def table(
 
 
 def _cell(column: tables.Column, text: str) -> Any:
-    """Integer columns carry numbers, as Kubernetes' printers write them."""
+    """Integer and boolean columns carry numbers and booleans, as Kubernetes' printers
+    write them."""
     if column.type == "integer" and text.lstrip("-").isdigit():
         return int(text)
+    if column.type == "boolean" and text in ("true", "false"):
+        return text == "true"
     return text
