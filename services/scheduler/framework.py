@@ -253,6 +253,9 @@ class CycleState:
         # nodes Filter ran for in it (every other feasible node's verdict was reused).
         self.kept_walk: tuple[KeptPositions, NodeInfoList, int, int] | None = None
         self.filtered_now: set[str] | None = None
+        # Set by a PostFilter that made room for the pod on a node (DefaultPreemption):
+        # the failure handler records it as the pod's `status.nominatedNodeName`.
+        self.nominated_node_name: str | None = None
 
     def read(self, key: str) -> StateData:
         """Raises KeyError when nothing was written, e.g. because PreFilter did not run."""

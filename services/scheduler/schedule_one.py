@@ -18,7 +18,7 @@ import logging
 import random
 from collections.abc import Sequence
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 from opentelemetry.trace import INVALID_SPAN, Span
@@ -117,7 +117,10 @@ async def schedule_one(sched: Scheduler) -> None:
         result, assumed_pod_info, status = ScheduleResult(), pod_info, Status.error(err)
     if not framework.is_success(status):
         assert status is not None
-        await spans.within(attempt, handle_scheduling_failure(sched, assumed_pod_info, status))
+        failure = handle_scheduling_failure(
+            sched, assumed_pod_info, status, nominated_node_name=state.nominated_node_name
+        )
+        await spans.within(attempt, failure)
         spans.end_attempt(attempt, status)
         return
 
@@ -370,10 +373,15 @@ async def handle_binding_cycle_error(
 
 
 async def handle_scheduling_failure(
-    sched: Scheduler, pod_info: QueuedPodInfo, status: Status
+    sched: Scheduler,
+    pod_info: QueuedPodInfo,
+    status: Status,
+    *,
+    nominated_node_name: str | None = None,
 ) -> None:
     """Requeue the pod (rejected: with the plugins that rejected it), then record why on
-    the pod: a FailedScheduling event and the PodScheduled=False condition."""
+    the pod: a FailedScheduling event and the PodScheduled=False condition, and the node
+    preemption nominated it to (`nominated_node_name`; "" clears it, None leaves it)."""
     pod = pod_info.pod
     sched.metrics.pod_failed(rejected=framework.is_rejected(status))
     reason = (
@@ -408,12 +416,22 @@ async def handle_scheduling_failure(
     condition = core_v1.PodCondition(
         type="PodScheduled", status="False", reason=reason, message=message
     )
-    await update_pod(sched.api, cached, condition)
+    await update_pod(sched.api, cached, condition, nominated_node_name=nominated_node_name)
 
 
-async def update_pod(api: ApiClient, pod: core_v1.Pod, condition: core_v1.PodCondition) -> None:
-    """Set a pod condition with a merge patch on pods/status, unless the pod already has
-    it: a pod failing again for the same reason causes no write (upstream `updatePod`)."""
+async def update_pod(
+    api: ApiClient,
+    pod: core_v1.Pod,
+    condition: core_v1.PodCondition,
+    *,
+    nominated_node_name: str | None = None,
+) -> None:
+    """Set a pod condition (and a new `nominatedNodeName`) with a merge patch on
+    pods/status, unless the pod already has them: a pod failing again for the same reason
+    causes no write (upstream `updatePod`)."""
+    status: dict[str, Any] = {}
+    if nominated_node_name is not None and nominated_node_name != pod.status.nominated_node_name:
+        status["nominatedNodeName"] = nominated_node_name or None
     conditions = list(pod.status.conditions)
     for i, existing in enumerate(conditions):
         if existing.type != condition.type:
@@ -423,15 +441,19 @@ async def update_pod(api: ApiClient, pod: core_v1.Pod, condition: core_v1.PodCon
             condition.reason,
             condition.message,
         ):
-            return
+            break
         transition = (
             existing.last_transition_time if existing.status == condition.status else _now()
         )
         conditions[i] = msgspec.structs.replace(condition, last_transition_time=transition)
+        status["conditions"] = codec.to_builtins(conditions)
         break
     else:
         conditions.append(msgspec.structs.replace(condition, last_transition_time=_now()))
-    patch = {"status": {"conditions": codec.to_builtins(conditions)}}
+        status["conditions"] = codec.to_builtins(conditions)
+    if not status:
+        return
+    patch = {"status": status}
     try:
         await api.patch(
             core_v1.Pod,

@@ -18,7 +18,7 @@ from collections.abc import Callable
 from typing import Any
 
 from drasim.common import events
-from drasim.common.api import core_v1, resource_v1
+from drasim.common.api import core_v1, policy_v1, resource_v1
 from drasim.common.client import ApiClient
 from drasim.common.informer import Informer, event_traceparent
 from drasim.scheduler import framework, schedule_one, spans
@@ -26,7 +26,8 @@ from drasim.scheduler.cache import Cache, Snapshot
 from drasim.scheduler.dra_manager import DraManager
 from drasim.scheduler.framework import ActionType, ClusterEvent, EventResource
 from drasim.scheduler.metrics import SchedulerMetrics
-from drasim.scheduler.plugins import names, registry
+from drasim.scheduler.node_info import NodeInfo
+from drasim.scheduler.plugins import default_preemption, names, registry
 from drasim.scheduler.queue import SchedulingQueue
 
 __all__ = ["DEFAULT_PLUGINS", "Scheduler", "new_default_framework"]
@@ -44,6 +45,7 @@ DEFAULT_PLUGINS = (
     names.NODE_AFFINITY,
     names.NODE_RESOURCES_FIT,
     names.DYNAMIC_RESOURCES,
+    names.DEFAULT_PREEMPTION,
     names.DEFAULT_BINDER,
 )
 """The default profile, in upstream's order of its Filter plugins."""
@@ -54,14 +56,28 @@ def new_default_framework(
     dra_manager: DraManager,
     *,
     observe_plugin_duration: framework.PluginDurationObserver | None = None,
+    nodes: Callable[[], list[NodeInfo]] = list,
+    budgets: Callable[[], list[policy_v1.PodDisruptionBudget]] = list,
+    event_recorder: events.EventRecorder | None = None,
 ) -> framework.Framework:
     """The default profile: NodeResourcesFit scores least allocated over cpu and memory and
-    leaves extended resources that DRA serves to DynamicResources."""
-    handle = registry.Handle(dra_manager=dra_manager, api=api)
-    return spans.TracedFramework(
+    leaves extended resources that DRA serves to DynamicResources; DefaultPreemption looks
+    at `nodes` (the attempt's snapshot) and `budgets`."""
+    handle = registry.Handle(
+        dra_manager=dra_manager,
+        api=api,
+        nodes=nodes,
+        budgets=budgets,
+        event_recorder=event_recorder,
+    )
+    fwk = spans.TracedFramework(
         [registry.REGISTRY[name](handle) for name in DEFAULT_PLUGINS],
         observe_plugin_duration=observe_plugin_duration,
     )
+    for plugin in fwk.plugins:
+        if isinstance(plugin, default_preemption.DefaultPreemption):
+            plugin.framework = fwk  # it runs Filter again on copies of nodes
+    return fwk
 
 
 class Scheduler:
@@ -79,11 +95,18 @@ class Scheduler:
         self.dra_manager = DraManager()
         # The queue's lengths are read when Prometheus scrapes, not on every queue change.
         self.metrics = SchedulerMetrics(pending_pods=lambda: self.queue.pending_pods_by_queue())
-        self.framework = new_default_framework(
-            api, self.dra_manager, observe_plugin_duration=self.metrics.observe_plugin_duration
-        )
         self.cache = Cache()
         self.snapshot = Snapshot()
+        # Budgets are read by DefaultPreemption only; nothing else follows them.
+        self.pdb_informer = Informer(api, policy_v1.PodDisruptionBudget)
+        self.framework = new_default_framework(
+            api,
+            self.dra_manager,
+            observe_plugin_duration=self.metrics.observe_plugin_duration,
+            nodes=lambda: self.snapshot.node_info_list,
+            budgets=self.pdb_informer.list,
+            event_recorder=self.events,
+        )
         self.queue = SchedulingQueue(self.framework.events_to_register())
         self.binding_tasks: set[asyncio.Task[None]] = set()
         self.pod_informer = Informer(
@@ -125,6 +148,7 @@ class Scheduler:
                 dra.on_claim_delete,
             ),
             self.pod_informer,
+            self.pdb_informer,
         ]
         self._tasks: list[asyncio.Task[None]] = []
 

@@ -10,11 +10,15 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable
 
+from drasim.common import events
+from drasim.common.api import policy_v1
 from drasim.common.client import ApiClient
 from drasim.scheduler import framework
 from drasim.scheduler.dra_manager import DraManager
+from drasim.scheduler.node_info import NodeInfo
 from drasim.scheduler.plugins import (
     default_binder,
+    default_preemption,
     names,
     node_affinity,
     node_name,
@@ -39,6 +43,11 @@ class Handle:
     dra_manager: DraManager | None = None
     api: ApiClient | None = None
     extended_resources: bool = True
+    # For DefaultPreemption: the nodes as this attempt's snapshot has them, the budgets
+    # and where victims' Preempted events go.
+    nodes: Callable[[], list[NodeInfo]] = list
+    budgets: Callable[[], list[policy_v1.PodDisruptionBudget]] = list
+    event_recorder: events.EventRecorder | None = None
     node_resources_fit_args: node_resources_fit.NodeResourcesFitArgs = dataclasses.field(
         default_factory=node_resources_fit.NodeResourcesFitArgs
     )
@@ -85,6 +94,17 @@ def _default_binder(handle: Handle) -> default_binder.DefaultBinder:
     return default_binder.DefaultBinder(handle.api)
 
 
+def _default_preemption(handle: Handle) -> default_preemption.DefaultPreemption:
+    if handle.api is None:
+        raise ValueError(f"{names.DEFAULT_PREEMPTION} needs the API client in its Handle")
+    return default_preemption.DefaultPreemption(
+        handle.api,
+        nodes=handle.nodes,
+        budgets=handle.budgets,
+        recorder=handle.event_recorder,
+    )
+
+
 REGISTRY: dict[str, PluginFactory] = {
     names.NODE_NAME: lambda _: node_name.NodeName(),
     names.NODE_UNSCHEDULABLE: lambda _: node_unschedulable.NodeUnschedulable(),
@@ -92,5 +112,6 @@ REGISTRY: dict[str, PluginFactory] = {
     names.NODE_AFFINITY: lambda _: node_affinity.NodeAffinity(),
     names.NODE_RESOURCES_FIT: _node_resources_fit,
     names.DYNAMIC_RESOURCES: _dynamic_resources,
+    names.DEFAULT_PREEMPTION: _default_preemption,
     names.DEFAULT_BINDER: _default_binder,
 }

@@ -283,7 +283,9 @@ async def test_full_cluster_leaves_a_pod_unschedulable_until_capacity_frees(
     assert (condition.reason, condition.message) == (
         "Unschedulable",
         "0/2 nodes are available: 1 Insufficient example.com/gpu, "
-        "1 cannot allocate all claims. still not schedulable",
+        "1 cannot allocate all claims. still not schedulable, preemption: 0/2 nodes are "
+        "available: 1 No preemption victims found for incoming pod, "
+        "1 Preemption is not helpful for scheduling.",
     )
 
     # A DRA pod goes; the claim controller would then drop the finalizer of its claim.
@@ -350,7 +352,8 @@ async def test_leftover_special_claim_is_deleted_then_replaced(
     [event] = await watch.wait_for(lambda: watch.events_of("p", "FailedScheduling"))
     assert event.message == (
         "0/1 nodes are available: 1 cannot schedule extended resource claim. "
-        "deletion of ResourceClaim completed"
+        "deletion of ResourceClaim completed, preemption: 0/1 nodes are available: "
+        "1 Preemption is not helpful for scheduling."
     )
     claim = await special_claim(watch, "p")
     assert claim.metadata.name != "p-extended-resources-old"
@@ -377,7 +380,7 @@ async def test_duplicate_special_claims_are_removed_one_per_cycle(
         lambda: [
             e
             for e in watch.events_of("p", "FailedScheduling")
-            if e.message.endswith("completed") and e.count == 2
+            if "deletion of ResourceClaim completed" in e.message and e.count == 2
         ]
     )
     assert len(watch.events_of("p", "FailedScheduling")) == 1

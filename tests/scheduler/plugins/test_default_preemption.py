@@ -1,0 +1,123 @@
+"""DefaultPreemption's choices, without servers: which pods of a node become victims (the
+fewest, most important given back first, budget-breaking ones given back before others),
+which node wins, and the messages when preemption cannot help."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from drasim.common import codec
+from drasim.common.api import core_v1, policy_v1
+from drasim.scheduler import framework
+from drasim.scheduler.node_info import NodeInfo
+from drasim.scheduler.plugins.default_preemption import Candidate, DefaultPreemption, _pick_one
+from drasim.scheduler.plugins.node_resources_fit import NodeResourcesFit
+from tests.scheduler.wrappers import make_node, make_pod
+
+
+class RecordingApi:
+    """The calls DefaultPreemption makes to the API, recorded."""
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, str]] = []
+
+    async def patch(self, type_: Any, name: str, patch: Any, **kwargs: Any) -> None:
+        self.calls.append(("patch", name))
+
+    async def delete(self, type_: Any, name: str, **kwargs: Any) -> None:
+        self.calls.append(("delete", name))
+
+
+def pod(name: str, priority: int, cpu: str, *, node: str = "n1", **labels: str) -> core_v1.Pod:
+    p = make_pod(name).req({"cpu": cpu}).node(node).obj()
+    p.spec.priority = priority
+    p.metadata.labels = labels
+    return p
+
+
+def budget(allowed: int, **selector: str) -> policy_v1.PodDisruptionBudget:
+    return codec.convert(
+        {
+            "metadata": {"name": "b", "namespace": "default"},
+            "spec": {"selector": {"matchLabels": selector}},
+            "status": {"disruptionsAllowed": allowed},
+        },
+        policy_v1.PodDisruptionBudget,
+    )
+
+
+def setup(
+    nodes: list[NodeInfo], budgets: list[policy_v1.PodDisruptionBudget] = ()
+) -> tuple[DefaultPreemption, framework.Framework, RecordingApi]:
+    api = RecordingApi()
+    plugin = DefaultPreemption(api, nodes=lambda: nodes, budgets=lambda: list(budgets))  # type: ignore[arg-type]
+    fwk = framework.Framework([NodeResourcesFit(), plugin])
+    plugin.framework = fwk
+    return plugin, fwk, api
+
+
+async def attempt(
+    fwk: framework.Framework, preemptor: core_v1.Pod, nodes: list[NodeInfo]
+) -> tuple[framework.Status | None, framework.CycleState]:
+    """PreFilter and Filter over `nodes`, then PostFilter as the scheduling cycle runs it."""
+    state = framework.CycleState()
+    fwk.run_pre_filter_plugins(state, preemptor, nodes)
+    diagnosis = framework.Diagnosis()
+    for info in nodes:
+        status = fwk.run_filter_plugins(state, preemptor, info)
+        if status is not None:
+            diagnosis.node_to_status[info.name] = status
+    return await fwk.run_post_filter_plugins(state, preemptor, diagnosis), state
+
+
+def node(name: str, cpu: str, *pods: core_v1.Pod) -> NodeInfo:
+    return NodeInfo(make_node(name).capacity({"cpu": cpu, "pods": "110"}).obj(), pods)
+
+
+async def test_the_fewest_lowest_victims_are_taken_and_the_rest_given_back() -> None:
+    n1 = node("n1", "4", pod("a", 5, "1"), pod("b", 1, "1"), pod("c", 3, "1"), pod("d", 9, "1"))
+    plugin, fwk, api = setup([n1])
+    status, state = await attempt(fwk, make_pod("p").req({"cpu": "2"}).obj(), [n1])
+    # Priority 0 for the preemptor would find no victim: give it 7.
+    assert status is not None and "No preemption victims found" in status.message()
+
+    urgent = make_pod("u").req({"cpu": "2"}).obj()
+    urgent.spec.priority = 7
+    status, state = await attempt(fwk, urgent, [n1])
+    assert status is None and state.nominated_node_name == "n1"
+    # All three lower pods out, then given back most important first: a (5) fits again,
+    # c (3) and b (1) do not.
+    assert api.calls == [("patch", "c"), ("delete", "c"), ("patch", "b"), ("delete", "b")]
+
+
+async def test_pods_a_budget_protects_are_given_back_first() -> None:
+    n1 = node("n1", "2", pod("guarded", 1, "1", app="db"), pod("free", 5, "1"))
+    plugin, fwk, api = setup([n1], [budget(0, app="db")])
+    urgent = make_pod("u").req({"cpu": "1"}).obj()
+    urgent.spec.priority = 10
+    status, _ = await attempt(fwk, urgent, [n1])
+    assert status is None
+    # Without the budget the lower `guarded` would go; with it, `free` does.
+    assert api.calls == [("patch", "free"), ("delete", "free")]
+
+
+async def test_nodes_preemption_cannot_help_are_named() -> None:
+    small = node("small", "1")  # the pod asks more than it has: unresolvable
+    full = node("full", "2", pod("x", 50, "2", node="full"))
+    _, fwk, api = setup([small, full])
+    urgent = make_pod("u").req({"cpu": "2"}).obj()
+    urgent.spec.priority = 10
+    status, state = await attempt(fwk, urgent, [small, full])
+    assert status is not None and status.code == framework.Code.UNSCHEDULABLE
+    assert status.message() == (
+        "preemption: 0/2 nodes are available: 1 No preemption victims found for incoming pod, "
+        "1 Preemption is not helpful for scheduling."
+    )
+    assert state.nominated_node_name == "" and api.calls == []
+
+
+def test_the_node_whose_victims_matter_least_wins() -> None:
+    low, high = pod("l", 1, "1"), pod("h", 9, "1")
+    assert _pick_one([Candidate("a", [high], 0), Candidate("b", [low], 0)]).node == "b"
+    assert _pick_one([Candidate("a", [low], 1), Candidate("b", [high], 0)]).node == "b"
+    assert _pick_one([Candidate("a", [low, low], 0), Candidate("b", [low], 0)]).node == "b"
