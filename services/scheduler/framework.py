@@ -256,6 +256,9 @@ class CycleState:
         # Set by a PostFilter that made room for the pod on a node (DefaultPreemption):
         # the failure handler records it as the pod's `status.nominatedNodeName`.
         self.nominated_node_name: str | None = None
+        # Pods nominated to a node (by node) whose priority is at least this pod's: Filter
+        # counts them there as if they ran (upstream `RunFilterPluginsWithNominatedPods`).
+        self.nominated_pods: dict[str, list[core_v1.Pod]] = {}
 
     def read(self, key: str) -> StateData:
         """Raises KeyError when nothing was written, e.g. because PreFilter did not run."""
@@ -707,6 +710,17 @@ def _plugin_list_message(plugins: Iterable[str]) -> str:
     return "[" + " ".join(sorted(plugins)) + "]"
 
 
+def with_nominated_pods(state: CycleState, node_info: NodeInfo) -> NodeInfo:
+    """The node with the pods nominated to it added (a copy), or the node itself."""
+    nominated = state.nominated_pods.get(node_info.name)
+    if not nominated:
+        return node_info
+    copy = node_info.snapshot()
+    for pod in nominated:
+        copy.add_pod(pod)
+    return copy
+
+
 class _FilterWalk:
     """One attempt's Filter over the nodes, upstream's way: from `start` round the list
     until `to_find` nodes passed; each node's first non-success status rules it out.
@@ -729,6 +743,8 @@ class _FilterWalk:
         """Run the Filters on one node: None if it passes, else the rejecting status.
         Raises FrameworkError when a plugin errs."""
         state, pod, observe = self.state, self.pod, self.observe
+        if state.nominated_pods:
+            node_info = with_nominated_pods(state, node_info)
         for name, run_filter in self.filters:
             if observe is not None:
                 started = time.perf_counter()
@@ -914,7 +930,10 @@ class Framework:
     def run_filter_plugins(
         self, state: CycleState, pod: core_v1.Pod, node_info: NodeInfo
     ) -> Status | None:
-        """The first non-success Filter status rules the node out; the rest do not run."""
+        """The first non-success Filter status rules the node out; the rest do not run.
+        Pods nominated to the node count as running there (`CycleState.nominated_pods`)."""
+        if state.nominated_pods:
+            node_info = with_nominated_pods(state, node_info)
         for pl in self.filter_plugins:
             if pl.name in state.skip_filter_plugins:
                 continue
@@ -950,7 +969,8 @@ class Framework:
         returns Error.
         """
         diagnosis = Diagnosis()
-        state.reuse_filter_verdicts = self.filter_verdicts.enabled
+        # Verdicts kept per node do not know the pods nominated to it.
+        state.reuse_filter_verdicts = self.filter_verdicts.enabled and not state.nominated_pods
         result, status, plugins_with_nodes = self.run_pre_filter_plugins(state, pod, node_infos)
         diagnosis.unschedulable_plugins = set(plugins_with_nodes)
         if not is_success(status):

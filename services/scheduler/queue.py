@@ -477,3 +477,41 @@ def _match(registered: ClusterEvent, event: ClusterEvent) -> bool:
 
 def _name(pod: core_v1.Pod) -> str:
     return f"{pod.metadata.namespace}/{pod.metadata.name}"
+
+
+class Nominator:
+    """Pods nominated to a node by preemption and not bound yet (upstream's nominator):
+    other pods' Filter counts those of at least their own priority on that node, so the
+    room preemption made is kept for its pod."""
+
+    def __init__(self) -> None:
+        self._by_uid: dict[str, tuple[str, core_v1.Pod]] = {}
+
+    def __bool__(self) -> bool:
+        return bool(self._by_uid)
+
+    def set(self, pod: core_v1.Pod, node_name: str) -> None:
+        """Record (or with "" drop) the pod's nomination."""
+        if node_name:
+            self._by_uid[pod.metadata.uid] = (node_name, pod)
+        else:
+            self._by_uid.pop(pod.metadata.uid, None)
+
+    def follow(self, pod: core_v1.Pod) -> None:
+        """A pod as the informer has it: nominated while unbound, else not."""
+        if pod.spec.node_name or pod.metadata.deletion_timestamp:
+            self._by_uid.pop(pod.metadata.uid, None)
+        else:
+            self.set(pod, pod.status.nominated_node_name)
+
+    def forget(self, pod: core_v1.Pod) -> None:
+        self._by_uid.pop(pod.metadata.uid, None)
+
+    def for_pod(self, pod: core_v1.Pod) -> dict[str, list[core_v1.Pod]]:
+        """Per node, the other nominated pods whose priority is at least `pod`'s."""
+        mine = pod.spec.priority or 0
+        found: dict[str, list[core_v1.Pod]] = {}
+        for uid, (node, other) in self._by_uid.items():
+            if uid != pod.metadata.uid and (other.spec.priority or 0) >= mine:
+                found.setdefault(node, []).append(other)
+        return found

@@ -106,6 +106,8 @@ async def schedule_one(sched: Scheduler) -> None:
 
     state = CycleState()
     state.record_plugin_metrics = sched.rng.randrange(100) < PLUGIN_METRICS_SAMPLE_PERCENT
+    if sched.nominator:
+        state.nominated_pods = sched.nominator.for_pod(pod)
     # The attempt's span continues the pod's trace and lasts until the binding ends.
     attempt = spans.start_attempt(pod_info)
     try:
@@ -410,6 +412,9 @@ async def handle_scheduling_failure(
         return
     pod_info.pod = cached
     sched.queue.add_unschedulable_if_not_present(pod_info)
+    if nominated_node_name is not None:
+        # Counted by the next attempts at once, before the informer brings the status.
+        sched.nominator.set(cached, nominated_node_name)
 
     message = status.message()
     await record_event(sched.events, cached, "Warning", "FailedScheduling", "Scheduling", message)

@@ -28,7 +28,7 @@ from drasim.scheduler.framework import ActionType, ClusterEvent, EventResource
 from drasim.scheduler.metrics import SchedulerMetrics
 from drasim.scheduler.node_info import NodeInfo
 from drasim.scheduler.plugins import default_preemption, names, registry
-from drasim.scheduler.queue import SchedulingQueue
+from drasim.scheduler.queue import Nominator, SchedulingQueue
 
 __all__ = ["DEFAULT_PLUGINS", "Scheduler", "new_default_framework"]
 
@@ -108,6 +108,7 @@ class Scheduler:
             event_recorder=self.events,
         )
         self.queue = SchedulingQueue(self.framework.events_to_register())
+        self.nominator = Nominator()
         self.binding_tasks: set[asyncio.Task[None]] = set()
         self.pod_informer = Informer(
             api,
@@ -194,12 +195,14 @@ class Scheduler:
     # -- pods (upstream `addPodToCache`, `updatePodInSchedulingQueue`, ...) -------------------
 
     def _add_pod(self, pod: core_v1.Pod) -> None:
+        self.nominator.follow(pod)
         if pod.spec.node_name:
             self._add_pod_to_cache(pod)
         elif schedule_one.responsible_for_pod(pod):
             self.queue.add(pod, traceparent=event_traceparent())
 
     def _update_pod(self, old: core_v1.Pod, new: core_v1.Pod) -> None:
+        self.nominator.follow(new)
         if old.spec.node_name:
             self._update_pod_in_cache(old, new)
         elif new.spec.node_name:
@@ -211,6 +214,7 @@ class Scheduler:
             self.queue.update(old, new, traceparent=event_traceparent())
 
     def _delete_pod(self, pod: core_v1.Pod) -> None:
+        self.nominator.forget(pod)
         if pod.spec.node_name:
             self.cache.remove_pod(pod)
             self.queue.move_all_to_active_or_backoff_queue(

@@ -11,11 +11,13 @@ victims get the DisruptionTarget condition and are deleted, with a Preempted eve
 the pod is nominated to the node (`status.nominatedNodeName`); it is scheduled when the
 victims are gone.
 
-As upstream, removing a victim in the copy frees what NodeResourcesFit counts (cpu, memory,
-device-plugin resources) but not devices DynamicResources allocated to it: DynamicResources
-has no PreFilter extensions, so preemption never helps a pod that waits for DRA devices.
-Not done here: other pods' Filter does not yet count pods nominated to a node, so a pod of
-lower priority may take the freed room first (the preemptor then preempts again).
+While the victims terminate, other pods' Filter counts the nominated pod on its node when
+it is at least as important as they are (`queue.Nominator`, `CycleState.nominated_pods`),
+so the room stays its. As upstream, removing a victim in the copy frees what
+NodeResourcesFit counts (cpu, memory, device-plugin resources) but not devices
+DynamicResources allocated to it: DynamicResources has no PreFilter extensions, so
+preemption never helps a pod that waits for DRA devices. Not done: nominations of pods of
+lower priority to the chosen node are not cleared (upstream clears them).
 """
 
 from __future__ import annotations

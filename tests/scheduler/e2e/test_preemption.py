@@ -53,9 +53,13 @@ async def test_a_higher_priority_pod_preempts_on_the_device_plugin_node(
     # The pod on the DRA node keeps its device: preemption cannot free DRA allocations.
     assert not watch.pod(on_dra).metadata.deletion_timestamp
 
+    # A pod of lower priority waiting too does not get the room kept for the preemptor.
+    await api.create(gpu_pod("low-c", "low"))
+    await watch.unschedulable("low-c")
     # The kubelet confirms the victim's end: the preemptor lands where it was nominated.
     await api.delete(core_v1.Pod, on_dp, namespace="default", grace_period_seconds=0)
     assert await watch.bound("urgent") == "dp-node"
+    assert not watch.pod("low-c").spec.node_name
 
 
 async def test_no_preemption_for_a_never_policy_or_among_equals(

@@ -12,6 +12,7 @@ from drasim.scheduler import framework
 from drasim.scheduler.node_info import NodeInfo
 from drasim.scheduler.plugins.default_preemption import Candidate, DefaultPreemption, _pick_one
 from drasim.scheduler.plugins.node_resources_fit import NodeResourcesFit
+from drasim.scheduler.queue import Nominator
 from tests.scheduler.wrappers import make_node, make_pod
 
 
@@ -121,3 +122,26 @@ def test_the_node_whose_victims_matter_least_wins() -> None:
     assert _pick_one([Candidate("a", [high], 0), Candidate("b", [low], 0)]).node == "b"
     assert _pick_one([Candidate("a", [low], 1), Candidate("b", [high], 0)]).node == "b"
     assert _pick_one([Candidate("a", [low, low], 0), Candidate("b", [low], 0)]).node == "b"
+
+
+def test_room_kept_for_a_nominated_pod_of_at_least_the_same_priority() -> None:
+    n1 = node("n1", "2")
+    fwk = framework.Framework([NodeResourcesFit()])
+    nominator = Nominator()
+    preemptor = make_pod("preemptor").uid("u-pre").req({"cpu": "2"}).obj()
+    preemptor.spec.priority = 10
+    nominator.set(preemptor, "n1")
+
+    def fits(priority: int) -> bool:
+        pod = make_pod(f"p{priority}").uid(f"u{priority}").req({"cpu": "1"}).obj()
+        pod.spec.priority = priority
+        state = framework.CycleState()
+        state.nominated_pods = nominator.for_pod(pod)
+        feasible, _ = fwk.find_nodes_that_fit(state, pod, [n1])
+        return bool(feasible)
+
+    assert not fits(5) and not fits(10)  # the room is the preemptor's
+    assert fits(20)  # a more important pod does not wait for it
+    assert nominator.for_pod(preemptor) == {}  # a pod never waits for itself
+    nominator.follow(make_pod("preemptor").uid("u-pre").node("n1").obj())  # bound
+    assert not nominator and fits(5)
