@@ -611,6 +611,9 @@ class Batch:
                 [errors.FieldError("FieldValueRequired", "target.name", "Required value")],
             )
         pod.spec.node_name = req.node_name
+        # The nomination preemption made is spent (upstream's ClearingNominatedNodeName-
+        # AfterBinding, on by default since 1.35).
+        pod.status.nominated_node_name = ""
         set_pod_condition(pod, "PodScheduled", "True", now_rfc3339(ctx.now))
         return self._emit("MODIFIED", info, pod, ctx)
 

@@ -60,6 +60,8 @@ async def test_a_higher_priority_pod_preempts_on_the_device_plugin_node(
     await api.delete(core_v1.Pod, on_dp, namespace="default", grace_period_seconds=0)
     assert await watch.bound("urgent") == "dp-node"
     assert not watch.pod("low-c").spec.node_name
+    # Binding spent the nomination.
+    assert not watch.pod("urgent").status.nominated_node_name
 
 
 async def test_no_preemption_for_a_never_policy_or_among_equals(
