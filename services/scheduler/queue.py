@@ -507,6 +507,10 @@ class Nominator:
     def forget(self, pod: core_v1.Pod) -> None:
         self._by_uid.pop(pod.metadata.uid, None)
 
+    def on_node(self, node_name: str) -> list[core_v1.Pod]:
+        """The pods nominated to a node."""
+        return [pod for node, pod in self._by_uid.values() if node == node_name]
+
     def for_pod(self, pod: core_v1.Pod) -> dict[str, list[core_v1.Pod]]:
         """Per node, the other nominated pods whose priority is at least `pod`'s."""
         mine = pod.spec.priority or 0

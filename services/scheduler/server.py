@@ -59,6 +59,7 @@ def new_default_framework(
     nodes: Callable[[], list[NodeInfo]] = list,
     budgets: Callable[[], list[policy_v1.PodDisruptionBudget]] = list,
     event_recorder: events.EventRecorder | None = None,
+    nominated_on: Callable[[str], list[core_v1.Pod]] = lambda node: [],
 ) -> framework.Framework:
     """The default profile: NodeResourcesFit scores least allocated over cpu and memory and
     leaves extended resources that DRA serves to DynamicResources; DefaultPreemption looks
@@ -69,6 +70,7 @@ def new_default_framework(
         nodes=nodes,
         budgets=budgets,
         event_recorder=event_recorder,
+        nominated_on=nominated_on,
     )
     fwk = spans.TracedFramework(
         [registry.REGISTRY[name](handle) for name in DEFAULT_PLUGINS],
@@ -106,6 +108,7 @@ class Scheduler:
             nodes=lambda: self.snapshot.node_info_list,
             budgets=self.pdb_informer.list,
             event_recorder=self.events,
+            nominated_on=lambda node: self.nominator.on_node(node),
         )
         self.queue = SchedulingQueue(self.framework.events_to_register())
         self.nominator = Nominator()

@@ -13,11 +13,10 @@ victims are gone.
 
 While the victims terminate, other pods' Filter counts the nominated pod on its node when
 it is at least as important as they are (`queue.Nominator`, `CycleState.nominated_pods`),
-so the room stays its. As upstream, removing a victim in the copy frees what
-NodeResourcesFit counts (cpu, memory, device-plugin resources) but not devices
-DynamicResources allocated to it: DynamicResources has no PreFilter extensions, so
-preemption never helps a pod that waits for DRA devices. Not done: nominations of pods of
-lower priority to the chosen node are not cleared (upstream clears them).
+so the room stays its; nominations of pods of lower priority to that node are cleared.
+As upstream, removing a victim in the copy frees what NodeResourcesFit counts (cpu, memory,
+device-plugin resources) but not devices DynamicResources allocated to it: DynamicResources
+has no PreFilter extensions, so preemption never helps a pod that waits for DRA devices.
 """
 
 from __future__ import annotations
@@ -75,11 +74,13 @@ class DefaultPreemption:
         nodes: Callable[[], list[NodeInfo]],
         budgets: Callable[[], list[policy_v1.PodDisruptionBudget]],
         recorder: events.EventRecorder | None = None,
+        nominated_on: Callable[[str], list[core_v1.Pod]] = lambda node: [],
         rng: random.Random | None = None,
     ) -> None:
         self.api = api
         self._nodes = nodes
         self._budgets = budgets
+        self._nominated_on = nominated_on
         self._recorder = recorder
         self._rng = rng or random.Random()
         # The profile this plugin runs in, set once it is built (to run Filter again).
@@ -229,6 +230,22 @@ class DefaultPreemption:
                     )
                 except errors.ApiError as err:
                     log.error("error recording Preempted for %s: %s", victim.metadata.name, err)
+        # Pods of lower priority nominated to the node lose their nomination: the room is
+        # this pod's now (they try again from scratch).
+        mine = priority_of(pod)
+        for other in self._nominated_on(candidate.node):
+            if priority_of(other) >= mine or other.metadata.uid == pod.metadata.uid:
+                continue
+            try:
+                await self.api.patch(
+                    core_v1.Pod,
+                    other.metadata.name,
+                    {"status": {"nominatedNodeName": None}},
+                    namespace=other.metadata.namespace,
+                    subresource="status",
+                )
+            except errors.NotFound:
+                continue
 
 
 def _importance(pod: core_v1.Pod) -> tuple[int, str]:

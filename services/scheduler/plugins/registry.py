@@ -11,7 +11,7 @@ import dataclasses
 from collections.abc import Callable
 
 from drasim.common import events
-from drasim.common.api import policy_v1
+from drasim.common.api import core_v1, policy_v1
 from drasim.common.client import ApiClient
 from drasim.scheduler import framework
 from drasim.scheduler.dra_manager import DraManager
@@ -48,6 +48,7 @@ class Handle:
     nodes: Callable[[], list[NodeInfo]] = list
     budgets: Callable[[], list[policy_v1.PodDisruptionBudget]] = list
     event_recorder: events.EventRecorder | None = None
+    nominated_on: Callable[[str], list[core_v1.Pod]] = lambda node: []
     node_resources_fit_args: node_resources_fit.NodeResourcesFitArgs = dataclasses.field(
         default_factory=node_resources_fit.NodeResourcesFitArgs
     )
@@ -102,6 +103,7 @@ def _default_preemption(handle: Handle) -> default_preemption.DefaultPreemption:
         nodes=handle.nodes,
         budgets=handle.budgets,
         recorder=handle.event_recorder,
+        nominated_on=handle.nominated_on,
     )
 
 

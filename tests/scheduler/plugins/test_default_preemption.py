@@ -145,3 +145,23 @@ def test_room_kept_for_a_nominated_pod_of_at_least_the_same_priority() -> None:
     assert nominator.for_pod(preemptor) == {}  # a pod never waits for itself
     nominator.follow(make_pod("preemptor").uid("u-pre").node("n1").obj())  # bound
     assert not nominator and fits(5)
+
+
+async def test_lower_nominations_to_the_chosen_node_are_cleared() -> None:
+    n1 = node("n1", "1", pod("victim", 1, "1"))
+    waiting = make_pod("waiting").uid("u-w").req({"cpu": "1"}).obj()
+    waiting.spec.priority = 5
+    api = RecordingApi()
+    plugin = DefaultPreemption(
+        api,  # type: ignore[arg-type]
+        nodes=lambda: [n1],
+        budgets=list,
+        nominated_on=lambda name: [waiting] if name == "n1" else [],
+    )
+    fwk = framework.Framework([NodeResourcesFit(), plugin])
+    plugin.framework = fwk
+    urgent = make_pod("u").req({"cpu": "1"}).obj()
+    urgent.spec.priority = 10
+    status, state = await attempt(fwk, urgent, [n1])
+    assert status is None and state.nominated_node_name == "n1"
+    assert api.calls == [("patch", "victim"), ("delete", "victim"), ("patch", "waiting")]
