@@ -77,6 +77,17 @@ class SchedulerMetrics:
             (),
             buckets=metrics.exponential_buckets(1, 2, 5),
         )
+        self.preemption_attempts = metrics.CounterVec(
+            "scheduler_preemption_attempts_total",
+            "Total preemption attempts in the cluster till now",
+            (),
+        )
+        self.preemption_victims = metrics.HistogramVec(
+            "scheduler_preemption_victims",
+            "Number of selected preemption victims",
+            (),
+            buckets=metrics.exponential_buckets(1, 2, 7),
+        )
         pending_doc = (
             "Number of pending pods, by the queue type. 'active' means number of pods in "
             "activeQ; 'backoff' means number of pods in backoffQ; 'unschedulable' means number "
@@ -89,6 +100,8 @@ class SchedulerMetrics:
             self.plugin_execution_duration,
             self.pod_scheduling_sli_duration,
             self.pod_scheduling_attempts,
+            self.preemption_attempts,
+            self.preemption_victims,
             metrics.Callback(
                 lambda: [
                     metrics.gauge(
@@ -129,3 +142,10 @@ class SchedulerMetrics:
         """An attempt ended in the failure handler: the pod was rejected (`unschedulable`)
         or something went wrong (`error`)."""
         self.schedule_attempts.inc((UNSCHEDULABLE if rejected else ERROR, self.profile))
+
+    def preempted(self, victims: int | None) -> None:
+        """DefaultPreemption ran for a pod (upstream counts every PostFilter call), and
+        evicted `victims` pods (None: it found no node)."""
+        self.preemption_attempts.inc(())
+        if victims is not None:
+            self.preemption_victims.observe((), victims)

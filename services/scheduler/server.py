@@ -60,6 +60,7 @@ def new_default_framework(
     budgets: Callable[[], list[policy_v1.PodDisruptionBudget]] = list,
     event_recorder: events.EventRecorder | None = None,
     nominated_on: Callable[[str], list[core_v1.Pod]] = lambda node: [],
+    observe_preemption: Callable[[int | None], None] = lambda victims: None,
 ) -> framework.Framework:
     """The default profile: NodeResourcesFit scores least allocated over cpu and memory and
     leaves extended resources that DRA serves to DynamicResources; DefaultPreemption looks
@@ -71,6 +72,7 @@ def new_default_framework(
         budgets=budgets,
         event_recorder=event_recorder,
         nominated_on=nominated_on,
+        observe_preemption=observe_preemption,
     )
     fwk = spans.TracedFramework(
         [registry.REGISTRY[name](handle) for name in DEFAULT_PLUGINS],
@@ -109,6 +111,7 @@ class Scheduler:
             budgets=self.pdb_informer.list,
             event_recorder=self.events,
             nominated_on=lambda node: self.nominator.on_node(node),
+            observe_preemption=self.metrics.preempted,
         )
         self.queue = SchedulingQueue(self.framework.events_to_register())
         self.nominator = Nominator()

@@ -75,8 +75,10 @@ class DefaultPreemption:
         budgets: Callable[[], list[policy_v1.PodDisruptionBudget]],
         recorder: events.EventRecorder | None = None,
         nominated_on: Callable[[str], list[core_v1.Pod]] = lambda node: [],
+        observe: Callable[[int | None], None] = lambda victims: None,
         rng: random.Random | None = None,
     ) -> None:
+        self._observe = observe
         self.api = api
         self._nodes = nodes
         self._budgets = budgets
@@ -92,9 +94,11 @@ class DefaultPreemption:
         nodes = self._nodes()
         eligible, why = self._eligible(pod, diagnosis, nodes)
         if not eligible:
+            self._observe(None)
             return framework.Status.unschedulable(why)
         candidates, statuses = self._find_candidates(state, pod, diagnosis, nodes)
         if not candidates:
+            self._observe(None)
             state.nominated_node_name = ""  # a nomination from before no longer holds
             fit = framework.Diagnosis(
                 node_to_status=statuses,
@@ -102,6 +106,7 @@ class DefaultPreemption:
             )
             return framework.Status.unschedulable(f"preemption: {fit.message(len(nodes))}")
         best = _pick_one(candidates)
+        self._observe(len(best.victims))
         await self._prepare(pod, best)
         state.nominated_node_name = best.node
         return None

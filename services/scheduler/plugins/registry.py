@@ -49,6 +49,7 @@ class Handle:
     budgets: Callable[[], list[policy_v1.PodDisruptionBudget]] = list
     event_recorder: events.EventRecorder | None = None
     nominated_on: Callable[[str], list[core_v1.Pod]] = lambda node: []
+    observe_preemption: Callable[[int | None], None] = lambda victims: None
     node_resources_fit_args: node_resources_fit.NodeResourcesFitArgs = dataclasses.field(
         default_factory=node_resources_fit.NodeResourcesFitArgs
     )
@@ -104,6 +105,7 @@ def _default_preemption(handle: Handle) -> default_preemption.DefaultPreemption:
         budgets=handle.budgets,
         recorder=handle.event_recorder,
         nominated_on=handle.nominated_on,
+        observe=handle.observe_preemption,
     )
 
 

@@ -32,7 +32,7 @@ async def test_a_higher_priority_pod_preempts_on_the_device_plugin_node(
 ) -> None:
     await create_kep_cluster(api, dra_devices=1, dp_gpus=1)
     await priority_classes(api)
-    await start_scheduler()
+    scheduler = await start_scheduler()
     for name in ("low-a", "low-b"):
         await api.create(gpu_pod(name, "low"))
         await watch.bound(name)
@@ -52,6 +52,8 @@ async def test_a_higher_priority_pod_preempts_on_the_device_plugin_node(
     assert preempted.message == f"Preempted by pod {urgent.metadata.uid} on node dp-node"
     # The pod on the DRA node keeps its device: preemption cannot free DRA allocations.
     assert not watch.pod(on_dra).metadata.deletion_timestamp
+    assert scheduler.metrics.preemption_victims.count(()) == 1
+    assert scheduler.metrics.preemption_attempts.value(()) >= 1
 
     # A pod of lower priority waiting too does not get the room kept for the preemptor.
     await api.create(gpu_pod("low-c", "low"))
