@@ -91,6 +91,17 @@ def admit_priority_class(pc: PriorityClass, default: PriorityClass | None) -> No
         )
 
 
+def admit_priority_class_deletion(pc: PriorityClass) -> None:
+    """The system classes stay (upstream's PriorityClass storage refuses their deletion)."""
+    if pc.metadata.name in scheduling_v1.SYSTEM_PRIORITY_CLASSES:
+        raise _forbidden(
+            "priorityclasses",
+            pc.metadata.name,
+            "this is a system priority class and cannot be deleted",
+            group="scheduling.k8s.io",
+        )
+
+
 def admit_pod(pod: core_v1.Pod, lookup: Lookup, default: PriorityClass | None) -> None:
     """Set a created pod's priority and preemption policy from its class."""
     spec = pod.spec

@@ -521,6 +521,8 @@ class Batch:
         self._check_fault(info.plural, "delete")
         key = key_of(info, req.namespace or "default", req.name)
         obj = self.current(info, key)
+        if info.plural == "priorityclasses":
+            admission.admit_priority_class_deletion(obj)
         meta = obj.metadata
         if req.precondition_uid and req.precondition_uid != meta.uid:
             raise errors.Conflict(

@@ -46,6 +46,11 @@ async def test_system_classes_are_there_from_the_start(cluster: Cluster, http):
     assert found["system-cluster-critical"]["value"] == 2000000000
     assert found["system-cluster-critical"]["preemptionPolicy"] == "PreemptLowerPriority"
     assert not found["system-cluster-critical"].get("globalDefault")
+    refused, _ = await call(http, "DELETE", f"{CLASSES}/system-node-critical", 403)
+    assert refused["message"] == (
+        'priorityclasses.scheduling.k8s.io "system-node-critical" is forbidden: this is a '
+        "system priority class and cannot be deleted"
+    )
 
 
 async def test_a_pod_takes_its_class_priority_and_policy(cluster: Cluster, http):
