@@ -28,7 +28,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _field(label: str, value: Any, indent: int = 0) -> str:
-    return f"{' ' * indent}{label + ':':<16}{value}"
+    """`Label:` padded to 16 columns, and at least one space before the value."""
+    return f"{' ' * indent}{label + ':':<15} {value}"
 
 
 def _mapping(label: str, values: dict[str, str]) -> list[str]:
@@ -75,7 +76,12 @@ def _devices_by_request(claim: resource_v1.ResourceClaim) -> dict[str, list[str]
 
 async def describe_pod(api: ApiClient, pod: core_v1.Pod) -> list[str]:
     lines = describe_meta(pod)
+    lines.append(_field("Priority", pod.spec.priority or 0))
+    if pod.spec.priority_class_name:
+        lines.append(_field("Priority Class Name", pod.spec.priority_class_name))
     lines.append(_field("Node", pod.spec.node_name or "<none>"))
+    if pod.status.nominated_node_name:
+        lines.append(_field("Nominated Node Name", pod.status.nominated_node_name))
     lines.append(_field("Status", tables.pod_status_reason(pod)))
     for kind, containers in (
         ("Init Containers", pod.spec.init_containers),
@@ -176,6 +182,13 @@ async def describe(api: ApiClient, info: registry.ResourceInfo, name: str, names
     obj = await api.get(info.type, name, namespace=namespace)
     if info.plural == "pods":
         lines = await describe_pod(api, obj)
+    elif info.plural == "priorityclasses":
+        # As `kubectl describe priorityclass`: its fields are not under spec.
+        lines = describe_meta(obj)
+        lines.append(_field("Value", obj.value))
+        lines.append(_field("GlobalDefault", str(obj.global_default).lower()))
+        lines.append(_field("PreemptionPolicy", obj.preemption_policy or "<none>"))
+        lines.append(_field("Description", obj.description))
     else:
         lines = describe_meta(obj)
         for part in ("spec", "status"):

@@ -8,7 +8,8 @@ import pytest
 
 from drasim.cli import describe
 from drasim.common import events
-from drasim.common.api import core_v1, registry
+from drasim.common.api import core_v1, registry, scheduling_v1
+from drasim.common.api.meta_v1 import ObjectMeta
 from drasim.common.client import ApiClient
 from tests.builders import make_pod
 
@@ -97,3 +98,26 @@ async def test_long_reasons_and_sources_keep_their_columns(api) -> None:
         "boom",
     )
     assert age in ("0s", "1s")  # (the clock may pass a second between write and describe)
+
+
+async def test_describe_shows_priority_and_a_priority_class(api) -> None:
+    await api.create(
+        scheduling_v1.PriorityClass(
+            metadata=ObjectMeta(name="batch"), value=100, description="batch pods first"
+        )
+    )
+    pod = make_pod("r").obj()
+    pod.spec.priority_class_name = "batch"
+    await api.create(pod)
+    out = await describe.describe(api, registry.resolve("pod"), "r", "default")
+    assert "Priority:       100" in out.splitlines()
+    assert "Priority Class Name: batch" in out.splitlines()
+    out = await describe.describe(api, registry.resolve("pc"), "batch", "")
+    lines = out.splitlines()
+    for line in (
+        "Value:          100",
+        "GlobalDefault:  false",
+        "PreemptionPolicy: PreemptLowerPriority",
+        "Description:    batch pods first",
+    ):
+        assert line in lines
