@@ -284,6 +284,7 @@ class CycleState:
         copy.reused_feasible = set(self.reused_feasible)
         copy.pod_verdicts = self.pod_verdicts
         copy.candidate_nodes = self.candidate_nodes
+        copy.nominated_pods = self.nominated_pods  # (read only)
         return copy
 
 

@@ -165,3 +165,22 @@ async def test_lower_nominations_to_the_chosen_node_are_cleared() -> None:
     status, state = await attempt(fwk, urgent, [n1])
     assert status is None and state.nominated_node_name == "n1"
     assert api.calls == [("patch", "victim"), ("delete", "victim"), ("patch", "waiting")]
+
+
+async def test_dry_runs_count_the_pods_nominated_to_the_node() -> None:
+    # Evicting `victim` would make room, but a nominated pod as important as `urgent`
+    # already has that room: preemption cannot help on n1.
+    n1 = node("n1", "1", pod("victim", 1, "1"))
+    first = make_pod("first").uid("u-first").req({"cpu": "1"}).obj()
+    first.spec.priority = 10
+    plugin, fwk, api = setup([n1])
+    urgent = make_pod("u").req({"cpu": "1"}).obj()
+    urgent.spec.priority = 10
+    state = framework.CycleState()
+    state.nominated_pods = {"n1": [first]}
+    fwk.run_pre_filter_plugins(state, urgent, [n1])
+    diagnosis = framework.Diagnosis()
+    diagnosis.node_to_status["n1"] = fwk.run_filter_plugins(state, urgent, n1)
+    status = await fwk.run_post_filter_plugins(state, urgent, diagnosis)
+    assert status is not None and "Insufficient cpu" in status.message()
+    assert api.calls == []
