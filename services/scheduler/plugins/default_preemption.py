@@ -95,7 +95,7 @@ class DefaultPreemption:
         eligible, why = self._eligible(pod, diagnosis, nodes)
         if not eligible:
             self._observe(None)
-            return framework.Status.unschedulable(why)
+            return framework.Status.unschedulable(f"preemption: {why}")
         candidates, statuses = self._find_candidates(state, pod, diagnosis, nodes)
         if not candidates:
             self._observe(None)

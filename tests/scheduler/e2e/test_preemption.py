@@ -79,7 +79,7 @@ async def test_no_preemption_for_a_never_policy_or_among_equals(
     await api.create(gpu_pod("polite", "polite"))
     condition = await watch.unschedulable("polite")
     assert condition.message.endswith(
-        "still not schedulable, not eligible due to preemptionPolicy=Never."
+        "still not schedulable, preemption: not eligible due to preemptionPolicy=Never."
     )
     await api.create(gpu_pod("peer", "high"))
     condition = await watch.unschedulable("peer")
