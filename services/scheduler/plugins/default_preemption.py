@@ -147,7 +147,7 @@ class DefaultPreemption:
         wanted = max(
             len(potential) * MIN_CANDIDATE_NODES_PERCENTAGE // 100, MIN_CANDIDATE_NODES_ABSOLUTE
         )
-        budgets = [b for b in self._budgets() if b.metadata.namespace == pod.metadata.namespace]
+        budgets = self._budgets()
         offset = self._rng.randrange(len(potential))
         candidates: list[Candidate] = []
         for i in range(len(potential)):
@@ -270,6 +270,8 @@ def _split_by_budget(
     for pod in pods:
         breaks = False
         for i, budget in enumerate(budgets):
+            if budget.metadata.namespace != pod.metadata.namespace:
+                continue  # a budget covers the pods of its own namespace
             if budget.spec.selector is None or selectors[i].empty():
                 continue  # an empty selector matches nothing here, as upstream
             if not selectors[i].matches(pod.metadata.labels):

@@ -94,7 +94,8 @@ async def test_the_fewest_lowest_victims_are_taken_and_the_rest_given_back() -> 
 async def test_pods_a_budget_protects_are_given_back_first() -> None:
     n1 = node("n1", "2", pod("guarded", 1, "1", app="db"), pod("free", 5, "1"))
     plugin, fwk, api = setup([n1], [budget(0, app="db")])
-    urgent = make_pod("u").req({"cpu": "1"}).obj()
+    # The preemptor's namespace does not matter: the budget covers its own namespace's pods.
+    urgent = make_pod("u", namespace="other").req({"cpu": "1"}).obj()
     urgent.spec.priority = 10
     status, _ = await attempt(fwk, urgent, [n1])
     assert status is None
