@@ -204,6 +204,15 @@ def invalid(kind: str, name: str, errors: list[FieldError], *, group: str = "") 
     )
 
 
+def forbidden(resource: str, name: str, why: str, *, group: str = "") -> Forbidden:
+    """The 403 an admission or a storage rule answers: `<resource>[.<group>] "<name>" is
+    forbidden: <why>`."""
+    qualified = f"{resource}.{group}" if group else resource
+    return Forbidden(
+        f'{qualified} "{name}" is forbidden: {why}', kind=resource, name=name, group=group
+    )
+
+
 def status_payload(err: ApiError) -> dict[str, Any]:
     return msgspec.to_builtins(err.to_status())
 

@@ -82,7 +82,7 @@ def default_priority_class(pc: PriorityClass) -> None:
 def admit_priority_class(pc: PriorityClass, default: PriorityClass | None) -> None:
     """Only one class may be the global default (a create, or an update of another class)."""
     if pc.global_default and default is not None and default.metadata.name != pc.metadata.name:
-        raise _forbidden(
+        raise errors.forbidden(
             "priorityclasses",
             pc.metadata.name,
             f"PriorityClass {default.metadata.name} is already marked as default. "
@@ -94,7 +94,7 @@ def admit_priority_class(pc: PriorityClass, default: PriorityClass | None) -> No
 def admit_priority_class_deletion(pc: PriorityClass) -> None:
     """The system classes stay (upstream's PriorityClass storage refuses their deletion)."""
     if pc.metadata.name in scheduling_v1.SYSTEM_PRIORITY_CLASSES:
-        raise _forbidden(
+        raise errors.forbidden(
             "priorityclasses",
             pc.metadata.name,
             "this is a system priority class and cannot be deleted",
@@ -115,29 +115,15 @@ def admit_pod(pod: core_v1.Pod, lookup: Lookup, default: PriorityClass | None) -
     else:
         pc = lookup(spec.priority_class_name)
         if pc is None:
-            raise _forbidden(
+            raise errors.forbidden(
                 "pods",
                 pod.metadata.name,
                 f"no PriorityClass with name {spec.priority_class_name} was found",
             )
         priority = pc.value
         policy = pc.preemption_policy or policy
-    if spec.priority is not None and spec.priority != priority:
-        raise _forbidden(
-            "pods",
-            pod.metadata.name,
-            f"the integer value of priority ({spec.priority}) must not be provided in pod "
-            f"spec; priority admission controller computed {priority} from the given "
-            "PriorityClass name",
-        )
-    if spec.preemption_policy is not None and spec.preemption_policy != policy:
-        raise _forbidden(
-            "pods",
-            pod.metadata.name,
-            f"the string value of PreemptionPolicy ({spec.preemption_policy}) must not be "
-            f"provided in pod spec; priority admission controller computed {policy} from "
-            "the given PriorityClass name",
-        )
+    _not_provided(pod, "integer value of priority", spec.priority, priority)
+    _not_provided(pod, "string value of PreemptionPolicy", spec.preemption_policy, policy)
     spec.priority = priority
     spec.preemption_policy = policy
 
@@ -151,8 +137,12 @@ def keep_pod_priority(pod: core_v1.Pod, old: core_v1.Pod) -> None:
         pod.spec.preemption_policy = old.spec.preemption_policy
 
 
-def _forbidden(plural: str, name: str, why: str, *, group: str = "") -> errors.Forbidden:
-    qualified = f"{plural}.{group}" if group else plural
-    return errors.Forbidden(
-        f'{qualified} "{name}" is forbidden: {why}', kind=plural, name=name, group=group
-    )
+def _not_provided(pod: core_v1.Pod, what: str, given: object, computed: object) -> None:
+    """Refuse a pod that set a field the admission computes, to another value."""
+    if given is not None and given != computed:
+        raise errors.forbidden(
+            "pods",
+            pod.metadata.name,
+            f"the {what} ({given}) must not be provided in pod spec; priority admission "
+            f"controller computed {computed} from the given PriorityClass name",
+        )

@@ -115,13 +115,7 @@ def dry_run_of(eviction: policy_v1.Eviction, query: list[str]) -> policy_v1.Dele
 
 
 def _forbidden(pdb: policy_v1.PodDisruptionBudget, why: str) -> errors.Forbidden:
-    name = pdb.metadata.name
-    return errors.Forbidden(
-        f'poddisruptionbudgets.policy "{name}" is forbidden: {why}',
-        kind="poddisruptionbudgets",
-        name=name,
-        group="policy",
-    )
+    return errors.forbidden("poddisruptionbudgets", pdb.metadata.name, why, group="policy")
 
 
 def check_and_decrement(
