@@ -26,7 +26,6 @@ from drasim.scheduler.cache import Cache, Snapshot
 from drasim.scheduler.dra_manager import DraManager
 from drasim.scheduler.framework import ActionType, ClusterEvent, EventResource
 from drasim.scheduler.metrics import SchedulerMetrics
-from drasim.scheduler.node_info import NodeInfo
 from drasim.scheduler.plugins import default_preemption, names, registry
 from drasim.scheduler.queue import Nominator, SchedulingQueue
 
@@ -56,23 +55,15 @@ def new_default_framework(
     dra_manager: DraManager,
     *,
     observe_plugin_duration: framework.PluginDurationObserver | None = None,
-    nodes: Callable[[], list[NodeInfo]] = list,
-    budgets: Callable[[], list[policy_v1.PodDisruptionBudget]] = list,
-    event_recorder: events.EventRecorder | None = None,
-    nominated_on: Callable[[str], list[core_v1.Pod]] = lambda node: [],
-    observe_preemption: Callable[[int | None], None] = lambda victims: None,
+    preemption: default_preemption.ClusterViews | None = None,
 ) -> framework.Framework:
     """The default profile: NodeResourcesFit scores least allocated over cpu and memory and
-    leaves extended resources that DRA serves to DynamicResources; DefaultPreemption looks
-    at `nodes` (the attempt's snapshot) and `budgets`."""
+    leaves extended resources that DRA serves to DynamicResources; DefaultPreemption sees
+    the cluster through `preemption` (nothing without it)."""
     handle = registry.Handle(
         dra_manager=dra_manager,
         api=api,
-        nodes=nodes,
-        budgets=budgets,
-        event_recorder=event_recorder,
-        nominated_on=nominated_on,
-        observe_preemption=observe_preemption,
+        preemption=preemption or default_preemption.ClusterViews(),
     )
     fwk = spans.TracedFramework(
         [registry.REGISTRY[name](handle) for name in DEFAULT_PLUGINS],
@@ -103,18 +94,20 @@ class Scheduler:
         self.snapshot = Snapshot()
         # Budgets are read by DefaultPreemption only; nothing else follows them.
         self.pdb_informer = Informer(api, policy_v1.PodDisruptionBudget)
+        self.nominator = Nominator()
         self.framework = new_default_framework(
             api,
             self.dra_manager,
             observe_plugin_duration=self.metrics.observe_plugin_duration,
-            nodes=lambda: self.snapshot.node_info_list,
-            budgets=self.pdb_informer.list,
-            event_recorder=self.events,
-            nominated_on=lambda node: self.nominator.on_node(node),
-            observe_preemption=self.metrics.preempted,
+            preemption=default_preemption.ClusterViews(
+                nodes=lambda: self.snapshot.node_info_list,
+                budgets=self.pdb_informer.list,
+                nominated_on=self.nominator.on_node,
+                recorder=self.events,
+                observe=self.metrics.preempted,
+            ),
         )
         self.queue = SchedulingQueue(self.framework.events_to_register())
-        self.nominator = Nominator()
         self.binding_tasks: set[asyncio.Task[None]] = set()
         self.pod_informer = Informer(
             api,

@@ -64,26 +64,28 @@ class Candidate:
     pdb_violations: int
 
 
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class ClusterViews:
+    """What DefaultPreemption reads besides the API, and whom it tells: the nodes as the
+    attempt's snapshot has them, the PodDisruptionBudgets, the pods nominated to a node,
+    where victims' Preempted events go, and the metrics hook (victims, or None when no
+    node was found)."""
+
+    nodes: Callable[[], list[NodeInfo]] = list
+    budgets: Callable[[], list[policy_v1.PodDisruptionBudget]] = list
+    nominated_on: Callable[[str], list[core_v1.Pod]] = lambda node: []
+    recorder: events.EventRecorder | None = None
+    observe: Callable[[int | None], None] = lambda victims: None
+
+
 class DefaultPreemption:
     name = names.DEFAULT_PREEMPTION
 
     def __init__(
-        self,
-        api: ApiClient,
-        *,
-        nodes: Callable[[], list[NodeInfo]],
-        budgets: Callable[[], list[policy_v1.PodDisruptionBudget]],
-        recorder: events.EventRecorder | None = None,
-        nominated_on: Callable[[str], list[core_v1.Pod]] = lambda node: [],
-        observe: Callable[[int | None], None] = lambda victims: None,
-        rng: random.Random | None = None,
+        self, api: ApiClient, views: ClusterViews, *, rng: random.Random | None = None
     ) -> None:
-        self._observe = observe
         self.api = api
-        self._nodes = nodes
-        self._budgets = budgets
-        self._nominated_on = nominated_on
-        self._recorder = recorder
+        self.views = views
         self._rng = rng or random.Random()
         # The profile this plugin runs in, set once it is built (to run Filter again).
         self.framework: framework.Framework | None = None
@@ -91,14 +93,14 @@ class DefaultPreemption:
     async def post_filter(
         self, state: CycleState, pod: core_v1.Pod, diagnosis: Diagnosis
     ) -> Status | None:
-        nodes = self._nodes()
+        nodes = self.views.nodes()
         eligible, why = self._eligible(pod, diagnosis, nodes)
         if not eligible:
-            self._observe(None)
+            self.views.observe(None)
             return framework.Status.unschedulable(f"preemption: {why}")
         candidates, statuses = self._find_candidates(state, pod, diagnosis, nodes)
         if not candidates:
-            self._observe(None)
+            self.views.observe(None)
             state.nominated_node_name = ""  # a nomination from before no longer holds
             fit = framework.Diagnosis(
                 node_to_status=statuses,
@@ -106,7 +108,7 @@ class DefaultPreemption:
             )
             return framework.Status.unschedulable(f"preemption: {fit.message(len(nodes))}")
         best = _pick_one(candidates)
-        self._observe(len(best.victims))
+        self.views.observe(len(best.victims))
         await self._prepare(pod, best)
         state.nominated_node_name = best.node
         return None
@@ -147,7 +149,7 @@ class DefaultPreemption:
         wanted = max(
             len(potential) * MIN_CANDIDATE_NODES_PERCENTAGE // 100, MIN_CANDIDATE_NODES_ABSOLUTE
         )
-        budgets = self._budgets()
+        budgets = self.views.budgets()
         offset = self._rng.randrange(len(potential))
         candidates: list[Candidate] = []
         for i in range(len(potential)):
@@ -224,9 +226,9 @@ class DefaultPreemption:
                 )
             except errors.NotFound:
                 continue  # gone already: what preemption wanted
-            if self._recorder is not None:
+            if self.views.recorder is not None:
                 try:
-                    await self._recorder.record(
+                    await self.views.recorder.record(
                         events.reference(victim),
                         "Normal",
                         "Preempted",
@@ -238,7 +240,7 @@ class DefaultPreemption:
         # Pods of lower priority nominated to the node lose their nomination: the room is
         # this pod's now (they try again from scratch).
         mine = priority_of(pod)
-        for other in self._nominated_on(candidate.node):
+        for other in self.views.nominated_on(candidate.node):
             if priority_of(other) >= mine or other.metadata.uid == pod.metadata.uid:
                 continue
             try:

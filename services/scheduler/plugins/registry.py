@@ -10,12 +10,9 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable
 
-from drasim.common import events
-from drasim.common.api import core_v1, policy_v1
 from drasim.common.client import ApiClient
 from drasim.scheduler import framework
 from drasim.scheduler.dra_manager import DraManager
-from drasim.scheduler.node_info import NodeInfo
 from drasim.scheduler.plugins import (
     default_binder,
     default_preemption,
@@ -43,13 +40,9 @@ class Handle:
     dra_manager: DraManager | None = None
     api: ApiClient | None = None
     extended_resources: bool = True
-    # For DefaultPreemption: the nodes as this attempt's snapshot has them, the budgets
-    # and where victims' Preempted events go.
-    nodes: Callable[[], list[NodeInfo]] = list
-    budgets: Callable[[], list[policy_v1.PodDisruptionBudget]] = list
-    event_recorder: events.EventRecorder | None = None
-    nominated_on: Callable[[str], list[core_v1.Pod]] = lambda node: []
-    observe_preemption: Callable[[int | None], None] = lambda victims: None
+    preemption: default_preemption.ClusterViews = dataclasses.field(
+        default_factory=default_preemption.ClusterViews
+    )
     node_resources_fit_args: node_resources_fit.NodeResourcesFitArgs = dataclasses.field(
         default_factory=node_resources_fit.NodeResourcesFitArgs
     )
@@ -99,14 +92,7 @@ def _default_binder(handle: Handle) -> default_binder.DefaultBinder:
 def _default_preemption(handle: Handle) -> default_preemption.DefaultPreemption:
     if handle.api is None:
         raise ValueError(f"{names.DEFAULT_PREEMPTION} needs the API client in its Handle")
-    return default_preemption.DefaultPreemption(
-        handle.api,
-        nodes=handle.nodes,
-        budgets=handle.budgets,
-        recorder=handle.event_recorder,
-        nominated_on=handle.nominated_on,
-        observe=handle.observe_preemption,
-    )
+    return default_preemption.DefaultPreemption(handle.api, handle.preemption)
 
 
 REGISTRY: dict[str, PluginFactory] = {

@@ -10,7 +10,12 @@ from drasim.common import codec
 from drasim.common.api import core_v1, policy_v1
 from drasim.scheduler import framework
 from drasim.scheduler.node_info import NodeInfo
-from drasim.scheduler.plugins.default_preemption import Candidate, DefaultPreemption, _pick_one
+from drasim.scheduler.plugins.default_preemption import (
+    Candidate,
+    ClusterViews,
+    DefaultPreemption,
+    _pick_one,
+)
 from drasim.scheduler.plugins.node_resources_fit import NodeResourcesFit
 from drasim.scheduler.queue import Nominator
 from tests.scheduler.wrappers import make_node, make_pod
@@ -51,7 +56,8 @@ def setup(
     nodes: list[NodeInfo], budgets: list[policy_v1.PodDisruptionBudget] = ()
 ) -> tuple[DefaultPreemption, framework.Framework, RecordingApi]:
     api = RecordingApi()
-    plugin = DefaultPreemption(api, nodes=lambda: nodes, budgets=lambda: list(budgets))  # type: ignore[arg-type]
+    views = ClusterViews(nodes=lambda: nodes, budgets=lambda: list(budgets))
+    plugin = DefaultPreemption(api, views)  # type: ignore[arg-type]
     fwk = framework.Framework([NodeResourcesFit(), plugin])
     plugin.framework = fwk
     return plugin, fwk, api
@@ -153,12 +159,10 @@ async def test_lower_nominations_to_the_chosen_node_are_cleared() -> None:
     waiting = make_pod("waiting").uid("u-w").req({"cpu": "1"}).obj()
     waiting.spec.priority = 5
     api = RecordingApi()
-    plugin = DefaultPreemption(
-        api,  # type: ignore[arg-type]
-        nodes=lambda: [n1],
-        budgets=list,
-        nominated_on=lambda name: [waiting] if name == "n1" else [],
+    views = ClusterViews(
+        nodes=lambda: [n1], nominated_on=lambda name: [waiting] if name == "n1" else []
     )
+    plugin = DefaultPreemption(api, views)  # type: ignore[arg-type]
     fwk = framework.Framework([NodeResourcesFit(), plugin])
     plugin.framework = fwk
     urgent = make_pod("u").req({"cpu": "1"}).obj()
