@@ -30,7 +30,7 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import NamedTuple
 
-from drasim.common import errors
+from drasim.common import errors, tables
 from drasim.common.api import core_v1, meta_v1
 from drasim.common.api.meta_v1 import KubeObject
 from drasim.common.client import ApiClient
@@ -321,7 +321,7 @@ class EventRecorder:
 
 
 def _seconds(when: datetime) -> str:
-    return when.strftime("%Y-%m-%dT%H:%M:%SZ")
+    return tables.format_time(when)
 
 
 def _micros(when: datetime) -> str:

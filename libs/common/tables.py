@@ -44,6 +44,12 @@ def parse_time(ts: str | None) -> datetime | None:
     return parsed.astimezone(UTC)
 
 
+def format_time(when: datetime | None = None) -> str:
+    """A Kubernetes timestamp (`metav1.Time`: RFC 3339, UTC, whole seconds) of `when`, or of
+    now."""
+    return (when or datetime.now(UTC)).astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
 def since(ts: str | None, now: datetime) -> str:
     """kubectl's `translateTimestampSince`: how long ago, or `<unknown>` without a time."""
     when = parse_time(ts)

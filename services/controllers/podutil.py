@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
+from drasim.common import tables
 from drasim.common.api import core_v1
 
 # One readiness rule for the controllers and the eviction subresource.
@@ -48,4 +49,4 @@ def now() -> datetime:
 
 def format_time(when: datetime) -> str:
     """Kubernetes timestamps: RFC 3339, UTC, whole seconds."""
-    return when.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return tables.format_time(when)

@@ -6,8 +6,8 @@ and a status whose capacity and allocatable include the device plugins' resource
 from __future__ import annotations
 
 from collections.abc import Mapping
-from datetime import UTC, datetime
 
+from drasim.common import tables
 from drasim.common.api import core_v1, meta_v1
 from drasim.common.cluster_file import DeviceExposure, NodeConfig
 from drasim.common.quantity import Quantity
@@ -66,7 +66,7 @@ def status(
     previous: core_v1.NodeStatus | None,
 ) -> core_v1.NodeStatus:
     """The node's status now; condition times carry over from `previous`."""
-    now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    now = tables.format_time()
     before = {c.type: c for c in previous.conditions} if previous is not None else {}
     return core_v1.NodeStatus(
         capacity={**machine, **{name: Quantity(p.capacity) for name, p in plugins.items()}},

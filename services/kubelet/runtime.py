@@ -23,10 +23,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 
 import msgspec
 
+from drasim.common import tables
 from drasim.common.api import core_v1, resources
 from drasim.common.container_devices import (
     CONTAINER_DEVICES_ANNOTATION,
@@ -181,7 +181,7 @@ def _status(name: str, devices: list[tuple[str, bool]]) -> core_v1.ResourceStatu
 
 
 def _now() -> str:
-    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return tables.format_time()
 
 
 def running_status(

@@ -17,13 +17,12 @@ import dataclasses
 import logging
 import random
 from collections.abc import Sequence
-from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 import msgspec
 from opentelemetry.trace import INVALID_SPAN, Span
 
-from drasim.common import codec, errors, events
+from drasim.common import codec, errors, events, tables
 from drasim.common.api import core_v1
 from drasim.common.client import ApiClient
 from drasim.scheduler import framework, spans
@@ -497,7 +496,7 @@ def _truncate(message: str) -> str:
 
 
 def _now() -> str:
-    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return tables.format_time()
 
 
 def _name(pod: core_v1.Pod) -> str:

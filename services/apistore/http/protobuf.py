@@ -23,6 +23,8 @@ from typing import Any
 
 from aiohttp import web
 
+from drasim.common import tables
+
 MEDIA_TYPE = "application/vnd.kubernetes.protobuf"
 MAGIC = b"k8s\x00"
 
@@ -303,7 +305,7 @@ def _value(field: F, value: int | bytes, message: str, number: int) -> Any:
         seconds = parts.get(1, 0)
         if not isinstance(seconds, int) or not seconds:
             return None
-        return datetime.fromtimestamp(seconds, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+        return tables.format_time(datetime.fromtimestamp(seconds, UTC))
     if kind == "intstr":
         parts = dict(_fields(value))
         return _text(parts.get(3, b"")) if parts.get(1) == 1 else parts.get(2, 0)

@@ -25,10 +25,9 @@ import dataclasses
 import logging
 import random
 from collections.abc import Callable
-from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
-from drasim.common import codec, errors, events, labels
+from drasim.common import codec, errors, events, labels, tables
 from drasim.common.api import core_v1, policy_v1, scheduling_v1
 from drasim.common.client import ApiClient
 from drasim.scheduler import framework
@@ -203,7 +202,7 @@ class DefaultPreemption:
     # -- acting --------------------------------------------------------------------------
     async def _prepare(self, pod: core_v1.Pod, candidate: Candidate) -> None:
         """Mark each victim DisruptionTarget and delete it, as upstream's `prepareCandidate`."""
-        now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+        now = tables.format_time()
         for victim in candidate.victims:
             condition = core_v1.PodCondition(
                 type="DisruptionTarget",
