@@ -584,7 +584,7 @@ def main() -> int:
             if config.database_url is None:
                 pg = EmbeddedPostgres(tmp).start()
             nats_url = config.nats_url or nats_server.url
-            database_url = config.database_url or pg.url
+            database_url = config.database_url or pg.admin_url
             servers = {
                 "nats": nats_server.pid if nats_server else None,
                 "postgres": pg.pid if pg else None,

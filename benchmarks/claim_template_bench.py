@@ -237,7 +237,7 @@ def main() -> int:
             if config.database_url is None:
                 pg = EmbeddedPostgres(tmp).start()
             nats_url = config.nats_url or nats_server.url
-            database_url = config.database_url or pg.url
+            database_url = config.database_url or pg.admin_url
             results = asyncio.run(run(args, nats_url, database_url))
         finally:
             if nats_server is not None:

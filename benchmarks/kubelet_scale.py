@@ -356,9 +356,9 @@ def main() -> None:
         workdir = Path(tmp)
         (workdir / "infra").mkdir()
         nats_url = config.nats_url or stack.enter_context(EmbeddedNats(workdir / "infra")).url
-        database_url = (
-            config.database_url or stack.enter_context(EmbeddedPostgres(workdir / "infra")).url
-        )
+        database_url = config.database_url
+        if database_url is None:
+            database_url = stack.enter_context(EmbeddedPostgres(workdir / "infra")).admin_url
         results = asyncio.run(run(args, nats_url, database_url, workdir))
     text = json.dumps(results, indent=2)
     print(text)

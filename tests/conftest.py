@@ -17,6 +17,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
+from urllib.parse import urlsplit
 
 import asyncpg
 import nats
@@ -33,10 +34,12 @@ T = TypeVar("T")
 
 @dataclass(frozen=True)
 class Infra:
-    """The session's servers."""
+    """The session's servers. `admin_url` may make databases; `database_url` is what the
+    services connect as (the embedded Postgres' own role; a given URL serves as both)."""
 
     nats_url: str
     database_url: str
+    admin_url: str
 
 
 @dataclass(frozen=True)
@@ -58,14 +61,19 @@ def infra() -> Iterator[Infra]:
         # account then, would lose its data directory to a second session started meanwhile.
         data_dir = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="drasim-tests-")))
         nats_url = config.nats_url or stack.enter_context(EmbeddedNats(data_dir)).url
-        database_url = config.database_url or stack.enter_context(EmbeddedPostgres(data_dir)).url
-        yield Infra(nats_url=nats_url, database_url=database_url)
+        if config.database_url:
+            database_url = admin_url = config.database_url
+        else:
+            pg = stack.enter_context(EmbeddedPostgres(data_dir))
+            database_url, admin_url = pg.url, pg.admin_url
+        yield Infra(nats_url=nats_url, database_url=database_url, admin_url=admin_url)
 
 
 @pytest.fixture
 def fresh(infra: Infra) -> Iterator[Fresh]:
     name = f"t{uuid.uuid4().hex[:16]}"
-    _run(_execute(infra.database_url, f'CREATE DATABASE "{name}"'))
+    owner = urlsplit(infra.database_url).username
+    _run(_execute(infra.admin_url, f'CREATE DATABASE "{name}" OWNER "{owner}"'))
     try:
         yield Fresh(
             nats_url=infra.nats_url,
@@ -74,7 +82,7 @@ def fresh(infra: Infra) -> Iterator[Fresh]:
         )
     finally:
         # FORCE: a test that leaked a connection must not break the next one.
-        _run(_execute(infra.database_url, f'DROP DATABASE "{name}" WITH (FORCE)'))
+        _run(_execute(infra.admin_url, f'DROP DATABASE "{name}" WITH (FORCE)'))
         _run(_delete_streams(infra.nats_url, name))
 
 

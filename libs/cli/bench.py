@@ -53,6 +53,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import msgspec
 import psutil
@@ -532,11 +533,14 @@ class BenchError(Exception):
     """The run could not go on (a service died, pods stopped binding)."""
 
 
-async def fresh_database(database_url: str) -> str:
-    """A new, empty database on the given server, so that runs never share state."""
+async def fresh_database(server_url: str, *, owner_url: str | None = None) -> str:
+    """A new, empty database on the given server, so that runs never share state. Made
+    through `server_url` (which may create databases); owned by, and returned as the URL
+    of, `owner_url`'s role when given (the embedded Postgres' service role)."""
     name = f"bench_{uuid.uuid4().hex[:8]}"
-    await _execute(database_url, f'CREATE DATABASE "{name}"')
-    return with_database(database_url, name)
+    owner = f' OWNER "{urlsplit(owner_url).username}"' if owner_url else ""
+    await _execute(server_url, f'CREATE DATABASE "{name}"{owner}')
+    return with_database(owner_url or server_url, name)
 
 
 async def drop_database(server_url: str, database_url: str) -> None:
@@ -1003,14 +1007,15 @@ def table(r: Result) -> str:
 
 @contextlib.contextmanager
 def _infrastructure(config: Config, work_dir: Path) -> Any:
-    """(nats_url, database_url): the given servers, or embedded ones."""
+    """(nats_url, database_url): the given servers, or embedded ones (a scratch Postgres
+    in the work directory, whose superuser makes and owns the run's database)."""
     nats_server = pg = None
     try:
         if config.nats_url is None:
             nats_server = EmbeddedNats(work_dir).start()
         if config.database_url is None:
             pg = EmbeddedPostgres(work_dir).start()
-        yield config.nats_url or nats_server.url, config.database_url or pg.url
+        yield config.nats_url or nats_server.url, config.database_url or pg.admin_url
     finally:
         if pg is not None:
             pg.stop()

@@ -19,6 +19,7 @@ import fcntl
 import hashlib
 import os
 import pwd
+import secrets
 import shutil
 import signal
 import socket
@@ -224,6 +225,14 @@ class EmbeddedPostgres(_ChildServer):
     socket: on the same machine that costs both ends less per round trip than loopback TCP
     (measured with benchmarks/apistore_bench.py).
     As root, it runs as the system user `embedded_postgres`.
+
+    Nobody gets in without a password (scram-sha-256 on the socket and on TCP alike): a
+    superuser could run programs as the database's account (`COPY ... FROM PROGRAM`). The
+    services connect as the role `drasim`, which owns the database `drasim` and nothing
+    else (no superuser, no CREATEDB, no CREATEROLE); `admin_url` is the superuser, for
+    whoever makes scratch databases (tests, benchmarks). Passwords are generated once into
+    the data directory as libpq password files (mode 0600), which the URLs name in their
+    `passfile` parameter, so no secret is ever part of a URL.
     """
 
     name = "postgres"
@@ -231,13 +240,44 @@ class EmbeddedPostgres(_ChildServer):
     # SIGINT ("fast") rolls back open sessions and stops at once.
     shutdown_signal = signal.SIGINT
     database = "drasim"
+    superuser = "postgres"
+    service_role = "drasim"
 
     def __init__(self, data_dir: str | os.PathLike[str]) -> None:
         super().__init__(data_dir)
         self._socket_dir: Path | None = None
 
     def _url(self) -> str:
-        return f"postgresql://postgres@/{self.database}?host={self._socket_dir}&port={self.port}"
+        return self._url_for(self.service_role, self._passfile(self.service_role))
+
+    @property
+    def admin_url(self) -> str:
+        """The superuser's URL (database `drasim`): for making and dropping databases."""
+        self.url  # noqa: B018 - raises unless running
+        return self._url_for(self.superuser, self._passfile(self.superuser))
+
+    def _url_for(self, user: str, passfile: Path) -> str:
+        return (
+            f"postgresql://{user}@/{self.database}"
+            f"?host={self._socket_dir}&port={self.port}&passfile={passfile}"
+        )
+
+    def _passfile(self, user: str) -> Path:
+        suffix = "-admin" if user == self.superuser else ""
+        return self.data_dir / f"postgres{suffix}.pgpass"
+
+    def _password(self, user: str) -> tuple[str, bool]:
+        """The role's password from its password file, made first if missing; and whether
+        it was just made (the server does not know it yet)."""
+        path = self._passfile(user)
+        try:
+            line = path.read_text().strip()
+            return line.rsplit(":", 1)[1], False
+        except (OSError, IndexError):
+            pass
+        password = secrets.token_hex(24)
+        _write_private(path, f"*:*:*:{user}:{password}\n")
+        return password, True
 
     def _pgdata(self) -> Path:
         return self.data_dir / "postgres"
@@ -254,12 +294,18 @@ class EmbeddedPostgres(_ChildServer):
     def _launch(self) -> subprocess.Popen[bytes]:
         bin_dir = _postgres_bin_dir()
         user = _postgres_system_user(self.data_dir)
+        password, new_password = self._password(self.superuser)
         if not (self._pgdata() / "PG_VERSION").exists():
-            self._initdb(bin_dir, user)
+            self._initdb(bin_dir, user, password)
         # Any postmaster.pid left now is stale: an orphaned server was stopped by `start`
         # and the lock keeps others out. Postgres would refuse to start if a reused pid
         # made the file look alive.
         self._pid_file().unlink(missing_ok=True)
+        if new_password and not self._initdb_done_now:
+            # A data directory made before passwords were (trust auth): give the
+            # superuser its password in single-user mode, which needs no login.
+            self._single_user(bin_dir, user, f"ALTER ROLE {self.superuser} PASSWORD '{password}'")
+        self._write_hba(user)
         self._make_socket_dir(user)
         command = [
             str(bin_dir / "postgres"),
@@ -289,7 +335,9 @@ class EmbeddedPostgres(_ChildServer):
         if user is not None:
             os.chown(self._socket_dir, user.pw_uid, user.pw_gid)
 
-    def _initdb(self, bin_dir: Path, user: pwd.struct_passwd | None) -> None:
+    _initdb_done_now = False
+
+    def _initdb(self, bin_dir: Path, user: pwd.struct_passwd | None, password: str) -> None:
         """Create the cluster beside its final place and rename it, so a run killed
         during initdb leaves no half-made data directory behind."""
         staging = self.data_dir / "postgres.initdb"
@@ -297,13 +345,18 @@ class EmbeddedPostgres(_ChildServer):
         staging.mkdir(mode=0o700)
         if user is not None:
             os.chown(staging, user.pw_uid, user.pw_gid)
+        # initdb reads the superuser's password from a file; it runs as `user`, so the
+        # file is theirs (mode 0600), and gone right after.
+        pwfile = self.data_dir / "postgres.pwfile"
+        _write_private(pwfile, password + "\n", owner=user)
         command = [
             str(bin_dir / "initdb"),
             "-D", str(staging),
-            "--auth=trust",
+            "--auth=scram-sha-256",
+            f"--pwfile={pwfile}",
             "--encoding=UTF8",
             "--locale=C",
-            "-U", "postgres",
+            "-U", self.superuser,
         ]  # fmt: skip
         with self._open_log() as log:
             result = subprocess.run(
@@ -313,12 +366,37 @@ class EmbeddedPostgres(_ChildServer):
                 stderr=log,
                 **_run_as(user),
             )
+        pwfile.unlink(missing_ok=True)
         if result.returncode != 0:
             self._fail(f"initdb failed with code {result.returncode}")
         staging.rename(self._pgdata())
+        self._initdb_done_now = True
+
+    def _single_user(self, bin_dir: Path, user: pwd.struct_passwd | None, statement: str) -> None:
+        """Run one statement in single-user mode (no server, no login)."""
+        command = [str(bin_dir / "postgres"), "--single", "-D", str(self._pgdata()), "postgres"]
+        with self._open_log() as log:
+            result = subprocess.run(
+                command, input=statement.encode() + b"\n", stdout=log, stderr=log, **_run_as(user)
+            )
+        if result.returncode != 0:
+            self._fail(f"single-user postgres failed with code {result.returncode}")
+
+    def _write_hba(self, user: pwd.struct_passwd | None) -> None:
+        """Passwords everywhere: written at every start, so a data directory made with
+        trust authentication loses it too."""
+        hba = self._pgdata() / "pg_hba.conf"
+        hba.write_text(
+            "# Written by drasim at every start (drasim.common.embedded).\n"
+            "local all all scram-sha-256\n"
+            "host all all 127.0.0.1/32 scram-sha-256\n"
+            "host all all ::1/128 scram-sha-256\n"
+        )
+        if user is not None:
+            os.chown(hba, user.pw_uid, user.pw_gid)
 
     def _address(self) -> list[str]:
-        return ["-h", HOST, "-p", str(self.port), "-U", "postgres", "-d", "postgres"]
+        return ["-h", HOST, "-p", str(self.port), "-U", self.superuser, "-d", "postgres"]
 
     def _is_ready(self) -> bool:
         pg_isready = _postgres_bin_dir() / "pg_isready"
@@ -326,20 +404,36 @@ class EmbeddedPostgres(_ChildServer):
 
     def _wait_ready(self) -> None:
         super()._wait_ready()
-        # `\gexec` runs the generated statement only when the database is missing
-        # (CREATE DATABASE has no IF NOT EXISTS).
-        create = (
-            f"SELECT 'CREATE DATABASE {self.database}' WHERE NOT EXISTS "
-            f"(SELECT FROM pg_database WHERE datname = '{self.database}') \\gexec\n"
-        )
+        password, _ = self._password(self.service_role)
+        role, database = self.service_role, self.database
+        # `\gexec` runs a generated statement only where it is needed (CREATE DATABASE
+        # and CREATE ROLE have no IF NOT EXISTS). The role's password is set at every
+        # start: its file is the truth. Tables made before the role existed are handed to
+        # it, so a cluster from before keeps working.
+        script = f"""
+SELECT 'CREATE ROLE {role} LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE'
+  WHERE NOT EXISTS (SELECT FROM pg_roles WHERE rolname = '{role}') \\gexec
+ALTER ROLE {role} PASSWORD '{password}';
+SELECT 'CREATE DATABASE {database} OWNER {role}'
+  WHERE NOT EXISTS (SELECT FROM pg_database WHERE datname = '{database}') \\gexec
+ALTER DATABASE {database} OWNER TO {role};
+\\c {database}
+SELECT format('ALTER TABLE %I.%I OWNER TO {role}', schemaname, tablename) FROM pg_tables
+  WHERE schemaname = 'public' AND tableowner <> '{role}' \\gexec
+SELECT format('ALTER TYPE %I.%I OWNER TO {role}', n.nspname, c.relname)
+  FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+  WHERE n.nspname = 'public' AND c.relkind = 'c' AND pg_get_userbyid(c.relowner) <> '{role}'
+  \\gexec
+"""
         psql = _postgres_bin_dir() / "psql"
         result = subprocess.run(
             [str(psql), "-X", "-q", "-v", "ON_ERROR_STOP=1", *self._address()],
-            input=create.encode(),
+            input=script.encode(),
             capture_output=True,
+            env={**os.environ, "PGPASSFILE": str(self._passfile(self.superuser))},
         )
         if result.returncode != 0:
-            self._fail(f"could not create database {self.database}: {result.stderr.decode()}")
+            self._fail(f"could not set up database {database}: {result.stderr.decode()}")
 
     def stop(self, timeout: float = STOP_TIMEOUT) -> None:
         super().stop(timeout)
@@ -404,6 +498,16 @@ def _run_as(user: pwd.struct_passwd | None) -> dict[str, object]:
     if user is None:
         return {}
     return {"user": user.pw_uid, "group": user.pw_gid, "extra_groups": []}
+
+
+def _write_private(path: Path, text: str, *, owner: pwd.struct_passwd | None = None) -> None:
+    """A file only its owner may read (mode 0600 from its creation on)."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as f:
+        if owner is not None:
+            os.fchown(f.fileno(), owner.pw_uid, owner.pw_gid)
+        os.fchmod(f.fileno(), 0o600)
+        f.write(text)
 
 
 def _lock_exclusively(path: Path, name: str) -> IO[bytes]:

@@ -100,7 +100,7 @@ async def test_collector_merges_idle_intervals(monkeypatch):
 
 async def test_fast_end_to_end(infra, tmp_path):
     out = tmp_path / "fast.json"
-    argv = ["--nats-url", infra.nats_url, "--database-url", infra.database_url]
+    argv = ["--nats-url", infra.nats_url, "--database-url", infra.admin_url]
     start = time.monotonic()
     code = await asyncio.to_thread(
         main, [*argv, "bench", "ExtendedResource/fast", "--json", str(out)]

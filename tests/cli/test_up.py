@@ -119,8 +119,10 @@ def test_up_serves_until_sigterm_and_leaves_no_process(
     up = run_up()
     ready = up.wait_for_ready()
     assert ready.startswith("ready: nats=nats://127.0.0.1:")
-    # The embedded Postgres is reached through its unix socket.
-    assert " postgres=postgresql://postgres@/drasim?host=/" in ready
+    # The embedded Postgres is reached through its unix socket, as the service role, whose
+    # password is in a file of the data directory.
+    assert " postgres=postgresql://drasim@/drasim?host=/" in ready
+    assert f"&passfile={tmp_path.absolute()}/postgres.pgpass" in ready
     assert ready.endswith(" services=fake_service")
     assert up.fake_service_line()["starts"] == "1"
     found = cluster.load_cluster(tmp_path)

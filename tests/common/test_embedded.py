@@ -116,3 +116,55 @@ _START_AND_SLEEP = textwrap.dedent(
     time.sleep(600)
     """
 )
+
+
+def _without_password(url: str) -> str:
+    """The URL with its password file left out."""
+    return url.split("&passfile=")[0]
+
+
+async def test_postgres_refuses_clients_without_the_password(tmp_path: Path) -> None:
+    with EmbeddedPostgres(tmp_path) as db:
+        for url in (
+            _without_password(db.url),
+            _without_password(db.admin_url),
+            f"postgresql://postgres@127.0.0.1:{db.port}/drasim",  # TCP
+        ):
+            with pytest.raises(asyncpg.InvalidPasswordError):
+                await asyncpg.connect(url)
+        for secret in ("postgres.pgpass", "postgres-admin.pgpass"):
+            assert (tmp_path / secret).stat().st_mode & 0o077 == 0, secret
+
+
+async def test_the_service_role_owns_its_database_and_nothing_more(tmp_path: Path) -> None:
+    with EmbeddedPostgres(tmp_path) as db:
+        conn = await asyncpg.connect(db.url)
+        try:
+            assert await conn.fetchval("SELECT current_user") == "drasim"
+            assert not await conn.fetchval("SELECT rolsuper FROM pg_roles WHERE rolname = 'drasim'")
+            await conn.execute("CREATE TABLE t (x int)")  # its own schema: yes
+            with pytest.raises(asyncpg.InsufficientPrivilegeError):
+                await conn.execute("COPY t FROM PROGRAM 'id'")
+            with pytest.raises(asyncpg.InsufficientPrivilegeError):
+                await conn.execute("CREATE DATABASE other")
+        finally:
+            await conn.close()
+
+
+async def test_a_data_dir_made_with_trust_auth_gets_passwords(tmp_path: Path) -> None:
+    """A cluster from before passwords: its rows stay, and its doors close."""
+    with EmbeddedPostgres(tmp_path) as db:
+        conn = await asyncpg.connect(db.admin_url)
+        await conn.execute("CREATE TABLE pods (name text PRIMARY KEY)")  # owned by postgres
+        await conn.execute("INSERT INTO pods VALUES ('gpu-pod')")
+        await conn.close()
+    (tmp_path / "postgres-admin.pgpass").unlink()
+    (tmp_path / "postgres" / "pg_hba.conf").write_text("local all all trust\n")
+
+    with EmbeddedPostgres(tmp_path) as db:
+        with pytest.raises(asyncpg.InvalidPasswordError):
+            await asyncpg.connect(_without_password(db.admin_url))
+        conn = await asyncpg.connect(db.url)
+        assert await conn.fetchval("SELECT name FROM pods") == "gpu-pod"
+        await conn.execute("INSERT INTO pods VALUES ('second')")  # the role owns it now
+        await conn.close()
