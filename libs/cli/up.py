@@ -2,14 +2,15 @@
 
 It starts NATS and Postgres (embedded under the data directory unless URLs are given),
 writes cluster.json for the other commands, then runs every service in `SERVICES` as its
-own process and supervises them:
+own process and supervises them (`drasim.cli.supervisor`):
 
 - a service prints a line starting with `READY` once it serves; every other line of its
   output is forwarded prefixed with `[name]`; when all are ready, `up` prints one line
   starting with `ready:`;
+- a service, NATS or Postgres that dies afterwards is restarted (with back-off) and
+  reported; one that cannot start makes `up` stop everything and exit 1;
 - Ctrl-C or SIGTERM stops the services (SIGTERM, then SIGKILL after `STOP_TIMEOUT`), then
-  the embedded servers, and `up` exits 0;
-- a service that exits on its own is reported, everything stops and `up` exits 1.
+  the embedded servers, and `up` exits 0.
 
 The cluster's nodes come from a cluster file (`--cluster`, default: KEP-5004's example,
 `drasim.common.profiles.DEFAULT_CLUSTER`), refused before anything starts if it is bad.
@@ -31,14 +32,14 @@ import contextlib
 import os
 import signal
 import sys
-from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Sequence
 from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
 import msgspec
 
-from drasim.cli import apply, cluster, demo, kubeconfig
+from drasim.cli import apply, cluster, demo, kubeconfig, supervisor
+from drasim.cli.supervisor import Launch
 from drasim.common import cluster_file
 from drasim.common.api import registry, resource_v1
 from drasim.common.bus.client import Bus
@@ -50,8 +51,6 @@ from drasim.common.embedded import EmbeddedNats, EmbeddedPostgres, free_port
 APISTORE = "drasim.apistore"
 SERVICES: tuple[str, ...] = (APISTORE, "drasim.controllers", "drasim.scheduler")
 KUBELET = "drasim.kubelet"
-STOP_TIMEOUT = 10.0
-READY_MARKER = "READY"
 
 
 def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -120,9 +119,24 @@ async def _up(
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stopping.set)
     config.data_dir.mkdir(parents=True, exist_ok=True)
+    try:
+        lock = supervisor.lock_data_dir(config.data_dir)
+    except supervisor.SupervisorError as exc:
+        supervisor.say(str(exc))
+        return 1
+    records = supervisor.ProcessRecords(config.data_dir)
     async with contextlib.AsyncExitStack() as stack:
-        nats_url = config.nats_url or await _start(stack, EmbeddedNats(config.data_dir))
-        database_url = config.database_url or await _start(stack, EmbeddedPostgres(config.data_dir))
+        stack.callback(lock.close)
+        orphans = await asyncio.to_thread(records.stop_orphans)
+        if orphans:
+            supervisor.say(f"stopped {len(orphans)} services an earlier up left running")
+        servers: list[EmbeddedNats | EmbeddedPostgres] = []
+        if config.nats_url is None:
+            servers.append(await _start(stack, EmbeddedNats(config.data_dir)))
+        if config.database_url is None:
+            servers.append(await _start(stack, EmbeddedPostgres(config.data_dir)))
+        nats_url = config.nats_url or servers[0].url
+        database_url = config.database_url or servers[-1].url
         if stopping.is_set():
             return 0
         info = cluster.ClusterInfo(
@@ -133,7 +147,7 @@ async def _up(
         own_argv = {APISTORE: _write_kubeconfig(config, http_port or free_port())}
         argv = ["--nats-url", nats_url, "--database-url", database_url, "--prefix", config.prefix]
         services = [
-            _Launch(
+            Launch(
                 _service_name(module),
                 module,
                 [*argv, *own_argv.get(module, []), *_metrics_argv(module)],
@@ -141,7 +155,7 @@ async def _up(
             for module in modules
         ]
         nodes = [
-            _Launch(
+            Launch(
                 f"kubelet-{i}",
                 KUBELET,
                 [
@@ -194,11 +208,11 @@ async def _up(
             [s for s in services if s.module != APISTORE],
             nodes,
         ]
-        return await _supervise(
-            [stage for stage in stages if stage],
-            stopping,
+        return await supervisor.Supervisor(
+            [stage for stage in stages if stage], stopping, records=records, servers=servers
+        ).run(
             ready_line,
-            before_nodes=before_nodes if nodes else None,
+            before_last_stage=before_nodes if nodes else None,
             when_ready=when_ready if with_demo else None,
             on_ready=record_metrics,
         )
@@ -244,157 +258,17 @@ def _write_kubeconfig(config: Config, http_port: int) -> list[str]:
     ]  # fmt: skip
 
 
-async def _start(stack: contextlib.AsyncExitStack, server: EmbeddedNats | EmbeddedPostgres) -> str:
+async def _start(
+    stack: contextlib.AsyncExitStack, server: EmbeddedNats | EmbeddedPostgres
+) -> EmbeddedNats | EmbeddedPostgres:
     """Start in a thread, so that a signal meanwhile is noted rather than lost."""
     await asyncio.to_thread(server.start)
     stack.push_async_callback(asyncio.to_thread, server.stop)
-    return server.url
-
-
-@dataclass(frozen=True)
-class _Launch:
-    """A service to start: its name in output, its module and its command line."""
-
-    name: str
-    module: str
-    argv: list[str]
-
-
-@dataclass
-class _Service:
-    """One service process; its output arrives through a pipe so it can be prefixed."""
-
-    name: str
-    process: asyncio.subprocess.Process
-    ready: asyncio.Event = field(default_factory=asyncio.Event)
-    metrics_url: str = ""  # from `metrics=<url>` in its READY line
-
-    @classmethod
-    async def spawn(cls, launch: _Launch) -> _Service:
-        process = await asyncio.create_subprocess_exec(
-            sys.executable,
-            "-m",
-            launch.module,
-            *launch.argv,
-            stdin=asyncio.subprocess.DEVNULL,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.STDOUT,
-            start_new_session=True,
-            env={**os.environ, "PYTHONUNBUFFERED": "1"},
-            limit=2**20,  # bytes per line; the default 64 KiB is short for a traceback
-        )
-        return cls(launch.name, process)
-
-    async def forward_output(self) -> None:
-        """Pass the service's lines on until it closes its output, noting READY."""
-        assert self.process.stdout is not None
-        async for raw in self.process.stdout:
-            line = raw.decode(errors="replace").rstrip("\r\n")
-            if line.startswith(READY_MARKER):
-                for word in line.split():
-                    if word.startswith("metrics="):
-                        self.metrics_url = word.removeprefix("metrics=")
-                self.ready.set()
-            else:
-                print(f"[{self.name}] {line}", flush=True)
-
-    async def stop(self) -> None:
-        """SIGTERM, then SIGKILL, to the service's process group (its own session), so
-        helpers it started go too."""
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(self.process.pid, signal.SIGTERM)
-        try:
-            await asyncio.wait_for(self.process.wait(), STOP_TIMEOUT)
-        except TimeoutError:
-            print(
-                f"drasim: service {self.name} did not stop within {STOP_TIMEOUT:.0f}s; killing it",
-                file=sys.stderr,
-                flush=True,
-            )
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(self.process.pid, signal.SIGKILL)
-            await self.process.wait()
+    return server
 
 
 def _service_name(module: str) -> str:
     return module.rsplit(".", 1)[-1]
-
-
-async def _supervise(
-    stages: Sequence[Sequence[_Launch]],
-    stopping: asyncio.Event,
-    ready_line: str,
-    *,
-    before_nodes: Callable[[], Awaitable[None]] | None = None,
-    when_ready: Callable[[], Awaitable[None]] | None = None,
-    on_ready: Callable[[dict[str, str]], None] | None = None,
-) -> int:
-    """Run the services until a stop is asked for (0) or one of them exits (1).
-
-    Stages start in order, each once the previous one is ready (the kubelets need the
-    apistore); `before_nodes` runs before the last stage, `when_ready` after the ready
-    line, `on_ready` just before it with the services' metrics URLs by service name. A
-    failure of either stops the cluster like a crashed service.
-    """
-    launched: list[list[_Service]] = []  # by stage
-    outputs: dict[str, asyncio.Task[None]] = {}
-    crashed: list[_Service] = []
-    failed = asyncio.Event()
-    async with asyncio.TaskGroup() as tasks:
-
-        async def watch_exit(service: _Service) -> None:
-            await service.process.wait()
-            await outputs[service.name]  # its last words (a traceback) come first
-            if not stopping.is_set():
-                crashed.append(service)
-                failed.set()
-
-        async def launch() -> None:
-            try:
-                for i, stage in enumerate(stages):
-                    if i == len(stages) - 1 and before_nodes is not None:
-                        await before_nodes()
-                    started: list[_Service] = []
-                    launched.append(started)
-                    for spec in stage:
-                        service = await _Service.spawn(spec)
-                        started.append(service)
-                        outputs[service.name] = tasks.create_task(service.forward_output())
-                        tasks.create_task(watch_exit(service))
-                    await asyncio.gather(*(s.ready.wait() for s in started))
-                if on_ready is not None:
-                    on_ready(
-                        {s.name: s.metrics_url for ss in launched for s in ss if s.metrics_url}
-                    )
-                print(ready_line, flush=True)
-                if when_ready is not None:
-                    await when_ready()
-            except Exception as exc:  # the apistore refused a DeviceClass, NATS went away...
-                print(f"drasim: {exc}; stopping the cluster", file=sys.stderr, flush=True)
-                failed.set()
-
-        try:
-            launcher = tasks.create_task(launch())
-            stop_asked = tasks.create_task(stopping.wait())
-            failure = tasks.create_task(failed.wait())
-            await asyncio.wait({stop_asked, failure}, return_when=asyncio.FIRST_COMPLETED)
-            for service in crashed:
-                print(
-                    f"drasim: service {service.name} exited with code "
-                    f"{service.process.returncode}; stopping the cluster",
-                    file=sys.stderr,
-                    flush=True,
-                )
-            code = 1 if failed.is_set() else 0
-            stopping.set()  # exits from here on are ours
-            for task in (launcher, stop_asked, failure):
-                task.cancel()
-            return code
-        finally:
-            # Later stages first: kubelets before the apistore they write to. The output
-            # tasks end once their service has exited and its pipe is drained.
-            for started in reversed(launched):
-                await asyncio.gather(*(service.stop() for service in started))
 
 
 def _redact(url: str) -> str:

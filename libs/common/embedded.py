@@ -104,6 +104,23 @@ class _ChildServer(abc.ABC):
             raise
         return self
 
+    def returncode(self) -> int | None:
+        """The exit code of a server that died on its own; None while it runs (or after
+        `stop`)."""
+        return self._process.poll() if self._process is not None else None
+
+    def restart(self) -> None:
+        """Start a server that died again, on the same port and data, so its clients
+        reconnect to the same URL."""
+        port, pid = self.port, self.pid
+        if pid is not None:
+            # What is left of its process group (postgres backends) goes first: a new
+            # postmaster refuses to start beside an old backend's shared memory.
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(pid, signal.SIGKILL)
+        self.stop()
+        self.start(port=port)
+
     def stop(self, timeout: float = STOP_TIMEOUT) -> None:
         """Stop the server and every process it started; safe to call twice."""
         process, self._process = self._process, None

@@ -2,7 +2,8 @@
 
 It uses the URLs it is given (counting its starts in Postgres, so a test can see that a
 second `up` reuses the data), prints one line about itself, then `READY`. SIGTERM stops
-it cleanly; SIGUSR1 makes it exit with code 3, as a crash would.
+it cleanly; SIGUSR1 makes it exit with code 3, as a crash would. With
+`FAKE_SERVICE_FAIL_AT_START` set it exits with code 3 before it is ready.
 """
 
 from __future__ import annotations
@@ -20,6 +21,9 @@ CRASH_CODE = 3
 
 
 async def serve(args: argparse.Namespace) -> int:
+    if os.environ.get("FAKE_SERVICE_FAIL_AT_START"):
+        print("cannot start: FAKE_SERVICE_FAIL_AT_START is set")
+        return CRASH_CODE
     conn = await asyncpg.connect(args.database_url)
     await conn.execute("CREATE TABLE IF NOT EXISTS fake_service_starts (at timestamptz)")
     await conn.execute("INSERT INTO fake_service_starts VALUES (now())")

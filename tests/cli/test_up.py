@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 import psutil
 import pytest
 
-from drasim.cli import cluster
+from drasim.cli import cluster, supervisor
 from drasim.cli.main import main
 
 if TYPE_CHECKING:
@@ -44,9 +44,9 @@ class Up:
     """`drasim up --services fake_service` in a subprocess, its output read line by line
     by a thread so that waiting for a line can have a deadline."""
 
-    def __init__(self, data_dir: Path, *flags: str) -> None:
+    def __init__(self, data_dir: Path, *flags: str, env: dict[str, str] | None = None) -> None:
         drasim = Path(sys.executable).parent / "drasim"
-        env = {k: v for k, v in os.environ.items() if not k.startswith("DRASIM_")}
+        env = {k: v for k, v in os.environ.items() if not k.startswith("DRASIM_")} | (env or {})
         env["PYTHONPATH"] = os.pathsep.join([str(FAKE_SERVICE_DIR), env.get("PYTHONPATH", "")])
         self.process = subprocess.Popen(
             [str(drasim) if drasim.exists() else str(shutil.which("drasim")), "up"]
@@ -85,8 +85,8 @@ class Up:
         return self.process.wait(timeout=DEADLINE)
 
     def fake_service_line(self) -> dict[str, str]:
-        """The fake service's `pid=... starts=... prefix=...` line, as a dict."""
-        line = next(line for line in self.lines if line.startswith("[fake_service] pid="))
+        """The fake service's newest `pid=... starts=... prefix=...` line, as a dict."""
+        line = [line for line in self.lines if line.startswith("[fake_service] pid=")][-1]
         return dict(item.split("=", 1) for item in line.split()[1:])
 
     def process_tree(self) -> list[int]:
@@ -102,8 +102,8 @@ class Up:
 def run_up(tmp_path: Path) -> Callable[..., Up]:
     started: list[Up] = []
 
-    def run(*flags: str) -> Up:
-        started.append(Up(tmp_path, *flags))
+    def run(*flags: str, env: dict[str, str] | None = None) -> Up:
+        started.append(Up(tmp_path, *flags, env=env))
         return started[-1]
 
     yield run
@@ -111,6 +111,8 @@ def run_up(tmp_path: Path) -> Callable[..., Up]:
         if up.process.poll() is None:
             up.process.send_signal(signal.SIGTERM)
             up.process.wait(timeout=DEADLINE)
+    records = supervisor.ProcessRecords(tmp_path)
+    records.stop_orphans()  # a test that killed `up` itself
 
 
 def test_up_serves_until_sigterm_and_leaves_no_process(
@@ -147,15 +149,99 @@ def test_a_second_up_on_the_same_data_dir_keeps_the_data(run_up: Callable[..., U
         assert up.finish() == 0, up.output
 
 
-def test_a_crashed_service_stops_the_cluster_with_exit_code_1(run_up: Callable[..., Up]) -> None:
+def test_a_crashed_service_is_restarted_and_reported(run_up: Callable[..., Up]) -> None:
     up = run_up()
     up.wait_for_ready()
+    first = up.fake_service_line()
+
+    os.kill(int(first["pid"]), signal.SIGUSR1)  # the fake's "crash"
+    up.wait_for(lambda line: "service fake_service is ready again (restart 1)" in line)
+    assert "drasim: service fake_service exited with code 3; restarting it in 1s (restart 1)" in (
+        up.output
+    )
+    again = up.fake_service_line()
+    assert again["starts"] == "2" and again["pid"] != first["pid"]
+    assert alive([int(first["pid"])]) == []
     tree = up.process_tree()
 
-    os.kill(int(up.fake_service_line()["pid"]), signal.SIGUSR1)  # the fake's "crash"
-    assert up.finish() == 1, up.output
-    assert "service fake_service exited with code 3" in up.output
+    up.process.send_signal(signal.SIGTERM)
+    assert up.finish() == 0, up.output
     assert alive(tree) == []
+
+
+def test_a_service_that_cannot_start_stops_the_cluster_with_exit_code_1(
+    run_up: Callable[..., Up],
+) -> None:
+    up = run_up(env={"FAKE_SERVICE_FAIL_AT_START": "1"})
+    assert up.finish() == 1, up.output
+    assert "[fake_service] cannot start: FAKE_SERVICE_FAIL_AT_START is set" in up.output
+    assert "drasim: service fake_service exited with code 3; stopping the cluster" in up.output
+    assert not any(line.startswith("ready") for line in up.lines)
+
+
+@pytest.mark.parametrize("server", ["nats-server", "postgres"])
+def test_a_killed_embedded_server_is_restarted_on_its_url(
+    run_up: Callable[..., Up], tmp_path: Path, server: str
+) -> None:
+    up = run_up()
+    up.wait_for_ready()
+    found = cluster.load_cluster(tmp_path)
+    assert found is not None
+    name = {"nats-server": "nats", "postgres": "postgres"}[server]
+    (victim,) = [
+        p
+        for p in psutil.Process(up.process.pid).children()
+        if p.name() == server and p.ppid() == up.process.pid
+    ]
+    victim.kill()
+    up.wait_for(lambda line: f"drasim: embedded {name} is back on port" in line)
+    assert f"drasim: embedded {name} exited with code -9; restarting it" in up.output
+    # The same URL serves again.
+    if name == "nats":
+        assert (
+            subprocess.run(
+                [
+                    sys.executable,
+                    "-c",
+                    f"import asyncio, nats; asyncio.run(nats.connect({found.nats_url!r}))",
+                ],
+                timeout=DEADLINE,
+            ).returncode
+            == 0
+        )
+    else:
+        assert subprocess.run(
+            [sys.executable, "-c", "import asyncio, asyncpg; "
+             f"asyncio.run(asyncpg.connect({found.database_url!r}))"],
+            timeout=DEADLINE,
+        ).returncode == 0  # fmt: skip
+    up.process.send_signal(signal.SIGTERM)
+    assert up.finish() == 0, up.output
+
+
+def test_a_second_up_on_a_data_dir_in_use_is_refused(run_up: Callable[..., Up]) -> None:
+    up = run_up()
+    up.wait_for_ready()
+    second = run_up()
+    assert second.finish() == 1, second.output
+    assert f"is in use: another drasim up runs on it (pid {up.process.pid})" in second.output
+    up.process.send_signal(signal.SIGTERM)
+    assert up.finish() == 0, up.output
+
+
+def test_an_up_after_a_killed_up_stops_what_it_left_running(run_up: Callable[..., Up]) -> None:
+    up = run_up()
+    up.wait_for_ready()
+    service = int(up.fake_service_line()["pid"])
+    up.process.kill()
+    up.finish()
+
+    again = run_up()
+    again.wait_for_ready()
+    assert alive([service]) == []
+    assert again.fake_service_line()["starts"] == "2"
+    again.process.send_signal(signal.SIGTERM)
+    assert again.finish() == 0, again.output
 
 
 def test_given_urls_replace_the_embedded_servers(run_up: Callable[..., Up], fresh: Fresh) -> None:
