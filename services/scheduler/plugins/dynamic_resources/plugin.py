@@ -8,6 +8,12 @@ PreFilter; Filter gives it the device requests of the extended resources DRA ser
 node; PreBind creates it in the API, writes its allocation and records it in
 `pod.status.extendedResourceClaimStatus`.
 
+That status must never name a claim that is gone when the pod binds: the kubelet would
+retry "ResourceClaim not found" forever. Upstream leaves it behind when Unreserve or
+PostFilter deletes the claim; only a later PreBind on a node where DRA serves the pod
+overwrites it. drasim clears it there, best effort, as the KEP's Unreserve and PostFilter
+describe, and PreBind makes sure of it before a pod binds without a special claim.
+
 Between Reserve and the end of PreBind, allocations live only in the DraManager as
 in-flight allocations, so that no other pod gets the same devices.
 
@@ -186,6 +192,9 @@ class _StateData:
     )
     # The pod has no user claim, only a special claim to allocate: Filter's short way.
     only_extended_resource_claim: bool = False
+    # PreBind sent the pod a status naming its special claim (the answer may be lost):
+    # Unreserve, which deletes that claim, clears the status again.
+    extended_resource_claim_status_written: bool = False
 
     def clone(self) -> _StateData:
         return self
@@ -229,6 +238,10 @@ class DynamicResources:
         self.assume_extended_resource_timeout = assume_extended_resource_timeout
         # `dra_resourceclaim_creates_total{status}`: status "success" or "failure".
         self.resourceclaim_creates_total: collections.Counter[str] = collections.Counter()
+        # UIDs of pods whose `status.extendedResourceClaimStatus` may still name a claim
+        # this scheduler deleted, because clearing it failed: their copy in the informer
+        # may not show the name yet, PreBind must clear it all the same.
+        self._stale_extended_resource_claim_status: set[str] = set()
 
     def watch_filter_inputs(self, sink: framework.NodeChangeSink) -> None:
         """What Filter's verdict for a node depends on besides the pod and the NodeInfo
@@ -527,6 +540,8 @@ class DynamicResources:
                 await self._delete_claim(extended_resource_claim)
             except errors.ApiError as err:
                 return framework.Status.error(err)
+            if self._may_name_extended_resource_claim(pod):
+                await self._forget_extended_resource_claim(pod)
             return framework.Status.unschedulable(REASON_CLAIM_DELETED)
         return framework.Status.unschedulable(REASON_STILL_NOT_SCHEDULABLE)
 
@@ -635,7 +650,7 @@ class DynamicResources:
 
         In-flight allocations are dropped; user claims already reserved for the pod lose
         that reservation (their allocation stays); a special claim that PreBind created
-        is deleted. The pod's status is not rewritten.
+        is deleted, and the pod's status stops naming it if PreBind wrote it there.
         """
         try:
             s = _read_state(state)
@@ -664,6 +679,8 @@ class DynamicResources:
             await self._delete_claim(claim)
         except errors.ApiError as err:
             log.error("delete ResourceClaim %s: %s", _ref(claim), err)
+        if s.extended_resource_claim_status_written:
+            await self._forget_extended_resource_claim(pod)
 
     async def _remove_reservation(self, claim: resource_v1.ResourceClaim, pod: core_v1.Pod) -> None:
         """Drop the pod from `status.reservedFor` (upstream patches it away)."""
@@ -693,8 +710,8 @@ class DynamicResources:
     ) -> framework.Status | None:
         """Write what Reserve took: every claim not yet reserved for the pod gets its
         allocation and the reservation; the special claim is created first and named in
-        the pod's status (spec §3.9). Any failure is an Error, and the framework then
-        unreserves (§3.9.6)."""
+        the pod's status (spec §3.9). A pod binding without a special claim gets a status
+        naming none. Any failure is an Error, and the framework then unreserves (§3.9.6)."""
         try:
             s = _read_state(state)
         except KeyError as err:
@@ -708,6 +725,14 @@ class DynamicResources:
                 return framework.Status.error(err)
             # Unreserve must see the written claim (and delete a created special claim).
             s.claims.set(index, written)
+        if s.extended_resource_claim_status_written:
+            return None
+        if self._may_name_extended_resource_claim(pod):
+            # A claim of an earlier attempt, deleted since: the kubelet must not look for it.
+            try:
+                await self._clear_extended_resource_claim_status(pod)
+            except errors.ApiError as err:
+                return framework.Status.error(err)
         return None
 
     async def _bind_claim(
@@ -838,6 +863,7 @@ class DynamicResources:
             request_mappings=mappings, resource_claim_name=claim.metadata.name
         )
         patch = {"status": {"extendedResourceClaimStatus": codec.to_builtins(status)}}
+        s.extended_resource_claim_status_written = True
         try:
             await self.api.patch(
                 core_v1.Pod,
@@ -848,6 +874,44 @@ class DynamicResources:
             )
         except errors.ApiError as err:
             raise _wrapped(err, f"update pod {_pod_ref(pod)} ExtendedResourceClaimStatus") from err
+        # It names a claim that exists now; Unreserve clears it if the binding fails.
+        self._stale_extended_resource_claim_status.discard(pod.metadata.uid)
+
+    def _may_name_extended_resource_claim(self, pod: core_v1.Pod) -> bool:
+        """The pod's status names a special claim, as far as this scheduler knows."""
+        return (
+            pod.status.extended_resource_claim_status is not None
+            or pod.metadata.uid in self._stale_extended_resource_claim_status
+        )
+
+    async def _clear_extended_resource_claim_status(self, pod: core_v1.Pod) -> None:
+        """Remove `status.extendedResourceClaimStatus` (only that field). Until that
+        succeeds the pod is remembered, so that PreBind tries again before it binds. A pod
+        gone meanwhile has nothing to clear."""
+        uid = pod.metadata.uid
+        self._stale_extended_resource_claim_status.add(uid)
+        patch = {"status": {"extendedResourceClaimStatus": None}}
+        try:
+            await self.api.patch(
+                core_v1.Pod,
+                pod.metadata.name,
+                patch,
+                namespace=pod.metadata.namespace,
+                subresource="status",
+            )
+        except errors.NotFound:
+            pass
+        except errors.ApiError as err:
+            raise _wrapped(err, f"clear pod {_pod_ref(pod)} ExtendedResourceClaimStatus") from err
+        self._stale_extended_resource_claim_status.discard(uid)
+
+    async def _forget_extended_resource_claim(self, pod: core_v1.Pod) -> None:
+        """After deleting the pod's special claim: the status stops naming it, best effort
+        (an error is logged; PreBind clears it before the pod binds without a claim)."""
+        try:
+            await self._clear_extended_resource_claim_status(pod)
+        except errors.ApiError as err:
+            log.error("%s", err.message)
 
     async def _wait_for_extended_resource_claim(self, claim: resource_v1.ResourceClaim) -> None:
         """Wait until the claim cache holds what was written (spec §3.9.5). A timeout is

@@ -141,6 +141,20 @@ def pod_with(requests: dict[str, str]) -> core_v1.Pod:
 GPU_POD = pod_with({GPU: "1"})
 
 
+def naming(pod: core_v1.Pod, claim_name: str) -> core_v1.Pod:
+    """The pod with the `extendedResourceClaimStatus` an earlier attempt's PreBind wrote."""
+    pod = copy.deepcopy(pod)
+    pod.status.extended_resource_claim_status = core_v1.PodExtendedResourceClaimStatus(
+        request_mappings=[
+            core_v1.ContainerExtendedResourceRequest(
+                container_name="con0", resource_name=GPU, request_name="container-0-request-0"
+            )
+        ],
+        resource_claim_name=claim_name,
+    )
+    return pod
+
+
 # --- a fake API client -----------------------------------------------------------------------
 
 
@@ -519,12 +533,20 @@ B_CASES = [
         },
     ),
     Case(
-        "B13 bind fails after PreBind",
+        "B13 bind fails after PreBind: the claim goes, and the status naming it",
         GPU_POD,
         bind_fails=True,
         want={"pre_filter": OK, f"filter {WORKER}": OK, "reserve": OK, "pre_bind": OK},
-        want_mappings=[("con0", GPU, "container-0-request-0")],
         want_creates={"success": 1},
+        want_writes=[
+            "create resourceclaims",
+            "update resourceclaims",
+            "update resourceclaims/status",
+            "patch pods/status",
+            "update resourceclaims",  # Unreserve: the finalizer
+            "delete resourceclaims",
+            "patch pods/status",  # the status names no claim
+        ],
     ),
     Case(
         "B14 unreserve before PreBind",
@@ -558,6 +580,50 @@ B_CASES = [
             ),
             "post_filter": (Code.UNSCHEDULABLE, "no new claims to deallocate"),
         },
+    ),
+    Case(
+        "B17 device plugin node: a status naming a deleted claim is cleared before binding",
+        naming(GPU_POD, "gone"),
+        nodes=(make_node(WORKER).capacity({GPU: "1"}).obj(),),
+        want={"pre_filter": OK, f"filter {WORKER}": OK, "reserve": OK, "pre_bind": OK},
+        want_writes=["patch pods/status"],
+    ),
+    Case(
+        "B18 device plugin node: the stale status cannot be cleared, the pod does not bind",
+        naming(GPU_POD, "gone"),
+        nodes=(make_node(WORKER).capacity({GPU: "1"}).obj(),),
+        fail={"patch pods/status": errors.InternalError("patch error")},
+        want={
+            "pre_filter": OK,
+            f"filter {WORKER}": OK,
+            "reserve": OK,
+            "pre_bind": (
+                Code.ERROR,
+                "clear pod default/my-pod ExtendedResourceClaimStatus: patch error",
+            ),
+        },
+        want_mappings=[("con0", GPU, "container-0-request-0")],
+        want_writes=[],
+    ),
+    Case(
+        "B19 DRA node: a status naming a deleted claim names the new one",
+        naming(GPU_POD, "gone"),
+        want={"pre_filter": OK, f"filter {WORKER}": OK, "reserve": OK, "pre_bind": OK},
+        want_requests=[("container-0-request-0", "class", 1)],
+        want_devices=1,
+        want_mappings=[("con0", GPU, "container-0-request-0")],
+        want_creates={"success": 1},
+    ),
+    Case(
+        "B20 PostFilter deletes the earlier attempt's claim and clears the status naming it",
+        naming(GPU_POD, "stale"),
+        claims=(make_claim("stale", allocated_on=WORKER, **STALE_SPECIAL),),
+        want={
+            "pre_filter": OK,
+            f"filter {WORKER}": (UNRESOLVABLE, "cannot schedule extended resource claim"),
+            "post_filter": (Code.UNSCHEDULABLE, "deletion of ResourceClaim completed"),
+        },
+        want_writes=["update resourceclaims", "delete resourceclaims", "patch pods/status"],
     ),
 ]
 
@@ -604,7 +670,6 @@ async def test_special_claim_lifecycle(case: Case) -> None:
         assert status is None
     else:
         assert status is not None
-        # §3.10.3: Unreserve leaves the status; a later PreBind overwrites it.
         if specials:
             assert status.resource_claim_name == specials[0].metadata.name
         assert [
@@ -649,6 +714,39 @@ async def test_b7_reserve_holds_the_in_memory_claim_until_pre_bind() -> None:
         "update resourceclaims/status",
         "patch pods/status",
     ]
+
+
+async def test_a_status_unreserve_could_not_clear_is_cleared_before_binding(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """The binding fails and so does Unreserve's clearing of the status naming the claim it
+    deleted: the next attempt clears it before the pod binds to a device-plugin node, even
+    though the pod, as the informer has it, does not show the name yet."""
+    plugin, _, api = make_plugin(objects=(GPU_POD,))
+    state = await through_reserve(plugin, GPU_POD)
+    assert await plugin.pre_bind(state, GPU_POD, WORKER) is None
+    api.fail["patch pods/status"] = errors.ServiceUnavailable("apistore unavailable")
+
+    with caplog.at_level(logging.ERROR):
+        await plugin.unreserve(state, GPU_POD, WORKER)
+
+    assert special_claims(api) == []
+    stored = api.objects[("Pod", "default", "my-pod")]
+    status = stored.status.extended_resource_claim_status
+    assert status is not None and status.resource_claim_name == "my-pod-extended-resources-00000"
+    assert [r.getMessage() for r in caplog.records] == [
+        "clear pod default/my-pod ExtendedResourceClaimStatus: apistore unavailable"
+    ]
+
+    del api.fail["patch pods/status"]
+    api.writes.clear()
+    dp_node = make_node(WORKER).capacity({GPU: "1"}).obj()
+    got = await schedule(plugin, GPU_POD, (dp_node,))
+
+    assert got == {"pre_filter": OK, f"filter {WORKER}": OK, "reserve": OK, "pre_bind": OK}
+    assert api.writes == ["patch pods/status"]
+    stored = api.objects[("Pod", "default", "my-pod")]
+    assert stored.status.extended_resource_claim_status is None
 
 
 async def test_gate_off_makes_no_special_claim() -> None:
@@ -1196,6 +1294,8 @@ async def test_unreserve_after_bind_failure_deletes_the_claim(cluster: Cluster) 
     await cluster.plugin.unreserve(state, pod, WORKER)
 
     assert await cluster.claims() == []
+    stored = await cluster.api.get(core_v1.Pod, "my-pod", namespace="default")
+    assert stored.status.extended_resource_claim_status is None  # it named the claim
     for _ in range(100):  # the informer reports the deletion
         if not cluster.dra_manager.claims:
             break
@@ -1235,6 +1335,15 @@ async def test_post_filter_deletes_a_special_claim_from_an_earlier_attempt(
     await cluster.dra_manager.wait_for_claim(
         "default", "stale", allocated.metadata.resource_version, 5
     )
+    # The earlier attempt named it in the pod's status before it failed.
+    written = naming(pod, "stale").status.extended_resource_claim_status
+    pod = await cluster.api.patch(
+        core_v1.Pod,
+        "my-pod",
+        {"status": {"extendedResourceClaimStatus": codec.to_builtins(written)}},
+        namespace="default",
+        subresource="status",
+    )
 
     got = await schedule(cluster.plugin, pod, (DRA_NODE,))
 
@@ -1244,6 +1353,8 @@ async def test_post_filter_deletes_a_special_claim_from_an_earlier_attempt(
         "post_filter": (Code.UNSCHEDULABLE, "deletion of ResourceClaim completed"),
     }
     assert await cluster.claims() == []
+    stored = await cluster.api.get(core_v1.Pod, "my-pod", namespace="default")
+    assert stored.status.extended_resource_claim_status is None
 
 
 async def test_user_claim_pre_bind_and_unreserve(cluster: Cluster) -> None:
