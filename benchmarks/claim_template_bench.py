@@ -236,7 +236,7 @@ def main() -> int:
                 nats_server = EmbeddedNats(tmp).start()
             if config.database_url is None:
                 pg = EmbeddedPostgres(tmp).start()
-            nats_url = config.nats_url or nats_server.url
+            nats_url = config.nats_url or nats_server.admin_url
             database_url = config.database_url or pg.admin_url
             results = asyncio.run(run(args, nats_url, database_url))
         finally:

@@ -355,7 +355,7 @@ def main() -> None:
     ):
         workdir = Path(tmp)
         (workdir / "infra").mkdir()
-        nats_url = config.nats_url or stack.enter_context(EmbeddedNats(workdir / "infra")).url
+        nats_url = config.nats_url or stack.enter_context(EmbeddedNats(workdir / "infra")).admin_url
         database_url = config.database_url
         if database_url is None:
             database_url = stack.enter_context(EmbeddedPostgres(workdir / "infra")).admin_url

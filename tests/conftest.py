@@ -60,7 +60,8 @@ def infra() -> Iterator[Infra]:
         # root private again (mode 0700), and Postgres, which runs as an unprivileged
         # account then, would lose its data directory to a second session started meanwhile.
         data_dir = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="drasim-tests-")))
-        nats_url = config.nats_url or stack.enter_context(EmbeddedNats(data_dir)).url
+        # The suite connects as the embedded NATS' admin: tests act as whom they please.
+        nats_url = config.nats_url or stack.enter_context(EmbeddedNats(data_dir)).admin_url
         if config.database_url:
             database_url = admin_url = config.database_url
         else:

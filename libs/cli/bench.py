@@ -1015,7 +1015,7 @@ def _infrastructure(config: Config, work_dir: Path) -> Any:
             nats_server = EmbeddedNats(work_dir).start()
         if config.database_url is None:
             pg = EmbeddedPostgres(work_dir).start()
-        yield config.nats_url or nats_server.url, config.database_url or pg.admin_url
+        yield config.nats_url or nats_server.admin_url, config.database_url or pg.admin_url
     finally:
         if pg is not None:
             pg.stop()

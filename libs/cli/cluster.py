@@ -22,6 +22,7 @@ CLUSTER_FILE = "cluster.json"
 _OPTIONS = {
     "data_dir": "where `drasim up` keeps its data and cluster.json (default ./.drasim)",
     "nats_url": "use this NATS instead of an embedded one",
+    "nats_credentials": "file 'user:password' to authenticate to NATS with",
     "database_url": "use this Postgres instead of an embedded one",
     "prefix": "prefix of NATS subjects and stream names, so clusters can share a NATS",
 }
@@ -34,6 +35,8 @@ class ClusterInfo(msgspec.Struct, frozen=True, kw_only=True):
     database_url: str
     prefix: str
     pid: int  # of `drasim up`; a file whose process is gone is stale
+    # The admin's NATS credentials file, for the CLI (the file itself is owner-only).
+    nats_credentials: str | None = None
     metrics: dict[str, str] = {}  # service name → its Prometheus /metrics URL
 
 
@@ -60,7 +63,7 @@ def resolve_config(args: argparse.Namespace) -> Config:
         return config
     unset = {
         field: getattr(cluster, field)
-        for field in ("nats_url", "database_url", "prefix")
+        for field in ("nats_url", "nats_credentials", "database_url", "prefix")
         if flags[field] is None and not os.environ.get(config_module.ENV[field])
     }
     return Config.from_env(**{**flags, **unset})

@@ -23,7 +23,9 @@ async def connect(
             "or pass --nats-url / set DRASIM_NATS_URL)"
         )
     try:
-        bus = await Bus.connect(config.nats_url, prefix=config.prefix, name=actor)
+        bus = await Bus.connect(
+            config.nats_url, prefix=config.prefix, name=actor, credentials=config.nats_credentials
+        )
     except Exception as exc:  # nats raises several unrelated types for "cannot connect"
         raise errors.ServiceUnavailable(f"cannot reach NATS at {config.nats_url}: {exc}") from exc
     try:

@@ -40,7 +40,7 @@ import msgspec
 
 from drasim.cli import apply, cluster, demo, kubeconfig, supervisor
 from drasim.cli.supervisor import Launch
-from drasim.common import cluster_file
+from drasim.common import cluster_file, nats_auth
 from drasim.common.api import registry, resource_v1
 from drasim.common.bus.client import Bus
 from drasim.common.client import ApiClient
@@ -51,6 +51,14 @@ from drasim.common.embedded import EmbeddedNats, EmbeddedPostgres, free_port
 APISTORE = "drasim.apistore"
 SERVICES: tuple[str, ...] = (APISTORE, "drasim.controllers", "drasim.scheduler")
 KUBELET = "drasim.kubelet"
+# Whom each service connects to the embedded NATS as; other modules (tests' stand-ins)
+# and `up` itself as the admin.
+ADMIN = "admin"
+_NATS_USERS = {
+    APISTORE: "apistore",
+    "drasim.controllers": "controllers",
+    "drasim.scheduler": "scheduler",
+}
 
 
 def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -119,6 +127,9 @@ async def _up(
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stopping.set)
     config.data_dir.mkdir(parents=True, exist_ok=True)
+    # Others may pass through (Postgres' account must reach its data) but not look in:
+    # the data directory holds the cluster's credentials and state.
+    config.data_dir.chmod(0o711)
     try:
         lock = supervisor.lock_data_dir(config.data_dir)
     except supervisor.SupervisorError as exc:
@@ -131,26 +142,52 @@ async def _up(
         if orphans:
             supervisor.say(f"stopped {len(orphans)} services an earlier up left running")
         servers: list[EmbeddedNats | EmbeddedPostgres] = []
-        if config.nats_url is None:
-            servers.append(await _start(stack, EmbeddedNats(config.data_dir)))
-        if config.database_url is None:
-            servers.append(await _start(stack, EmbeddedPostgres(config.data_dir)))
-        nats_url = config.nats_url or servers[0].url
-        database_url = config.database_url or servers[-1].url
+        nats_url, database_url = config.nats_url, config.database_url
+
+        def credentials(_user: str) -> Path | None:
+            return config.nats_credentials  # a given NATS: the same for every service
+
+        if nats_url is None:
+            shards = [[n.name for n in nodes_file.shard(i, kubelets)] for i in range(kubelets)]
+            users = nats_auth.cluster_users(config.prefix, shards)
+            embedded_nats = EmbeddedNats(config.data_dir, users=users, prefix=config.prefix)
+            servers.append(await _start(stack, embedded_nats))
+            nats_url = embedded_nats.url
+            credentials = embedded_nats.credentials
+        if database_url is None:
+            embedded_postgres = EmbeddedPostgres(config.data_dir)
+            servers.append(await _start(stack, embedded_postgres))
+            database_url = embedded_postgres.url
         if stopping.is_set():
             return 0
+        admin_credentials = credentials(ADMIN)
         info = cluster.ClusterInfo(
-            nats_url=nats_url, database_url=database_url, prefix=config.prefix, pid=os.getpid()
+            nats_url=nats_url,
+            nats_credentials=str(admin_credentials) if admin_credentials else None,
+            database_url=database_url,
+            prefix=config.prefix,
+            pid=os.getpid(),
         )
         cluster.write_cluster(config.data_dir, info)
         stack.callback(cluster.remove_cluster, config.data_dir, info.pid)
         own_argv = {APISTORE: _write_kubeconfig(config, http_port or free_port())}
         argv = ["--nats-url", nats_url, "--database-url", database_url, "--prefix", config.prefix]
+
+        def identity(user: str) -> list[str]:
+            """The NATS identity a service connects as (`drasim.common.nats_auth`)."""
+            path = credentials(user)
+            return ["--nats-credentials", str(path)] if path else []
+
         services = [
             Launch(
                 _service_name(module),
                 module,
-                [*argv, *own_argv.get(module, []), *_metrics_argv(module)],
+                [
+                    *argv,
+                    *identity(_NATS_USERS.get(module, ADMIN)),
+                    *own_argv.get(module, []),
+                    *_metrics_argv(module),
+                ],
             )
             for module in modules
         ]
@@ -160,6 +197,7 @@ async def _up(
                 KUBELET,
                 [
                     *argv,
+                    *identity(f"kubelet-{i}"),
                     "--cluster",
                     str(nodes_file.source.resolve()),
                     "--shard",
@@ -180,7 +218,9 @@ async def _up(
             ready_line += f" nodes={len(nodes_file.nodes)}"
         api: ApiClient | None = None
         if nodes or with_demo:
-            bus = await Bus.connect(nats_url, prefix=config.prefix, name="drasim-up")
+            bus = await Bus.connect(
+                nats_url, prefix=config.prefix, name="drasim-up", credentials=admin_credentials
+            )
             stack.push_async_callback(bus.close)
             api = ApiClient(bus, actor="drasim-up")
 

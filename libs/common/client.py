@@ -58,7 +58,6 @@ class ApiClient:
         self.bus = bus
         self.actor = actor
         self.timeout = timeout
-        self._subject = subjects.api(bus.prefix)
 
     @property
     def actor(self) -> str:
@@ -66,8 +65,10 @@ class ApiClient:
 
     @actor.setter
     def actor(self, actor: str) -> None:
+        """Who the requests act as: their subject says it (`subjects.api`), and the bus'
+        permissions decide whether this connection may."""
         self._actor = actor
-        self._headers = {headers.ACTOR: actor}  # sent with every request, made once
+        self._subject = subjects.api(self.bus.prefix, actor)
 
     async def request(self, req: messages.Request, *, traceparent: str = "") -> bytes:
         """Send one API request; answers with the body or raises the `ApiError` it carried.
@@ -78,7 +79,7 @@ class ApiClient:
         span = None
         if not traceparent:
             span, traceparent = tracing.start_client_span(_span_name, req)
-        hdrs = {**self._headers, headers.TRACEPARENT: traceparent} if traceparent else self._headers
+        hdrs = {headers.TRACEPARENT: traceparent} if traceparent else None
         if span is None:
             return await self._send(req, hdrs)
         try:
@@ -89,7 +90,7 @@ class ApiClient:
         tracing.end(span)
         return data
 
-    async def _send(self, req: messages.Request, hdrs: dict[str, str]) -> bytes:
+    async def _send(self, req: messages.Request, hdrs: dict[str, str] | None) -> bytes:
         try:
             msg = await self.bus.request(
                 self._subject, messages.encoder.encode(req), timeout=self.timeout, headers=hdrs

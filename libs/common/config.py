@@ -20,6 +20,7 @@ import msgspec
 # apart from "left at the default" when it layers flags, environment and cluster.json.
 ENV: dict[str, str] = {
     "nats_url": "DRASIM_NATS_URL",
+    "nats_credentials": "DRASIM_NATS_CREDENTIALS",
     "database_url": "DRASIM_DATABASE_URL",
     "data_dir": "DRASIM_DATA_DIR",
     "prefix": "DRASIM_PREFIX",
@@ -46,6 +47,8 @@ class Config(msgspec.Struct, frozen=True, kw_only=True):
     """
 
     nats_url: str | None = None
+    # A file `user:password` to authenticate to NATS with (the embedded NATS wants one).
+    nats_credentials: Path | None = None
     database_url: str | None = None
     data_dir: Path = Path(".drasim")
     prefix: str = "drasim"
@@ -82,6 +85,13 @@ def _url(schemes: tuple[str, ...]) -> Callable[[str, Any], str]:
     return parse
 
 
+def _file(source: str, raw: Any) -> Path:
+    path = Path(raw).expanduser()
+    if not path.is_file():
+        raise ConfigError(f"{source}: {str(path)!r} is not a file")
+    return path
+
+
 def _data_dir(source: str, raw: Any) -> Path:
     path = Path(raw).expanduser()
     if path.exists() and not path.is_dir():
@@ -107,6 +117,7 @@ def _log_level(source: str, raw: Any) -> str:
 
 _PARSERS: dict[str, Callable[[str, Any], Any]] = {
     "nats_url": _url(_NATS_SCHEMES),
+    "nats_credentials": _file,
     "database_url": _url(_POSTGRES_SCHEMES),
     "data_dir": _data_dir,
     "prefix": _prefix,

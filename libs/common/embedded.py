@@ -17,6 +17,7 @@ import atexit
 import contextlib
 import fcntl
 import hashlib
+import json
 import os
 import pwd
 import secrets
@@ -29,12 +30,14 @@ import sys
 import tempfile
 import time
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from types import TracebackType
 from typing import IO, ClassVar, NoReturn, Self
 
 import psutil
+
+from drasim.common import nats_auth
 
 HOST = "127.0.0.1"
 START_TIMEOUT = 30.0
@@ -183,13 +186,54 @@ class _ChildServer(abc.ABC):
 
 
 class EmbeddedNats(_ChildServer):
-    """`nats-server` with JetStream, storing under `<data_dir>/nats`."""
+    """`nats-server` with JetStream, storing under `<data_dir>/nats`.
+
+    Nobody connects without a password: `users` (default: one admin) are the identities
+    of `drasim.common.nats_auth`, with their subject permissions for the cluster `prefix`
+    (`*`: any cluster, as for the test suite's shared server). Its configuration file
+    holds their passwords and is the owner's alone.
+    """
 
     name = "nats"
     _log_offset = 0
 
+    def __init__(
+        self,
+        data_dir: str | os.PathLike[str],
+        *,
+        users: Sequence[nats_auth.NatsUser] = (),
+        prefix: str = "*",
+    ) -> None:
+        super().__init__(data_dir)
+        self.users = list(users) or [nats_auth.NatsUser("admin", admin=True)]
+        self.prefix = prefix
+
     def _url(self) -> str:
         return f"nats://{HOST}:{self.port}"
+
+    def credentials(self, user: str) -> Path:
+        """The file `user:password` that `user` connects with."""
+        return nats_auth.credentials_path(self.data_dir, user)
+
+    @property
+    def admin_url(self) -> str:
+        """The URL with the first admin's password in it: for tests and scratch servers,
+        whose command lines nobody else shares (a service gets `credentials`)."""
+        admin = next(user for user in self.users if user.admin)
+        password = nats_auth.ensure_password(self.data_dir, admin.name)
+        return f"nats://{admin.name}:{password}@{HOST}:{self.port}"
+
+    def _config_file(self) -> Path:
+        return self.data_dir / "nats.conf"
+
+    def _write_config(self) -> None:
+        """nats-server reads JSON as its own configuration syntax."""
+        config = {
+            "listen": f"{HOST}:{self.port}",
+            "pid_file": str(self._pid_file()),
+            "authorization": nats_auth.authorization(self.data_dir, self.users, self.prefix),
+        }
+        _write_private(self._config_file(), json.dumps(config, indent=1) + "\n")
 
     def _store_dir(self) -> Path:
         return self.data_dir / "nats"
@@ -204,13 +248,14 @@ class EmbeddedNats(_ChildServer):
         return self.data_dir / "nats.log"
 
     def _launch(self) -> subprocess.Popen[bytes]:
+        self._write_config()
+        # The store directory stays on the command line: it is how a later start
+        # recognises this data directory's server as an orphan (`_command_marker`).
         command = [
             _nats_server_binary(),
-            "-a", HOST,
-            "-p", str(self.port),
+            "-c", str(self._config_file()),
             "-js",
             "-sd", str(self._store_dir()),
-            "-P", str(self._pid_file()),
         ]  # fmt: skip
         with self._open_log() as log:
             # Readiness is judged only on this run's part of the (appended) log.

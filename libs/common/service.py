@@ -36,6 +36,7 @@ def parse_args(
     filling what it leaves out; exits 2 naming the flags in `required` still missing."""
     parser = argparse.ArgumentParser(prog=f"drasim-{name}")
     parser.add_argument("--nats-url")
+    parser.add_argument("--nats-credentials", help="file 'user:password' for NATS")
     parser.add_argument("--database-url")
     parser.add_argument("--prefix")
     parser.add_argument("--log-level")
@@ -49,6 +50,7 @@ def parse_args(
     try:
         config = Config.from_env(
             nats_url=args.nats_url,
+            nats_credentials=args.nats_credentials,
             database_url=args.database_url,
             prefix=args.prefix,
             log_level=args.log_level,
@@ -138,7 +140,12 @@ def run_on_bus(
     (`freeze_gc`)."""
 
     async def serve() -> None:
-        bus = await Bus.connect(config.nats_url, prefix=config.prefix, name=connection or name)
+        bus = await Bus.connect(
+            config.nats_url,
+            prefix=config.prefix,
+            name=connection or name,
+            credentials=config.nats_credentials,
+        )
         component = build(bus)
         try:
             await component.start()

@@ -20,6 +20,11 @@ def _apistore_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--tls-cert-file", type=Path, help="serve HTTPS with this certificate")
     parser.add_argument("--tls-private-key-file", type=Path)
     parser.add_argument(
+        "--fault-injection",
+        action="store_true",
+        help="let admins install fault plans at run time (drasim.apistore.faults)",
+    )
+    parser.add_argument(
         "--event-ttl",
         type=float,
         default=DEFAULT_EVENT_TTL,
@@ -43,8 +48,10 @@ def main(argv: list[str] | None = None) -> int:
     async def serve() -> None:
         server = await ApiServer.start(
             nats_url=config.nats_url,
+            nats_credentials=config.nats_credentials,
             database_url=config.database_url,
             prefix=config.prefix,
+            fault_injection=args.fault_injection,
             http_port=args.http_port,
             http_host=args.http_host,
             http_token=token,

@@ -73,7 +73,7 @@ class NatsApi:
         # Requests handed over as the connection reads them (`_on_request` only queues
         # them), without nats-py's queue and task per message.
         self._sub = await self._bus.subscribe_direct(
-            subjects.api(self._bus.prefix), self._on_request, queue=subjects.api_queue_group()
+            subjects.api_all(self._bus.prefix), self._on_request, queue=subjects.api_queue_group()
         )
         # Serving once started: the server has the subscription before the first request.
         # Twice: nats-py writes the PING of a flush ahead of commands still buffered (the
@@ -99,7 +99,9 @@ class NatsApi:
         except msgspec.DecodeError as exc:
             self._answer(msg.reply, *_error_reply(errors.BadRequest(f"malformed request: {exc}")))
             return
-        actor = hdrs.get(headers.ACTOR, "")
+        # Who asks is in the subject, where NATS' permissions vouch for it (a header
+        # would be whatever the sender wrote).
+        actor = subjects.actor_of_api(msg.subject)
         read = isinstance(req, _READS)
         # The request's server span; its event stores the span's traceparent.
         span, traceparent = spans.start_request(

@@ -9,6 +9,7 @@ import logging
 import os
 import ssl
 from dataclasses import dataclass
+from pathlib import Path
 
 from nats.aio.msg import Msg
 
@@ -49,7 +50,9 @@ class ApiServer:
         nats_url: str,
         database_url: str,
         prefix: str,
+        nats_credentials: Path | None = None,
         fault_plan: faults.FaultPlan | None = None,
+        fault_injection: bool = False,
         max_stream_msgs: int = DEFAULT_MAX_MSGS,
         http_port: int | None = None,
         http_host: str = "127.0.0.1",
@@ -58,10 +61,14 @@ class ApiServer:
         event_ttl: float = DEFAULT_EVENT_TTL,
     ) -> ApiServer:
         """With `http_port` (0 picks a free one) the HTTP API serves too, for `http_token`.
-        Events expire `event_ttl` seconds after their last write (0: never)."""
+        Events expire `event_ttl` seconds after their last write (0: never). Fault plans
+        can be installed at run time (`drasim.apistore.faults`, over the control subject)
+        only with `fault_injection`, and NATS lets only admins publish there."""
         store = await Store.connect(database_url)
         await store.migrate()
-        bus = await Bus.connect(nats_url, prefix=prefix, name="apistore")
+        bus = await Bus.connect(
+            nats_url, prefix=prefix, name="apistore", credentials=nats_credentials
+        )
         if fault_plan is None and os.environ.get("DRASIM_FAULT_PLAN"):
             fault_plan = faults.parse(os.environ["DRASIM_FAULT_PLAN"])
         outbox = Outbox(store, bus, max_msgs=max_stream_msgs)
@@ -80,9 +87,10 @@ class ApiServer:
             server.event_ttl_task = asyncio.create_task(
                 EventTtl(core, event_ttl).run(), name="apistore-event-ttl"
             )
-        server._control_sub = await bus.nc.subscribe(
-            subjects.control(prefix, "apistore", "faults"), cb=server._on_fault_plan
-        )
+        if fault_injection:
+            server._control_sub = await bus.nc.subscribe(
+                subjects.control(prefix, "apistore", "faults"), cb=server._on_fault_plan
+            )
         return server
 
     async def _on_fault_plan(self, msg: Msg) -> None:

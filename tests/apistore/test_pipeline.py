@@ -212,7 +212,7 @@ async def test_concurrent_writes_each_get_their_own_answer(api):
 
 
 async def test_malformed_request_is_answered_with_bad_request(server, bus):
-    msg = await bus.request(subjects.api(bus.prefix), b"{not json", timeout=5)
+    msg = await bus.request(subjects.api(bus.prefix, "test"), b"{not json", timeout=5)
     assert msg.headers[headers.STATUS_CODE] == "400"
     assert b"malformed request" in msg.data
 
@@ -221,12 +221,12 @@ async def test_request_without_responders_or_answer(bus):
     api = ApiClient(bus, actor="test", timeout=0.2)
     with pytest.raises(errors.ServiceUnavailable):
         await api.get(core_v1.Pod, "p", namespace="default")
-    silent = await bus.nc.subscribe(subjects.api(bus.prefix))
+    silent = await bus.nc.subscribe(subjects.api(bus.prefix, "test"))
     try:
         with pytest.raises(errors.Timeout):
             await api.get(core_v1.Pod, "p", namespace="default")
         with pytest.raises(nats.errors.TimeoutError):
-            await bus.request(subjects.api(bus.prefix), b"{}", timeout=0.1)
+            await bus.request(subjects.api(bus.prefix, "test"), b"{}", timeout=0.1)
     finally:
         await silent.unsubscribe()
 

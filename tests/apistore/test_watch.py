@@ -93,9 +93,9 @@ async def test_writes_while_nats_is_down_are_delivered_after_it_returns(fresh, t
     nats_server = EmbeddedNats(tmp_path).start()
     port = nats_server.port
     server = await ApiServer.start(
-        nats_url=nats_server.url, database_url=fresh.database_url, prefix=fresh.prefix
+        nats_url=nats_server.admin_url, database_url=fresh.database_url, prefix=fresh.prefix
     )
-    bus = await Bus.connect(nats_server.url, prefix=fresh.prefix)
+    bus = await Bus.connect(nats_server.admin_url, prefix=fresh.prefix)
     try:
         api = ApiClient(bus, actor="test")
         before = await api.create(make_pod("before").obj())

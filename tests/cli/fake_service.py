@@ -13,6 +13,7 @@ import asyncio
 import os
 import signal
 import sys
+from pathlib import Path
 
 import asyncpg
 import nats
@@ -29,7 +30,7 @@ async def serve(args: argparse.Namespace) -> int:
     await conn.execute("INSERT INTO fake_service_starts VALUES (now())")
     starts = await conn.fetchval("SELECT count(*) FROM fake_service_starts")
     await conn.close()
-    nc = await nats.connect(args.nats_url)
+    nc = await nats.connect(args.nats_url, **args.nats_auth)
     await nc.close()
 
     loop = asyncio.get_running_loop()
@@ -44,9 +45,15 @@ async def serve(args: argparse.Namespace) -> int:
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--nats-url", required=True)
+    parser.add_argument("--nats-credentials")
     parser.add_argument("--database-url", required=True)
     parser.add_argument("--prefix", required=True)
-    return asyncio.run(serve(parser.parse_args()))
+    args = parser.parse_args()
+    args.nats_auth = {}
+    if args.nats_credentials:
+        user, _, password = Path(args.nats_credentials).read_text().strip().partition(":")
+        args.nats_auth = {"user": user, "password": password}
+    return asyncio.run(serve(args))
 
 
 if __name__ == "__main__":

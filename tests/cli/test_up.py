@@ -196,25 +196,16 @@ def test_a_killed_embedded_server_is_restarted_on_its_url(
     victim.kill()
     up.wait_for(lambda line: f"drasim: embedded {name} is back on port" in line)
     assert f"drasim: embedded {name} exited with code -9; restarting it" in up.output
-    # The same URL serves again.
+    # The same URL serves again, to the same credentials.
     if name == "nats":
-        assert (
-            subprocess.run(
-                [
-                    sys.executable,
-                    "-c",
-                    f"import asyncio, nats; asyncio.run(nats.connect({found.nats_url!r}))",
-                ],
-                timeout=DEADLINE,
-            ).returncode
-            == 0
+        user, _, password = Path(found.nats_credentials).read_text().strip().partition(":")
+        snippet = (
+            "import asyncio, nats; "
+            f"asyncio.run(nats.connect({found.nats_url!r}, user={user!r}, password={password!r}))"
         )
     else:
-        assert subprocess.run(
-            [sys.executable, "-c", "import asyncio, asyncpg; "
-             f"asyncio.run(asyncpg.connect({found.database_url!r}))"],
-            timeout=DEADLINE,
-        ).returncode == 0  # fmt: skip
+        snippet = f"import asyncio, asyncpg; asyncio.run(asyncpg.connect({found.database_url!r}))"
+    assert subprocess.run([sys.executable, "-c", snippet], timeout=DEADLINE).returncode == 0
     up.process.send_signal(signal.SIGTERM)
     assert up.finish() == 0, up.output
 

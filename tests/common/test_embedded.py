@@ -45,7 +45,7 @@ async def test_restart_on_the_same_dir_keeps_rows_and_stream_messages(tmp_path: 
         await conn.execute("CREATE TABLE pods (name text PRIMARY KEY)")
         await conn.execute("INSERT INTO pods VALUES ('gpu-pod')")
         await conn.close()
-        nc = await nats.connect(bus.url)
+        nc = await nats.connect(bus.admin_url)
         js = nc.jetstream()
         await js.add_stream(name="EVENTS", subjects=["events.>"])
         await js.publish("events.pod", b"created")
@@ -57,7 +57,7 @@ async def test_restart_on_the_same_dir_keeps_rows_and_stream_messages(tmp_path: 
         conn = await asyncpg.connect(db.url)
         assert await conn.fetchval("SELECT name FROM pods") == "gpu-pod"
         await conn.close()
-        nc = await nats.connect(bus.url)
+        nc = await nats.connect(bus.admin_url)
         message = await nc.jetstream().get_msg("EVENTS", 1)
         assert message.data == b"created"
         await nc.close()

@@ -9,6 +9,7 @@ import logging
 import math
 import re
 from collections.abc import Awaitable, Callable
+from pathlib import Path
 
 import nats
 import nats.errors
@@ -31,6 +32,23 @@ _TIMEOUT_TICK = 0.05
 # What `bytes.strip()` strips, and the ASCII characters `str.isspace()` accepts.
 _ASCII_STRIP = " \t\n\r\x0b\x0c"
 _SPACE_IN_NAME = re.compile(r"[\t\n\x0b\x0c\r\x1c-\x1f ]")
+
+
+def inbox_prefix(user: str) -> str:
+    """The inboxes of a NATS user: only theirs to subscribe to (embedded NATS' permissions)."""
+    return f"_INBOX_{user}"
+
+
+def read_credentials(path: Path) -> tuple[str, str]:
+    """`user:password` from a credentials file; errors name the file."""
+    try:
+        text = path.read_text().strip()
+    except OSError as exc:
+        raise ValueError(f"cannot read NATS credentials {path}: {exc.strerror}") from None
+    user, sep, password = text.partition(":")
+    if not sep or not user or not password:
+        raise ValueError(f"NATS credentials {path}: expected one line 'user:password'")
+    return user, password
 
 
 class Bus:
@@ -61,7 +79,17 @@ class Bus:
         self._header_blocks: dict[tuple[tuple[str, str], ...], bytes] = {}
 
     @classmethod
-    async def connect(cls, url: str, *, prefix: str, name: str = "drasim") -> Bus:
+    async def connect(
+        cls, url: str, *, prefix: str, name: str = "drasim", credentials: Path | None = None
+    ) -> Bus:
+        """Connect as the NATS user of `credentials` (a file `user:password`, see
+        `read_credentials`), or as the URL says. An authenticated user's inboxes are
+        `_INBOX_<user>.…`, which the server lets only that user subscribe to, so nobody
+        reads another's replies."""
+        auth: dict[str, str] = {}
+        if credentials is not None:
+            user, password = read_credentials(credentials)
+            auth = {"user": user, "password": password, "inbox_prefix": inbox_prefix(user)}
         nc = await nats.connect(
             url,
             name=name,
@@ -70,6 +98,7 @@ class Bus:
             reconnect_time_wait=0.25,
             connect_timeout=5,
             pending_size=64 * 1024 * 1024,
+            **auth,
         )
         return cls(nc, prefix)
 

@@ -22,9 +22,34 @@ def token(value: str) -> str:
     return _UNSAFE.sub(lambda m: f"%{ord(m.group()):02X}", value)
 
 
-def api(prefix: str) -> str:
-    """Request/reply subject of the apistore (served by a queue group)."""
-    return f"{prefix}.api"
+_ESCAPED = re.compile(r"%([0-9A-F]{2})")
+
+
+def untoken(value: str) -> str:
+    """The value `token` escaped."""
+    if value == "_":
+        return ""
+    return _ESCAPED.sub(lambda m: chr(int(m.group(1), 16)), value)
+
+
+def api(prefix: str, actor: str) -> str:
+    """Request/reply subject of the apistore for requests made as `actor`.
+
+    The apistore takes a request's actor from its subject, never from a header: NATS'
+    subject permissions decide which actors a connection may publish as (its own; an admin
+    any, as Kubernetes' impersonation lets system:masters), so the actor is the
+    authenticated identity (see `drasim.common.embedded.NatsUser`)."""
+    return f"{prefix}.api.{token(actor)}"
+
+
+def api_all(prefix: str) -> str:
+    """What the apistore serves: the requests of every actor (in a queue group)."""
+    return f"{prefix}.api.*"
+
+
+def actor_of_api(subject: str) -> str:
+    """The actor of a request published on `api(prefix, actor)`."""
+    return untoken(subject.rsplit(".", 1)[-1])
 
 
 def api_queue_group() -> str:

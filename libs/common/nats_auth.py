@@ -1,0 +1,143 @@
+"""Who may do what on the embedded NATS: one user per identity, with subject permissions.
+
+Without them any local process could read every event, answer API requests by joining
+the apistore's queue group, publish into the event stream, or pose as any actor. So:
+
+- only the apistore (and admins) may publish events, serve the API subjects and install
+  fault plans; everything else is refused by the server itself;
+- a request's actor is the token after `<prefix>.api.` in its subject
+  (`subjects.api`), and a user may publish requests only as the actors listed for it
+  (the kubelet as `kubelet`, the controller manager as its controllers); an admin may act
+  as anyone, as Kubernetes' impersonation lets system:masters;
+- a user's inboxes are `_INBOX_<user>.…` and only it may subscribe to them, so nobody
+  reads another's replies; a kubelet subscribes only to its own nodes' control and DRA
+  driver subjects.
+
+Each user's password is generated once into `<data-dir>/nats-auth/<user>` (mode 0600,
+`user:password`, what `Bus.connect(credentials=...)` reads), so services keep their
+credentials across restarts of NATS. A NATS cluster of one's own takes the same
+permissions (README, "Using your own NATS and Postgres").
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from drasim.common.bus import subjects
+from drasim.common.bus.client import inbox_prefix
+
+# What a JetStream client needs to watch the event stream: stream info for its bounds, an
+# ordered consumer (create, info, delete) and its flow control.
+_JETSTREAM_READER = (
+    "$JS.API.INFO",
+    "$JS.API.STREAM.INFO.*",
+    "$JS.API.CONSUMER.CREATE.>",
+    "$JS.API.CONSUMER.INFO.>",
+    "$JS.API.CONSUMER.DELETE.>",
+    "$JS.FC.>",
+    "$JS.ACK.>",
+)
+AUTH_DIR = "nats-auth"
+
+
+@dataclass(frozen=True)
+class NatsUser:
+    """One identity on the bus. `admin`: every subject (the apistore, people's CLI)."""
+
+    name: str
+    admin: bool = False
+    actors: tuple[str, ...] = ()  # whom its API requests may act as
+    publish: tuple[str, ...] = ()  # further subjects it may publish to
+    subscribe: tuple[str, ...] = ()  # further subjects it may subscribe to
+
+    def permissions(self, prefix: str) -> dict[str, Any] | None:
+        """nats-server's `permissions` block; None (everything) for an admin."""
+        if self.admin:
+            return None
+        return {
+            "publish": {
+                "allow": [
+                    *(subjects.api(prefix, actor) for actor in self.actors),
+                    *_JETSTREAM_READER,
+                    *self.publish,
+                ]
+            },
+            "subscribe": {"allow": [f"{inbox_prefix(self.name)}.>", *self.subscribe]},
+            # Answering a request (a kubelet's control or driver subject) needs its reply
+            # subject, which is another user's inbox: allowed for the request's reply only.
+            "allow_responses": True,
+        }
+
+
+def cluster_users(prefix: str, kubelet_shards: Sequence[Iterable[str]] = ()) -> list[NatsUser]:
+    """The identities of a `drasim up` cluster: `kubelet_shards` lists each kubelet
+    process' nodes. The control and driver subjects are those of
+    `drasim.kubelet.control` and `drasim.drivers.dra_api`."""
+    users = [
+        NatsUser("admin", admin=True),
+        NatsUser("apistore", admin=True),
+        NatsUser("scheduler", actors=("scheduler",)),
+        NatsUser(
+            "controllers",
+            actors=(
+                "controller-manager",
+                "deployment-controller",
+                "replicaset-controller",
+                "resourceclaim-controller",
+                "disruption-controller",
+            ),
+        ),
+    ]
+    for i, nodes in enumerate(kubelet_shards):
+        tokens = [subjects.token(node) for node in nodes]
+        driver_subjects = tuple(f"{prefix}.dra.{node}.*" for node in tokens)
+        control_subjects = tuple(f"{prefix}.ctl.kubelet.{node}" for node in tokens)
+        users.append(
+            NatsUser(
+                f"kubelet-{i}",
+                actors=("kubelet",),
+                publish=driver_subjects,
+                subscribe=driver_subjects + control_subjects,
+            )
+        )
+    return users
+
+
+def credentials_path(data_dir: Path, user: str) -> Path:
+    return data_dir / AUTH_DIR / user
+
+
+def ensure_password(data_dir: Path, user: str) -> str:
+    """The user's password from its credentials file, made (mode 0600) if missing."""
+    path = credentials_path(data_dir, user)
+    try:
+        name, _, password = path.read_text().strip().partition(":")
+        if name == user and password:
+            return password
+    except OSError:
+        pass
+    path.parent.mkdir(mode=0o700, exist_ok=True)
+    password = secrets.token_hex(24)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as f:
+        os.fchmod(f.fileno(), 0o600)
+        f.write(f"{user}:{password}\n")
+    return password
+
+
+def authorization(data_dir: Path, users: Sequence[NatsUser], prefix: str) -> dict[str, Any]:
+    """nats-server's `authorization` block for `users`, passwords from the data directory."""
+    entries = []
+    for user in users:
+        password = ensure_password(data_dir, user.name)
+        entry: dict[str, Any] = {"user": user.name, "password": password}
+        permissions = user.permissions(prefix)
+        if permissions is not None:
+            entry["permissions"] = permissions
+        entries.append(entry)
+    return {"users": entries}
