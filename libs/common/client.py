@@ -99,6 +99,10 @@ class ApiClient:
             raise errors.ServiceUnavailable("no apistore is serving") from exc
         except nats.errors.TimeoutError as exc:
             raise errors.Timeout(f"apistore did not answer within {self.timeout}s") from exc
+        except nats.errors.MaxPayloadError as exc:  # refused before it left, as by the server
+            raise errors.RequestEntityTooLarge(
+                f"Request entity too large: limit is {self.bus.nc.max_payload}"
+            ) from exc
         if msg.headers and headers.STATUS_CODE in msg.headers:
             raise errors.ApiError.from_status(_status_decoder.decode(msg.data))
         return msg.data

@@ -192,6 +192,10 @@ class EmbeddedNats(_ChildServer):
     of `drasim.common.nats_auth`, with their subject permissions for the cluster `prefix`
     (`*`: any cluster, as for the test suite's shared server). Its configuration file
     holds their passwords and is the owner's alone.
+
+    Messages carry up to `max_payload` bytes (nats-server's default is 1 MB): 8 MiB by
+    default, room for the apistore's largest object (etcd's 1.5 MiB) and a whole request
+    body (3 MiB) with their headers.
     """
 
     name = "nats"
@@ -203,10 +207,12 @@ class EmbeddedNats(_ChildServer):
         *,
         users: Sequence[nats_auth.NatsUser] = (),
         prefix: str = "*",
+        max_payload: int = 8 << 20,
     ) -> None:
         super().__init__(data_dir)
         self.users = list(users) or [nats_auth.NatsUser("admin", admin=True)]
         self.prefix = prefix
+        self.max_payload = max_payload
 
     def _url(self) -> str:
         return f"nats://{HOST}:{self.port}"
@@ -231,6 +237,7 @@ class EmbeddedNats(_ChildServer):
         config = {
             "listen": f"{HOST}:{self.port}",
             "pid_file": str(self._pid_file()),
+            "max_payload": self.max_payload,  # no command-line flag sets it
             "authorization": nats_auth.authorization(self.data_dir, self.users, self.prefix),
         }
         _write_private(self._config_file(), json.dumps(config, indent=1) + "\n")

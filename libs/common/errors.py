@@ -132,6 +132,11 @@ class Invalid(ApiError):
     reason = "Invalid"
 
 
+class RequestEntityTooLarge(ApiError):
+    code = 413
+    reason = "RequestEntityTooLarge"
+
+
 class TooManyRequests(ApiError):
     code = 429
     reason = "TooManyRequests"
@@ -162,6 +167,7 @@ _ALL: list[type[ApiError]] = [
     Conflict,
     Expired,
     Invalid,
+    RequestEntityTooLarge,
     TooManyRequests,
     InternalError,
     ServiceUnavailable,

@@ -16,7 +16,7 @@ from collections.abc import Callable
 
 import msgspec
 
-from drasim.apistore import admission, faults, mutations, strategy
+from drasim.apistore import admission, faults, limits, mutations, strategy
 from drasim.apistore.mutations import Context
 from drasim.apistore.store import EventRow, ObjectRow, Store, WriteSession
 from drasim.common import codec, errors, selection
@@ -34,7 +34,8 @@ LIST_ENVELOPE_BYTES = 2048
 
 class ApiCore:
     """Serves every API verb over one `Store`; `on_commit(events)` hands each committed
-    batch's events to the outbox."""
+    batch's events to the outbox. A write whose object would be stored larger than
+    `max_object_bytes` is refused (see `limits`)."""
 
     def __init__(
         self,
@@ -42,9 +43,11 @@ class ApiCore:
         *,
         fault_plan: faults.FaultPlan | None = None,
         on_commit: Callable[[list[EventRow]], None] | None = None,
+        max_object_bytes: int = limits.MAX_OBJECT_BYTES,
     ) -> None:
         self.store = store
         self.fault_plan = fault_plan
+        self.max_object_bytes = max_object_bytes
         self._on_commit = on_commit
         # Writes waiting for the writer (a list and an event: cheaper than a Queue per item).
         self._queue: list[_Item] = []
@@ -359,6 +362,7 @@ class ApiCore:
             first_seq=first_seq,
             fault_plan=self.fault_plan,
             priority_classes=self.priority_classes,
+            max_object_bytes=self.max_object_bytes,
         )
         results: list[bytes | errors.ApiError] = []
         for req, ctx, _ in ready:

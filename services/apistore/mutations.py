@@ -18,7 +18,7 @@ from typing import Any
 
 import msgspec
 
-from drasim.apistore import admission, faults, patches, strategy
+from drasim.apistore import admission, faults, limits, patches, strategy
 from drasim.apistore.store import EventRow, Key, ObjectRow
 from drasim.common import codec, errors
 from drasim.common.api import meta_v1, registry, scheduling_v1, validation
@@ -233,8 +233,13 @@ class Batch:
         fault_plan: faults.FaultPlan | None = None,
         load_dependents: Callable[[list[str]], dict[Key, bytes]] | None = None,
         priority_classes: admission.PriorityClasses | None = None,
+        max_object_bytes: int = limits.MAX_OBJECT_BYTES,
     ) -> None:
         self._rows: dict[Key, bytes | None] = dict(loaded)
+        self._max_object_bytes = max_object_bytes
+        # While collecting garbage, writes are not refused for their size: they only drop
+        # ownerReferences or stamp a deletion, and a refusal would fail the whole batch.
+        self._collecting = False
         self._priority_classes = priority_classes or admission.PriorityClasses()
         self._next_seq = first_seq
         self._faults = fault_plan
@@ -285,6 +290,9 @@ class Batch:
         seq = self._next_seq
         obj.metadata.resource_version = str(seq)
         data = codec.encode(obj)
+        # etcd's limit on what one put stores (a removal stores nothing); see `limits`.
+        if len(data) > self._max_object_bytes and event_type != "DELETED" and not self._collecting:
+            raise limits.object_too_large()
         self._next_seq += 1
         key = key_of(info, obj.metadata.namespace or "", obj.metadata.name)
         self._rows[key] = None if event_type == "DELETED" else data
@@ -632,6 +640,13 @@ class Batch:
         """
         removed, self._removed = self._removed, {}
         self.add_rows(dependents)
+        self._collecting = True
+        try:
+            self._collect(removed, ctx)
+        finally:
+            self._collecting = False
+
+    def _collect(self, removed: dict[str, str], ctx: Context) -> None:
         for key in sorted(k for k, v in self._rows.items() if v is not None):
             data = self._rows[key]
             if data is None:

@@ -19,7 +19,7 @@ import msgspec
 from nats.aio.msg import Msg
 from opentelemetry.trace import Span
 
-from drasim.apistore import outbox, spans
+from drasim.apistore import limits, outbox, spans
 from drasim.apistore.core import ApiCore
 from drasim.apistore.mutations import Context, resource_info
 from drasim.common import errors
@@ -94,6 +94,9 @@ class NatsApi:
     def _on_request(self, msg: Msg) -> None:
         started = time.perf_counter()
         hdrs = msg.headers or {}
+        if len(msg.data) > limits.MAX_REQUEST_BODY_BYTES:  # as an HTTP body, before decoding
+            self._answer(msg.reply, *_error_reply(limits.request_entity_too_large()))
+            return
         try:
             req = messages.request_decoder.decode(msg.data)
         except msgspec.DecodeError as exc:

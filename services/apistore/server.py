@@ -13,7 +13,7 @@ from pathlib import Path
 
 from nats.aio.msg import Msg
 
-from drasim.apistore import faults
+from drasim.apistore import faults, limits
 from drasim.apistore.core import ApiCore
 from drasim.apistore.event_ttl import DEFAULT_EVENT_TTL, EventTtl
 from drasim.apistore.http import HttpApi, build_app
@@ -69,10 +69,25 @@ class ApiServer:
         bus = await Bus.connect(
             nats_url, prefix=prefix, name="apistore", credentials=nats_credentials
         )
+        try:
+            # Every object travels whole on the bus: accept no larger one than it carries.
+            url = bus.nc.connected_url
+            max_object_bytes = limits.max_object_bytes(
+                bus.nc.max_payload, server=f"{url.hostname}:{url.port}" if url else ""
+            )
+        except Exception:
+            await bus.close()
+            await store.close()
+            raise
         if fault_plan is None and os.environ.get("DRASIM_FAULT_PLAN"):
             fault_plan = faults.parse(os.environ["DRASIM_FAULT_PLAN"])
         outbox = Outbox(store, bus, max_msgs=max_stream_msgs)
-        core = ApiCore(store, fault_plan=fault_plan, on_commit=outbox.add)
+        core = ApiCore(
+            store,
+            fault_plan=fault_plan,
+            on_commit=outbox.add,
+            max_object_bytes=max_object_bytes,
+        )
         outbox_task = asyncio.create_task(outbox.run(), name="apistore-outbox")
         await core.start()
         server_metrics = ApiStoreMetrics(store=store, outbox=outbox, core=core)

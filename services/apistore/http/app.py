@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 
 from aiohttp import web
 
+from drasim.apistore import limits
 from drasim.apistore.core import ApiCore
 from drasim.apistore.http import keys, middlewares, routes
 from drasim.common.bus.client import Bus
@@ -48,7 +49,7 @@ def build_app(
             middlewares.errors_to_status,
             middlewares.authenticate,
         ],
-        client_max_size=16 * 2**20,
+        client_max_size=limits.MAX_REQUEST_BODY_BYTES,  # a body over it: 413 (middlewares)
     )
     app[keys.CORE] = core
     app[keys.BUS] = bus

@@ -9,7 +9,7 @@ import logging
 from aiohttp import web
 from aiohttp.typedefs import Handler
 
-from drasim.apistore import spans
+from drasim.apistore import limits, spans
 from drasim.apistore.http import keys, responses
 from drasim.common import errors, tracing
 
@@ -19,7 +19,6 @@ log = logging.getLogger(__name__)
 _REASONS = {
     405: "MethodNotAllowed",
     406: "NotAcceptable",
-    413: "RequestEntityTooLarge",
     415: "UnsupportedMediaType",
 }
 
@@ -53,6 +52,9 @@ async def errors_to_status(request: web.Request, handler: Handler) -> web.Stream
             raise
         if exc.status == 404:
             err = errors.NotFound("the server could not find the requested resource")
+            return responses.status_response(err.to_status())
+        if isinstance(exc, web.HTTPRequestEntityTooLarge):  # the body passed client_max_size
+            err = limits.request_entity_too_large(request.client_max_size)
             return responses.status_response(err.to_status())
         reason = _REASONS.get(exc.status, "")
         status = errors.Status(message=exc.text or "", reason=reason, code=exc.status)

@@ -71,7 +71,8 @@ def list_response(
 
 def status_body(status: errors.Status) -> bytes:
     """A `metav1.Status` as clients decode it: `errors.Status` leaves its defaults off the
-    wire, but client-go reads a body as a Status only when `kind` says so."""
+    wire, but client-go reads a body as a Status only when `kind` says so, and upstream
+    always writes the code (500 too)."""
     return msgspec.json.encode(
         {
             "kind": "Status",
@@ -79,6 +80,7 @@ def status_body(status: errors.Status) -> bytes:
             "metadata": {},
             "status": status.status,
             **msgspec.to_builtins(status),
+            "code": status.code,
         }
     )
 
