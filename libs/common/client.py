@@ -311,7 +311,12 @@ async def watch_messages(
     bus: Bus, resource: str | None, *, resource_version: int, node: str | None = None
 ) -> AsyncIterator[Msg]:
     """The stream's messages of one resource, or of all, after `resource_version`: the
-    event JSON with its headers (`traceparent`, actor)."""
+    event JSON with its headers (`traceparent`, actor).
+
+    A stand-in (an event the outbox could not publish whole, see `headers.STAND_IN`) is
+    given the event itself, read back from the event log; should that fail too (NATS now
+    carries less than the apistore stores), the watch ends with the error and its caller
+    retries from where it was."""
     start = resource_version + 1
     first, last = await stream_bounds(bus)
     # The stream holds first..last; an empty, aligned stream has first == last + 1.
@@ -333,7 +338,22 @@ async def watch_messages(
     )
     try:
         while True:
-            yield await received.get()
+            msg = await received.get()
+            if msg.headers and headers.STAND_IN in msg.headers:
+                msg.data = await _logged_event(bus, stream_sequence(msg))
+            yield msg
     finally:
         with contextlib.suppress(nats.errors.Error):
             await sub.unsubscribe()
+
+
+async def _logged_event(bus: Bus, seq: int) -> bytes:
+    """Event `seq` from the event log, as the stream's watch event JSON."""
+    answer = await ApiClient(bus, actor="watch").request(
+        messages.EventLog(after=seq - 1, until=seq, limit=1)
+    )
+    logged = messages.event_log_decoder.decode(answer).events
+    if not logged or logged[0].seq != seq:
+        raise errors.InternalError(f"event {seq} is not in the event log")
+    event = messages.WatchEvent(type=logged[0].type, object=logged[0].object)
+    return messages.encoder.encode(event)

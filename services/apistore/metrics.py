@@ -12,7 +12,9 @@
   `drasim_apistore_event_log_events` (events kept), `drasim_apistore_outbox_published_sequence`
   (the last event JetStream acknowledged), and the publish lag:
   `drasim_apistore_outbox_lag_events` committed but not yet acknowledged, and
-  `drasim_apistore_outbox_lag_seconds` since the oldest of them was committed.
+  `drasim_apistore_outbox_lag_seconds` since the oldest of them was committed; and
+  `drasim_apistore_outbox_oversized_events_total`, events too large for NATS that the
+  outbox published as stand-ins (an alarm: raise the NATS server's max_payload).
 - The group-commit writer: `drasim_apistore_write_batches_total` and
   `drasim_apistore_write_requests_total` (requests per batch is their ratio).
 """
@@ -264,6 +266,13 @@ class ApiStoreMetrics:
                 samples=samples("lag_seconds"),
             ),
             metrics.counter(
+                "drasim_apistore_outbox_oversized_events",
+                "Events too large for NATS (its max_payload or the stream's max_msg_size) "
+                "that the outbox published as stand-ins, for watchers to read back from the "
+                "event log.",
+                samples=samples("oversized"),
+            ),
+            metrics.counter(
                 "drasim_apistore_write_batches",
                 "Write batches (transactions) the group-commit writer committed.",
                 samples=samples("batches"),
@@ -286,6 +295,7 @@ class ApiStoreMetrics:
                 "published": published,
                 "lag_events": max(last - published, 0),
                 "lag_seconds": self.lag_seconds if last > published else 0.0,
+                "oversized": outbox.oversized,
                 "batches": self._core.stats["batches"],
                 "requests": self._core.stats["requests"],
             }

@@ -9,6 +9,14 @@ refuses anything out of place) and `Nats-Msg-Id: N` (a re-publish after a lost a
 dropped as a duplicate). A watcher resuming from resourceVersion R therefore starts a
 consumer at stream sequence R+1 and sees every later event once, in order; events the
 stream no longer holds (limits, a new NATS) make it answer "too old, relist".
+
+An event too large for NATS (over the connection's `max_payload` or the stream's
+`max_msg_size`, which the apistore's start-up check makes unlikely but an operator can
+lower later) must not stop the events after it: it is published as a *stand-in* in its
+place, keeping the alignment. The stand-in carries the `Drasim-Stand-In` header (the size
+of the message it replaces) and the event's type with only the object's identity; watchers
+read the event itself back from the log (`drasim.common.client.watch_messages`). Each one
+is an alarm: an ERROR in the log and `drasim_apistore_outbox_oversized_events_total`.
 """
 
 from __future__ import annotations
@@ -28,6 +36,8 @@ from nats.aio.subscription import Subscription
 from nats.js import api as js_api
 
 from drasim.apistore.store import EventRow, Store
+from drasim.common import errors
+from drasim.common.api import registry
 from drasim.common.bus import headers, subjects
 from drasim.common.bus.client import Bus
 
@@ -49,6 +59,21 @@ TRACK_INTERVAL = 1.0
 def event_payload(ev: EventRow) -> bytes:
     """Kubernetes' watch event JSON, built without re-encoding the stored object."""
     return b'{"type":"' + ev.type.encode() + b'","object":' + ev.object + b"}"
+
+
+def stand_in_payload(ev: EventRow) -> bytes:
+    """The payload of an event's stand-in: its type, and of the object only what names it
+    (kind, name, namespace, uid, resourceVersion)."""
+    meta = {"name": ev.name, "uid": ev.uid, "resourceVersion": str(ev.seq)}
+    if ev.namespace:
+        meta["namespace"] = ev.namespace
+    obj: dict[str, object] = {"metadata": meta}
+    try:
+        info = registry.by_plural(ev.resource)
+        obj = {"apiVersion": info.api_version, "kind": info.kind, **obj}
+    except errors.NotFound:  # a kind this version does not serve: never stop publishing
+        pass
+    return msgspec.json.encode({"type": ev.type, "object": obj})
 
 
 def event_subject(prefix: str, ev: EventRow) -> str:
@@ -85,6 +110,7 @@ _SEQ_HEADERS = (
 ).encode()
 _TRACEPARENT = f"{headers.TRACEPARENT}: ".encode()
 _ACTOR = f"{headers.ACTOR}: ".encode()
+_STAND_IN = f"{headers.STAND_IN}: ".encode()
 
 
 def _header_value(value: str) -> bytes:
@@ -94,10 +120,11 @@ def _header_value(value: str) -> bytes:
     return value.strip().encode()
 
 
-def event_frame(prefix: str, ev: EventRow, reply: str = "") -> bytes:
+def event_frame(prefix: str, ev: EventRow, reply: str = "", *, stand_in_for: int = 0) -> bytes:
     """The NATS protocol command (HPUB) that publishes one event: its subject, its headers
-    (`Nats-Msg-Id` and `Nats-Expected-Last-Sequence` as the class docstring says, the
-    resourceVersion, the write's traceparent and actor) and `event_payload`.
+    (`Nats-Msg-Id` and `Nats-Expected-Last-Sequence` as the module docstring says, the
+    resourceVersion, the write's traceparent and actor) and `event_payload`; with
+    `stand_in_for` (the size of the event's own message), its stand-in instead.
 
     Built here in one go: nats-py's `publish` encodes a headers dict key by key, which cost
     more than everything else the apistore does to publish an event."""
@@ -106,8 +133,10 @@ def event_frame(prefix: str, ev: EventRow, reply: str = "") -> bytes:
         hdr += _TRACEPARENT + _header_value(ev.traceparent) + b"\r\n"
     if ev.actor:
         hdr += _ACTOR + _header_value(ev.actor) + b"\r\n"
+    if stand_in_for:
+        hdr += _STAND_IN + b"%d\r\n" % stand_in_for
     hdr += b"\r\n"
-    payload = event_payload(ev)
+    payload = stand_in_payload(ev) if stand_in_for else event_payload(ev)
     subject = event_subject(prefix, ev)
     if reply:
         subject += " " + reply
@@ -202,6 +231,11 @@ class Outbox:
         self._ack_sub: Subscription | None = None
         self._chunk: _Chunk | None = None
         self._chunk_ids = itertools.count()
+        # The stream's max_msg_size as of our last look (-1: none).
+        self._max_msg_size = -1
+        # Events published as stand-ins (see the module docstring), and the last of them.
+        self.oversized = 0
+        self._last_oversized = 0
 
     def add(self, events: list[EventRow]) -> None:
         """Events just committed, in seq order: published from memory, not read back."""
@@ -278,6 +312,7 @@ class Outbox:
         if self._stream_last is None:
             info = await ensure_stream(self._bus, max_msgs=self._max_msgs)
             self._stream_last = info.state.last_seq
+            self._max_msg_size = info.config.max_msg_size or -1
             poll = True
         published = self._stream_last
         while True:
@@ -345,10 +380,14 @@ class Outbox:
             self._ack_sub = await nc.subscribe(self._ack_prefix + ">", cb=self._on_ack)
         last = rows[-1]
         chunk = self._chunk = _Chunk(str(next(self._chunk_ids)), last.seq)
-        prefix = self._bus.prefix
+        # What NATS takes: the connection's max_payload, and the stream's max_msg_size.
+        limit = nc.max_payload
+        if self._max_msg_size > 0:
+            limit = min(limit, self._max_msg_size)
         try:
-            frames = [event_frame(prefix, ev) for ev in rows[:-1]]
-            frames.append(event_frame(prefix, last, f"{self._ack_prefix}{chunk.token}.{last.seq}"))
+            frames = [self._frame(ev, limit) for ev in rows[:-1]]
+            reply = f"{self._ack_prefix}{chunk.token}.{last.seq}"
+            frames.append(self._frame(last, limit, reply))
             await send_frames(nc, frames)
             async with asyncio.timeout(ACK_TIMEOUT):
                 await chunk.done
@@ -358,3 +397,27 @@ class Outbox:
                 chunk.done.exception()  # retrieved: no "never retrieved" warning
             else:
                 chunk.done.cancel()
+
+    def _frame(self, ev: EventRow, limit: int, reply: str = "") -> bytes:
+        """The event's frame, or its stand-in's if the frame is over `limit`, what NATS
+        takes (which limits a little less than the whole frame)."""
+        prefix = self._bus.prefix
+        frame = event_frame(prefix, ev, reply)
+        if len(frame) <= limit:
+            return frame
+        if ev.seq > self._last_oversized:  # once per event, not on every retry of it
+            self._last_oversized = ev.seq
+            self.oversized += 1
+            log.error(
+                "outbox: event %d (%s %s %s/%s) is %d bytes, more than the %d NATS takes "
+                "(max_payload, or the stream's max_msg_size); published a stand-in that "
+                "watchers resolve from the event log",
+                ev.seq,
+                ev.type,
+                ev.resource,
+                ev.namespace,
+                ev.name,
+                len(frame),
+                limit,
+            )
+        return event_frame(prefix, ev, reply, stand_in_for=len(frame))

@@ -7,3 +7,7 @@ EXPECTED_LAST_SEQUENCE = "Nats-Expected-Last-Sequence"
 ACTOR = "Drasim-Actor"
 STATUS_CODE = "Drasim-Status"
 RESOURCE_VERSION = "Drasim-Resource-Version"
+# On an event the outbox could not publish whole: the size in bytes of the message it
+# stands for. Its payload holds the event's type and the object's identity only; watchers
+# read the event itself back from the log (see the apistore's outbox).
+STAND_IN = "Drasim-Stand-In"

@@ -1,0 +1,137 @@
+"""The outbox never stops at one event: an event NATS will not take is published as a
+stand-in, which watchers resolve from the event log, and the events after it follow."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+
+import msgspec
+
+from drasim.apistore import outbox
+from drasim.apistore.store import EventRow
+from drasim.common.api import core_v1
+from drasim.common.bus import headers, subjects
+from drasim.common.client import ApiClient
+from drasim.common.informer import Informer
+from tests.builders import make_pod
+
+
+async def first_events(api: ApiClient, rv: int, count: int) -> list:
+    got = []
+
+    async def run() -> None:
+        async for event in api.watch(core_v1.Pod, resource_version=rv):
+            got.append(event)
+            if len(got) == count:
+                return
+
+    await asyncio.wait_for(run(), 30.0)
+    return got
+
+
+def annotated(name: str, size: int) -> core_v1.Pod:
+    pod = make_pod(name).obj()
+    pod.metadata.annotations = {"example.com/blob": "x" * size}
+    return pod
+
+
+async def test_an_event_the_stream_refuses_is_a_stand_in_and_later_events_follow(
+    server, api, bus, caplog
+):
+    # The operator lowers the stream's max_msg_size below an object the apistore accepts
+    # (the outbox learns of it only when JetStream refuses the event).
+    name = subjects.stream(bus.prefix)
+    config = (await bus.js.stream_info(name)).config
+    config.max_msg_size = 64 * 1024
+    await bus.js.update_stream(config)
+
+    _, rv = await api.list(core_v1.Pod)
+    watch = asyncio.create_task(first_events(api, rv, 3))
+    seen: dict[str, core_v1.Pod] = {}
+    done = asyncio.Event()
+
+    def on_add(pod: core_v1.Pod) -> None:
+        seen[pod.metadata.name] = pod
+        if pod.metadata.name == "after":
+            done.set()
+
+    informer = Informer(api, core_v1.Pod, on_add=on_add)
+    informer.start()
+    await informer.wait_synced(10.0)
+    try:
+        with caplog.at_level(logging.ERROR, logger="drasim.apistore.outbox"):
+            big = await api.create(annotated("big", 100_000))
+            await api.create(make_pod("after").obj())
+            await api.delete(core_v1.Pod, "big", namespace="default")
+            events = await watch
+            await asyncio.wait_for(done.wait(), 10.0)
+        # Every watcher has the event itself, in its place.
+        assert [(e.type, e.object.metadata.name) for e in events] == [
+            ("ADDED", "big"),
+            ("ADDED", "after"),
+            ("DELETED", "big"),
+        ]
+        assert events[0].object == big
+        assert events[0].resource_version == int(big.metadata.resource_version)
+        assert events[2].object.metadata.annotations == big.metadata.annotations
+        assert seen["big"] == big
+        # What the stream holds at their place: stand-ins, named as such.
+        seq = int(big.metadata.resource_version)
+        stored = await bus.js.get_msg(name, seq)
+        assert stored.headers is not None and int(stored.headers[headers.STAND_IN]) > 100_000
+        assert msgspec.json.decode(stored.data)["object"]["metadata"] == {
+            "name": "big",
+            "namespace": "default",
+            "uid": big.metadata.uid,
+            "resourceVersion": str(seq),
+        }
+        # The alarm: one ERROR and one count per event, however often it was retried.
+        assert server.outbox.oversized == 2
+        alarms = [r for r in caplog.records if "stand-in" in r.getMessage()]
+        assert [r.levelno for r in alarms] == [logging.ERROR, logging.ERROR]
+        assert f"event {seq} (ADDED pods default/big)" in alarms[0].getMessage()
+    finally:
+        await informer.stop()
+
+
+def test_a_stand_in_keeps_the_events_place_and_names_its_object():
+    ev = EventRow(
+        seq=7,
+        type="MODIFIED",
+        resource="pods",
+        namespace="default",
+        name="big",
+        uid="u-1",
+        node_name="n1",
+        object=b'{"metadata":{"name":"big"},"spec":{"x":"' + b"x" * 1000 + b'"}}',
+        actor="kubelet",
+        traceparent="00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",
+    )
+    whole = outbox.event_frame("p", ev)
+    stand_in = outbox.event_frame("p", ev, stand_in_for=len(whole))
+    assert len(stand_in) < 400 < len(whole)
+    line, rest = stand_in.split(b"\r\n", 1)
+    assert line.split()[1] == b"p.ev.pods.n1.default.big"  # the same subject
+    hdr = rest.split(b"\r\n\r\n", 1)[0].decode()
+    for expected in (
+        "Nats-Msg-Id: 7",
+        "Nats-Expected-Last-Sequence: 6",
+        "traceparent: 00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",
+        "Drasim-Actor: kubelet",
+        f"Drasim-Stand-In: {len(whole)}",
+    ):
+        assert expected in hdr.splitlines()
+    assert msgspec.json.decode(outbox.stand_in_payload(ev)) == {
+        "type": "MODIFIED",
+        "object": {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {
+                "name": "big",
+                "namespace": "default",
+                "uid": "u-1",
+                "resourceVersion": "7",
+            },
+        },
+    }
