@@ -5,9 +5,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-import json
-
-import msgspec
 
 from drasim.cli import session
 from drasim.common.api import registry
@@ -37,10 +34,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
 
 
 def format_event(ev: messages.LoggedEvent, output: str) -> str:
-    if output == "json":
-        body = msgspec.to_builtins(ev)
-        body["object"] = json.loads(bytes(ev.object))
-        return json.dumps(body)
+    if output == "json":  # one JSON document a line (the object as stored)
+        return messages.encoder.encode(ev).decode()
     obj = f"{ev.namespace}/{ev.name}" if ev.namespace else ev.name
     trace = ev.traceparent.split("-")[1] if ev.traceparent.count("-") >= 3 else "-"
     return (
@@ -69,11 +64,10 @@ async def print_log(api: ApiClient, args: argparse.Namespace) -> None:
         page = messages.event_log_decoder.decode(data)
         for ev in page.events:
             print(format_event(ev, args.output), flush=True)
-        if page.events:
-            after = page.events[-1].seq
-        if len(page.events) < PAGE:
+        if not page.continue_after:  # pages end on PAGE or on the bus's payload limit
             after = max(after, page.last_seq)
             break
+        after = page.continue_after
     if not args.follow:
         return
     async for seq, _ in watch_raw(api.bus, resource or None, resource_version=after):

@@ -68,13 +68,14 @@ async def read_log(
     *,
     until: int = 0,
     until_time: datetime | None = None,
+    view: replay.ClusterView | None = None,
 ) -> replay.ClusterView:
-    """Fold the log page by page, stopping at `until` (RV) or `until_time`."""
-    view = replay.ClusterView()
+    """Fold the log page by page (into `view`, from where it stands), stopping at `until`
+    (RV) or `until_time`. Pages end on `PAGE` events or on the bus's payload limit."""
+    view = view or replay.ClusterView()
+    after = view.resource_version
     while True:
-        data = await api.request(
-            messages.EventLog(after=view.resource_version, until=until, limit=PAGE)
-        )
+        data = await api.request(messages.EventLog(after=after, until=until, limit=PAGE))
         page = messages.event_log_decoder.decode(data)
         for event in page.events:
             if (
@@ -83,8 +84,9 @@ async def read_log(
             ):
                 return view
             view.apply(event)
-        if len(page.events) < PAGE:
+        if not page.continue_after:
             return view
+        after = page.continue_after
 
 
 class ReplayClient:
@@ -122,10 +124,12 @@ class ReplayClient:
 
 
 async def verify(api: ApiClient) -> str | None:
-    """Fold the log up to each list's resourceVersion and compare with that list."""
+    """Fold the log up to each list's resourceVersion and compare with that list (one
+    fold, carried on from list to list: each list is at or after the one before)."""
+    view = replay.ClusterView()
     for info in registry.RESOURCES:
         items, rv = await api.list(info.type)
-        view = await read_log(api, until=rv)
+        view = await read_log(api, until=rv, view=view)
         live = {
             (info.plural, o.metadata.namespace, o.metadata.name): codec.encode(o) for o in items
         }

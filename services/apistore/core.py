@@ -125,13 +125,14 @@ class ApiCore:
         """Serve one request; returns the answer's JSON or raises an `ApiError`.
 
         `max_bytes`: what the front door can carry in one answer (NATS' max payload); a
-        list page ends early to fit, with a continue token for the rest."""
+        list page or a page of the event log ends early to fit, and says where the rest
+        continues."""
         if isinstance(req, messages.Get):
             return await self.get(req)
         if isinstance(req, messages.List):
             return await self.list(req, max_bytes=max_bytes)
         if isinstance(req, messages.EventLog):
-            return await self.event_log(req)
+            return await self.event_log(req, max_bytes=max_bytes)
         return await self.submit(req, ctx)
 
     def submit(self, req: messages.Request, ctx: Context) -> asyncio.Future[bytes]:
@@ -189,8 +190,10 @@ class ApiCore:
         )
         return messages.encoder.encode(result)
 
-    async def event_log(self, req: messages.EventLog) -> bytes:
-        rows = await self.store.select_events(
+    async def event_log(self, req: messages.EventLog, *, max_bytes: int | None = None) -> bytes:
+        """A page of the event log, paged as lists are: at most `req.limit` events, ending
+        early to fit `max_bytes`; `continue_after` is the `after` of the next page."""
+        selected = await self.store.select_events(
             gt=req.after,
             lte=req.until or None,
             resource=req.resource or None,
@@ -199,7 +202,9 @@ class ApiCore:
             actor=req.actor or None,
             trace_id=req.trace_id or None,
             limit=min(max(req.limit, 1), 10_000),
+            max_bytes=None if max_bytes is None else max_bytes - LIST_ENVELOPE_BYTES,
         )
+        rows = selected.events
         result = messages.EventLogResult(
             events=[
                 messages.LoggedEvent(
@@ -216,7 +221,8 @@ class ApiCore:
                 )
                 for r in rows
             ],
-            last_seq=await self.store.max_seq(),
+            last_seq=selected.last_seq,
+            continue_after=rows[-1].seq if selected.more else 0,
         )
         return messages.encoder.encode(result)
 

@@ -179,6 +179,22 @@ class EventRow(NamedTuple):
     created_at: Any = None
 
 
+class SelectedEvents(NamedTuple):
+    """A page of the event log as `Store.select_events` answers it."""
+
+    events: list[EventRow]
+    more: bool  # more events match after the page
+    last_seq: int  # the log's last event in the page's snapshot
+
+
+# Rows of the event log a page's cursor fetches per round trip (an event may hold an
+# object of up to 1.5 MiB).
+EVENT_PREFETCH = 256
+# What a logged event's answer holds besides its object, names, actor and traceparent
+# (field names, seq, type, resource, uid, time).
+EVENT_FIELDS_BYTES = 256
+
+
 class ObjectRow(NamedTuple):
     """The projection row of one live object (an `object_row` value as it is)."""
 
@@ -579,8 +595,13 @@ class Store:
         trace_id: str | None = None,
         until_time: Any = None,
         limit: int = 1000,
-    ) -> list[EventRow]:
-        """The event log itself, filtered (for `drasim events` and replay)."""
+        max_bytes: int | None = None,
+    ) -> SelectedEvents:
+        """The event log itself, filtered (for `drasim events` and replay), in pages as
+        `select_objects` reads them: one snapshot, rows through a cursor, at most `limit`
+        events, and (if given) ending before they pass `max_bytes`, with at least one.
+        `last_seq` is the log's end in that snapshot, so a reader who follows the log from
+        there after the last page misses nothing."""
         clauses = ["seq > $1"]
         args: list[Any] = [gt]
         for column, value in (
@@ -601,14 +622,40 @@ class Store:
         if until_time is not None:
             args.append(until_time)
             clauses.append(f"created_at <= ${len(args)}")
-        args.append(limit)
+        args.append(limit + 1)  # one more than the page: whether more follow
         sql = (
             "SELECT seq, type, resource, namespace, name, uid, node_name, object, actor, "
             f"traceparent, created_at FROM events WHERE {' AND '.join(clauses)} "
             f"ORDER BY seq LIMIT ${len(args)}"
         )
-        rows = await self._pool.fetch(sql, *args)
-        return [EventRow(*r) for r in rows]
+        events: list[EventRow] = []
+        more, size = False, 0
+        try:
+            async with (
+                self._pool.acquire() as conn,
+                conn.transaction(isolation="repeatable_read", readonly=True),
+            ):
+                last_seq = await conn.fetchval(SELECT_MAX_SEQ)
+                prefetch = min(limit + 1, EVENT_PREFETCH)
+                async for row in conn.cursor(sql, *args, prefetch=prefetch):
+                    ev = EventRow(*row)
+                    size += (
+                        len(ev.object)
+                        + len(ev.namespace)
+                        + len(ev.name)
+                        + len(ev.actor)
+                        + len(ev.traceparent)
+                        + EVENT_FIELDS_BYTES
+                    )
+                    if len(events) == limit or (
+                        events and max_bytes is not None and size > max_bytes
+                    ):
+                        more = True
+                        break
+                    events.append(ev)
+        except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError) as exc:
+            raise _translate(exc) from exc
+        return SelectedEvents(events, more, last_seq)
 
     async def select_outbox_seq(self) -> int:
         return await self._pool.fetchval(SELECT_OUTBOX_SEQ)

@@ -112,8 +112,13 @@ class LoggedEvent(msgspec.Struct, kw_only=True):
 
 
 class EventLogResult(msgspec.Struct, kw_only=True):
+    """A page of the event log. `last_seq`: the log's last event as the page was read.
+    `continue_after`: when the page ended before the (filtered) log did, on its limit or
+    on the bus's payload limit, the `after` of the next page; 0 on the last page."""
+
     events: list[LoggedEvent]
     last_seq: int
+    continue_after: int = 0
 
 
 class WatchEvent(msgspec.Struct, kw_only=True):
