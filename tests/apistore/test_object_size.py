@@ -74,7 +74,9 @@ async def test_objects_up_to_the_limit_are_kept_and_larger_ones_refused_as_etcd_
     over = messages.Create(
         resource="pods", object=msgspec.Raw(codec.encode(pod_with_arg("over", limit - base + 64)))
     )
-    msg = await bus.request(subjects.api(bus.prefix), messages.encoder.encode(over), timeout=10)
+    msg = await bus.request(
+        subjects.api(bus.prefix, "test"), messages.encoder.encode(over), timeout=10
+    )
     status = msgspec.json.decode(msg.data, type=errors.Status)
     assert (status.code, status.reason) == (500, "")  # as kube-apiserver passes etcd's on
     assert status.message == "etcdserver: request is too large"
@@ -98,7 +100,7 @@ async def test_a_request_over_the_body_limit_is_refused_before_it_is_read(server
             object=msgspec.Raw(codec.encode(pod_with_arg("huge", limits.MAX_REQUEST_BODY_BYTES))),
         )
     )
-    msg = await bus.request(subjects.api(bus.prefix), body, timeout=10.0)
+    msg = await bus.request(subjects.api(bus.prefix, "test"), body, timeout=10.0)
     status = msgspec.json.decode(msg.data, type=errors.Status)
     assert (status.code, status.reason) == (413, "RequestEntityTooLarge")
     assert status.message == "Request entity too large: limit is 3145728"
@@ -131,9 +133,9 @@ async def test_on_a_nats_with_a_smaller_max_payload_the_apistore_accepts_less(
     try:
         with caplog.at_level(logging.WARNING, logger="drasim.apistore.limits"):
             server = await ApiServer.start(
-                nats_url=nats_server.url, database_url=fresh.database_url, prefix=fresh.prefix
+                nats_url=nats_server.admin_url, database_url=fresh.database_url, prefix=fresh.prefix
             )
-        bus = await Bus.connect(nats_server.url, prefix=fresh.prefix)
+        bus = await Bus.connect(nats_server.admin_url, prefix=fresh.prefix)
         try:
             assert server.core.max_object_bytes == (1 << 20) - limits.BUS_OVERHEAD_BYTES
             assert "at most 1048576 bytes (max_payload)" in caplog.text
@@ -162,7 +164,7 @@ async def test_on_a_nats_too_small_the_apistore_refuses_to_start(fresh, tmp_path
     try:
         with pytest.raises(ConfigError, match=r"at most 131072 bytes \(max_payload\)"):
             await ApiServer.start(
-                nats_url=nats_server.url, database_url=fresh.database_url, prefix=fresh.prefix
+                nats_url=nats_server.admin_url, database_url=fresh.database_url, prefix=fresh.prefix
             )
     finally:
         nats_server.stop()
