@@ -53,6 +53,21 @@ _EXPONENT_RE = re.compile(r"[eE](?P<exp>[+-]?[0-9]+)")
 _FORMAT_HELP = (
     "quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'"
 )
+# Upstream's parse errors (`ErrNumeric`, `ErrSuffix`), for numbers and suffixes it cannot use.
+_NUMERIC_HELP = "unable to parse numeric part of quantity"
+_SUFFIX_HELP = "unable to parse quantity's suffix"
+
+# What a quantity may be, so that no quantity costs more than microseconds to parse, compare
+# or print. Upstream rejects a decimal exponent outside int32 (kubernetes#141203) and rounds
+# any value below 1n up to 1n; it bounds neither digits nor magnitude, but its parser builds
+# a 10**exponent integer too (seconds for `1e200000`). drasim keeps exact Fractions, whose
+# cost grows with the digits of the value, so it also refuses more than _MAX_DIGITS digits
+# written and a magnitude of 10**_MAX_MAGNITUDE or more: far beyond int64 (about 9.2e18),
+# where every consumer saturates anyway. Within them a quantity parses and prints in well
+# under 0.1 ms.
+_MAX_EXPONENT = 2**31 - 1
+_MAX_DIGITS = 1000
+_MAX_MAGNITUDE = 1000
 
 
 def _round_to_nano(value: Fraction) -> Fraction:
@@ -102,6 +117,11 @@ class Quantity:
         if self._value.denominator != 1 or not _INT64_MIN <= self._value <= _INT64_MAX:
             return None
         return self._value.numerator
+
+    def saturated_int64(self) -> int:
+        """The value rounded up to an integer and held within int64, as upstream's `Value()`
+        saturates (kubernetes#141305) where it used to wrap."""
+        return max(_INT64_MIN, min(_INT64_MAX, math.ceil(self._value)))
 
     def int_value(self) -> int:
         """The value rounded up to an integer (upstream `Value()`)."""
@@ -187,10 +207,8 @@ def _decimal_string(value: Fraction, fmt: Format) -> str:
     """`mantissa + suffix` with the exponent a multiple of 3 and the mantissa an integer."""
     sign = "-" if value < 0 else ""
     mantissa = abs(value / _NANO).numerator  # integral: values are kept at nano precision
-    exponent = -9
-    while mantissa % 10 == 0:
-        mantissa //= 10
-        exponent += 1
+    mantissa, zeros = _remove_factors_of_ten(mantissa)
+    exponent = zeros - 9
     shift = exponent % 3
     mantissa *= 10**shift
     exponent -= shift
@@ -200,6 +218,27 @@ def _decimal_string(value: Fraction, fmt: Format) -> str:
         mantissa *= 10 ** (exponent - 18)
         exponent = 18
     return f"{sign}{mantissa}{_SUFFIX_FOR_DECIMAL_EXPONENT[exponent]}"
+
+
+def _remove_factors_of_ten(mantissa: int) -> tuple[int, int]:
+    """(m, k) with mantissa == m * 10**k and m not a multiple of 10, for mantissa > 0.
+
+    Divides by 10, 10**2, 10**4, ... while they divide, then by the same powers downwards:
+    a few big divisions where one division per trailing zero costs time quadratic in the
+    digits of the value.
+    """
+    powers: list[int] = []
+    power = 10
+    while mantissa % power == 0:
+        mantissa //= power
+        powers.append(power)
+        power *= power
+    zeros = (1 << len(powers)) - 1
+    for bit in reversed(range(len(powers))):
+        if mantissa % powers[bit] == 0:
+            mantissa //= powers[bit]
+            zeros += 1 << bit
+    return mantissa, zeros
 
 
 def _binary_string(value: int) -> str:
@@ -215,25 +254,58 @@ def _binary_string(value: int) -> str:
 def parse_quantity(s: str | int | float | Quantity) -> Quantity:
     """Parse a quantity as written in YAML or JSON (`"500m"`, `"1Gi"`, `2`, `0.5`, `"1e3"`).
 
-    Raises ValueError naming the input when it is not a quantity.
+    Raises ValueError naming the input when it is not a quantity, or one past the bounds
+    above (`_MAX_EXPONENT`, `_MAX_DIGITS`, `_MAX_MAGNITUDE`). A BinarySI value is capped at
+    2^63-1 in magnitude, as upstream's `ParseQuantity` caps it.
     """
     if isinstance(s, Quantity):
         return s
     if isinstance(s, bool) or not isinstance(s, str | int | float):
         raise ValueError(f"invalid quantity {s!r}: expected a string or a number")
+    if isinstance(s, int) and s.bit_length() > 4 * _MAX_DIGITS:
+        raise ValueError(f"invalid quantity: {_NUMERIC_HELP}: more than {_MAX_DIGITS} digits")
     text = s if isinstance(s, str) else repr(s)
     match = _QUANTITY_RE.fullmatch(text)
     if match is None:
-        raise ValueError(f"invalid quantity {text!r}: {_FORMAT_HELP}")
-    number = Fraction(match["number"])
-    if match["sign"] == "-":
-        number = -number
+        raise ValueError(f"invalid quantity {_shown(text)}: {_FORMAT_HELP}")
+    whole, _, fraction = match["number"].partition(".")
+    if len(whole) + len(fraction) > _MAX_DIGITS:
+        raise ValueError(
+            f"invalid quantity {_shown(text)}: {_NUMERIC_HELP}: more than {_MAX_DIGITS} digits"
+        )
     suffix = match["suffix"]
     if suffix in _DECIMAL_SUFFIXES:
-        return Quantity(number * Fraction(10) ** _DECIMAL_SUFFIXES[suffix], Format.DECIMAL_SI)
-    if suffix in _BINARY_SUFFIXES:
-        return Quantity(number * 2 ** _BINARY_SUFFIXES[suffix], Format.BINARY_SI)
-    exponent = _EXPONENT_RE.fullmatch(suffix)
-    if exponent is None:
-        raise ValueError(f"invalid quantity {text!r}: unknown suffix {suffix!r}")
-    return Quantity(number * Fraction(10) ** int(exponent["exp"]), Format.DECIMAL_EXPONENT)
+        fmt, base, power = Format.DECIMAL_SI, 10, _DECIMAL_SUFFIXES[suffix]
+    elif suffix in _BINARY_SUFFIXES:
+        fmt, base, power = Format.BINARY_SI, 2, _BINARY_SUFFIXES[suffix]
+    else:
+        exponent = _EXPONENT_RE.fullmatch(suffix)
+        if exponent is None:
+            raise ValueError(f"invalid quantity {_shown(text)}: unknown suffix {suffix!r}")
+        # Compared as text first: int() of a long digit string is itself slow.
+        exp = exponent["exp"].lstrip("+-").lstrip("0") or "0"
+        if len(exp) > len(str(_MAX_EXPONENT)) or int(exp) > _MAX_EXPONENT:
+            raise ValueError(f"invalid quantity {_shown(text)}: {_SUFFIX_HELP}")
+        fmt, base, power = Format.DECIMAL_EXPONENT, 10, int(exponent["exp"])
+    sign = -1 if match["sign"] == "-" else 1
+    digits = (whole + fraction).lstrip("0")
+    if not digits:
+        return Quantity(0, fmt)
+    if base == 10:
+        # The power of ten of the leading digit: the value lies in [10**lead, 10**(lead+1)).
+        lead = len(digits) - len(fraction) - 1 + power
+        if lead >= _MAX_MAGNITUDE:
+            raise ValueError(
+                f"invalid quantity {_shown(text)}: must be less than 1e{_MAX_MAGNITUDE}"
+            )
+        if lead < -9:
+            return Quantity(sign * _NANO, fmt)  # below 1n: rounds up to 1n, however small
+        number = Fraction(int(digits), 10 ** len(fraction)) * Fraction(10) ** power
+        return Quantity(sign * number, fmt)
+    value = Fraction(int(digits), 10 ** len(fraction)) * 2**power
+    return Quantity(sign * min(value, _INT64_MAX), fmt)
+
+
+def _shown(text: str) -> str:
+    """The input as an error names it; a long one is cut, as upstream's messages are short."""
+    return repr(text) if len(text) <= 64 else repr(text[:60] + "...")

@@ -151,3 +151,48 @@ def test_immutable_and_repr() -> None:
     assert repr(q) == "Quantity('2Gi')"
     assert Quantity(Fraction(3, 2)) == parse_quantity("1500m")
     assert parse_quantity(q) is q
+
+
+BOUNDED = [
+    # (input, the error's detail): upstream's int32 exponent, drasim's digits and magnitude.
+    ("1e2147483648", "unable to parse quantity's suffix"),
+    ("1e-2147483648", "unable to parse quantity's suffix"),
+    ("1" * 1001, "unable to parse numeric part of quantity: more than 1000 digits"),
+    ("0." + "0" * 1000 + "1", "unable to parse numeric part of quantity: more than 1000 digits"),
+    (10**1300, "unable to parse numeric part of quantity: more than 1000 digits"),
+    ("1e1000", "must be less than 1e1000"),
+    ("1e200000", "must be less than 1e1000"),
+    ("0.1e1001", "must be less than 1e1000"),
+]
+
+
+@pytest.mark.parametrize(("text", "detail"), BOUNDED, ids=[str(c[0])[:16] for c in BOUNDED])
+def test_parse_bounds(text: str | int, detail: str) -> None:
+    with pytest.raises(ValueError, match="invalid quantity") as raised:
+        parse_quantity(text)
+    assert str(raised.value).endswith(detail)
+
+
+EXTREMES = [
+    # (input, canonical string): within the bounds, without building huge numbers.
+    ("1e999", "1e999"),
+    ("9" * 1000, "9" * 1000),
+    ("1e19", "10e18"),
+    ("1e-2147483647", "1e-9"),  # below 1n rounds up to 1n, however small
+    ("-2e-30", "-1e-9"),
+    ("0e-2147483647", "0"),
+    ("16Ei", "9223372036854775807"),  # BinarySI is capped at 2^63-1, as upstream
+    ("-16Ei", "-9223372036854775807"),
+]
+
+
+@pytest.mark.parametrize(("text", "canonical"), EXTREMES, ids=[c[0][:16] for c in EXTREMES])
+def test_parse_extremes(text: str, canonical: str) -> None:
+    assert str(parse_quantity(text)) == canonical
+
+
+def test_saturated_int64() -> None:
+    """Upstream's Value() saturates at the int64 rails instead of wrapping."""
+    assert parse_quantity("1e19").saturated_int64() == 2**63 - 1
+    assert parse_quantity("-1e19").saturated_int64() == -(2**63)
+    assert parse_quantity("1.5").saturated_int64() == 2
