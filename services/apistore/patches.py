@@ -16,7 +16,15 @@ from __future__ import annotations
 import copy
 from typing import Any
 
+import msgspec
+
 from drasim.common import errors
+
+# Upstream's bounds on a JSON patch (k8s.io/apiserver endpoints/handlers/patch.go and the
+# server config's JSONPatchMaxCopyBytes): without them 25 `copy` operations of a map into
+# itself make a document of 2^25 times its size from a 2 KB request.
+MAX_JSON_PATCH_OPERATIONS = 10000
+JSON_PATCH_MAX_COPY_BYTES = 3 * 1024 * 1024
 
 # Lists merged element by element under strategic merge patch and server-side apply, keyed
 # by field name (the Go types tag these with `patchMergeKey`). Field names do not collide
@@ -65,6 +73,11 @@ def apply(patch_type: str, target: dict[str, Any], patch: Any) -> dict[str, Any]
     if patch_type == "json":
         if not isinstance(patch, list):
             raise errors.BadRequest("a JSON patch must be a JSON array of operations")
+        if len(patch) > MAX_JSON_PATCH_OPERATIONS:
+            raise errors.RequestEntityTooLarge(
+                "Request entity too large: The allowed maximum operations in a JSON patch is "
+                f"{MAX_JSON_PATCH_OPERATIONS}, got {len(patch)}"
+            )
         result = json_patch(target, patch)
         if not isinstance(result, dict):
             raise errors.Invalid("the JSON patch must leave an object")
@@ -82,33 +95,61 @@ def apply(patch_type: str, target: dict[str, Any], patch: Any) -> dict[str, Any]
 
 
 def json_patch(target: Any, operations: list[Any]) -> Any:
-    """RFC 6902: the operations in order, all or nothing; a failed `test` is 422."""
-    doc = copy.deepcopy(target)
+    """RFC 6902: the operations in order, all or nothing; a failed `test` is 422.
+
+    `copy` operations may add at most JSON_PATCH_MAX_COPY_BYTES of JSON between them, as
+    evanphx/json-patch counts them (the copied value's encoded size); past that the patch
+    is refused with upstream's 422.
+    """
+    doc = _deep_copy(target)
+    copied = 0
     for index, op in enumerate(operations):
         if not isinstance(op, dict) or not isinstance(op.get("path"), str):
             raise errors.BadRequest(f"JSON patch operation {index} has no path")
         name = op.get("op")
         path = _pointer(op["path"])
         if name == "add":
-            doc = _add(doc, path, copy.deepcopy(_value(op, index)))
+            doc = _add(doc, path, _deep_copy(_value(op, index)))
         elif name == "remove":
             doc = _remove(doc, path)
         elif name == "replace":
             _get(doc, path)  # the target must exist
-            value = copy.deepcopy(_value(op, index))
+            value = _deep_copy(_value(op, index))
             doc = _add(_remove(doc, path), path, value) if path else value
-        elif name in ("move", "copy"):
+        elif name == "move":
             source = _pointer(_from(op, index))
-            value = copy.deepcopy(_get(doc, source))
-            if name == "move":
-                doc = _remove(doc, source)
-            doc = _add(doc, path, value)
+            value = _get(doc, source)
+            doc = _add(_remove(doc, source), path, value)
+        elif name == "copy":
+            encoded = msgspec.json.encode(_get(doc, _pointer(_from(op, index))))
+            copied += len(encoded)
+            if copied > JSON_PATCH_MAX_COPY_BYTES:
+                raise _copy_too_large(copied)
+            doc = _add(doc, path, msgspec.json.decode(encoded))
         elif name == "test":
             if _get(doc, path) != _value(op, index):
                 raise errors.Invalid(f"testing value {op['path']} failed: the value differs")
         else:
             raise errors.BadRequest(f"unexpected JSON patch operation {name!r}")
     return doc
+
+
+def _deep_copy(doc: Any) -> Any:
+    """A copy of JSON builtins, through msgspec: many times faster than copy.deepcopy."""
+    return msgspec.json.decode(msgspec.json.encode(doc))
+
+
+def _copy_too_large(copied: int) -> errors.Invalid:
+    # Upstream answers any failed JSON patch with this generic 422 (NewGenericServerResponse);
+    # evanphx/json-patch's own error goes into the one cause.
+    detail = (
+        "Unable to complete the copy, the accumulated size increase of copy is "
+        f"{copied}, exceeding the limit {JSON_PATCH_MAX_COPY_BYTES}"
+    )
+    return errors.Invalid(
+        "the server rejected our request due to an error in our request",
+        causes=[errors.StatusCause(message=detail)],
+    )
 
 
 def _value(op: dict[str, Any], index: int) -> Any:
