@@ -17,10 +17,13 @@ from drasim.common.errors import FieldError
 from drasim.common.quantity import Quantity, parse_quantity
 
 __all__ = [
+    "MAX_DEPTH",
+    "DecodeLimitError",
     "convert",
     "decode",
     "decode_errors",
     "encode",
+    "load_json",
     "load_yaml_documents",
     "to_builtins",
 ]
@@ -122,8 +125,137 @@ def to_builtins(obj: Any) -> Any:
     return msgspec.to_builtins(obj, enc_hook=_enc_hook)
 
 
+# -- decoding what users send -------------------------------------------------------------
+#
+# Request bodies are decoded with upstream's limits, so that no body costs more than its size:
+# a nesting depth (Go's encoding/json and go-yaml stop at 10000) and go-yaml's bound on alias
+# expansion (the "billion laughs" fix, CVE-2019-11253). drasim's depth is lower than 10000:
+# Python recursion (msgspec, and the walks over the builtins behind it) stops near 1000
+# levels, and a decoded body must survive every walk; Kubernetes objects nest some 15 deep.
+MAX_DEPTH = 100
+
+# go-yaml (`allowedAliasRatio`): up to 400,000 decode steps 99% may come from aliases, from
+# 4,000,000 on 10%, linearly in between; checked once 1000 steps and 100 aliased ones are made.
+_ALIAS_RATIO_RANGE_LOW = 400_000
+_ALIAS_RATIO_RANGE_HIGH = 4_000_000
+
+
+class DecodeLimitError(ValueError):
+    """A body past a decoding limit; the message is upstream's (`exceeded max depth`,
+    `yaml: document contains excessive aliasing`)."""
+
+
+def load_json(data: bytes | str) -> Any:
+    """The builtins of a JSON document, at most MAX_DEPTH deep.
+
+    Raises msgspec.DecodeError for malformed JSON and DecodeLimitError past the depth.
+    """
+    try:
+        obj = msgspec.json.decode(data)
+    except RecursionError:
+        raise _depth_error("{" if data.lstrip()[:1] in (b"{", "{") else "[") from None
+    raw = data.encode() if isinstance(data, str) else data
+    # Fewer brackets than the limit cannot nest deeper than it: most bodies stop here.
+    if raw.count(b"{") + raw.count(b"[") > MAX_DEPTH:
+        _check_depth(obj)
+    return obj
+
+
+def _depth_error(bracket: str) -> DecodeLimitError:
+    # Go's encoding/json: `invalid character '{' exceeded max depth`.
+    return DecodeLimitError(f"invalid character '{bracket}' exceeded max depth of {MAX_DEPTH}")
+
+
+def _check_depth(obj: Any) -> None:
+    """Walk the containers without recursion; raise at the first one past MAX_DEPTH."""
+    stack: list[tuple[Any, int]] = [(obj, 1)]
+    while stack:
+        value, depth = stack.pop()
+        if depth > MAX_DEPTH:
+            raise _depth_error("{" if isinstance(value, dict) else "[")
+        children = value.values() if isinstance(value, dict) else value
+        stack.extend((v, depth + 1) for v in children if isinstance(v, dict | list))
+    return None
+
+
+def _allowed_alias_ratio(decodes: int) -> float:
+    if decodes <= _ALIAS_RATIO_RANGE_LOW:
+        return 0.99
+    if decodes >= _ALIAS_RATIO_RANGE_HIGH:
+        return 0.10
+    span = _ALIAS_RATIO_RANGE_HIGH - _ALIAS_RATIO_RANGE_LOW
+    return 0.99 - 0.89 * (decodes - _ALIAS_RATIO_RANGE_LOW) / span
+
+
 class _KubeYamlLoader(yaml.SafeLoader):
-    """Safe loading, but unquoted timestamps stay strings, as Kubernetes' YAML→JSON does."""
+    """Safe loading, but unquoted timestamps stay strings, as Kubernetes' YAML→JSON does;
+    with MAX_DEPTH and go-yaml's alias bound.
+
+    PyYAML composes an alias as the very node its anchor names, so the document it builds is
+    small; what costs is everything after, which sees the expansion. The composer therefore
+    counts go-yaml's decode steps as go-yaml would take them, in document order: one per
+    node, and an alias adds its anchor's whole expansion (counted when the anchor was
+    composed) as aliased steps.
+    """
+
+    def __init__(self, stream: str) -> None:
+        super().__init__(stream)
+        self._depth = 0
+        self._decodes = 0
+        self._aliased = 0
+        self._expansion: dict[int, int] = {}  # id(anchored node) -> its decode steps
+
+    def fetch_flow_collection_start(self, TokenClass: type[yaml.Token]) -> None:  # noqa: N803
+        # The scanner looks ahead of the composer, keeping a possible key per open bracket
+        # and checking all of them per token: a long line of `[` costs as many squared.
+        if self.flow_level >= MAX_DEPTH:
+            raise DecodeLimitError(f"yaml: exceeded max depth of {MAX_DEPTH}")
+        super().fetch_flow_collection_start(TokenClass)
+
+    def compose_document(self) -> yaml.Node | None:
+        self._decodes = self._aliased = 0
+        self._expansion = {}
+        self._count(1, 0)  # the document node
+        return super().compose_document()
+
+    def compose_node(self, parent: yaml.Node | None, index: Any) -> yaml.Node | None:
+        if self.check_event(yaml.AliasEvent):
+            anchor = self.peek_event().anchor
+            node = super().compose_node(parent, index)
+            expansion = self._expansion.get(id(node))
+            if expansion is None:  # the alias sits inside its own anchor
+                raise yaml.composer.ComposerError(
+                    None, None, f"yaml: anchor '{anchor}' value contains itself"
+                )
+            self._count(1, 0)
+            self._count(expansion, expansion)
+            return node
+        event = self.peek_event()
+        collection = not isinstance(event, yaml.ScalarEvent)
+        if collection:
+            self._depth += 1
+            if self._depth > MAX_DEPTH:
+                raise DecodeLimitError(f"yaml: exceeded max depth of {MAX_DEPTH}")
+        start = self._decodes
+        self._count(1, 0)
+        node = super().compose_node(parent, index)
+        if collection:
+            self._depth -= 1
+        if event.anchor is not None:
+            self._expansion[id(node)] = self._decodes - start
+        return node
+
+    def _count(self, decodes: int, aliased: int) -> None:
+        """go-yaml's check, made after each node and after each alias's expansion (within
+        one expansion the aliased share only grows, so its end is where it is largest)."""
+        self._decodes += decodes
+        self._aliased += aliased
+        if (
+            self._aliased > 100
+            and self._decodes > 1000
+            and self._aliased / self._decodes > _allowed_alias_ratio(self._decodes)
+        ):
+            raise DecodeLimitError("yaml: document contains excessive aliasing")
 
 
 _KubeYamlLoader.yaml_implicit_resolvers = {
@@ -133,7 +265,11 @@ _KubeYamlLoader.yaml_implicit_resolvers = {
 
 
 def load_yaml_documents(text: str) -> list[dict[str, Any]]:
-    """Every non-empty document of a (multi-document) YAML text."""
+    """Every non-empty document of a (multi-document) YAML text.
+
+    Raises yaml.YAMLError for malformed YAML and DecodeLimitError past MAX_DEPTH or for
+    excessive aliasing.
+    """
     return [doc for doc in yaml.load_all(text, Loader=_KubeYamlLoader) if doc]
 
 

@@ -84,13 +84,14 @@ async def read_body(request: web.Request) -> Any:
     if media_type == protobuf.MEDIA_TYPE:
         return protobuf.decode_body(data)
     try:
-        return msgspec.json.decode(data)
-    except msgspec.DecodeError as exc:
+        return codec.load_json(data)
+    except (msgspec.DecodeError, codec.DecodeLimitError) as exc:
+        # YAML bodies go on to the YAML decoder, which has the same limits.
         if media_type not in _YAML_TYPES:
             raise errors.BadRequest(f"the body of the request was not valid JSON: {exc}") from exc
     try:
         documents = codec.load_yaml_documents(data.decode())
-    except (UnicodeDecodeError, yaml.YAMLError) as exc:
+    except (UnicodeDecodeError, yaml.YAMLError, codec.DecodeLimitError) as exc:
         raise errors.BadRequest(f"the body of the request was not valid YAML: {exc}") from exc
     if len(documents) != 1:
         raise errors.BadRequest("the body of the request must hold exactly one YAML document")

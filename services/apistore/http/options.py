@@ -15,7 +15,7 @@ from multidict import MultiMapping
 
 from drasim.apistore.http import protobuf
 from drasim.apistore.mutations import Context
-from drasim.common import errors, tracing
+from drasim.common import codec, errors, tracing
 from drasim.common.api import registry
 
 # Subresources served over HTTP (of those the registry lists, pods/ephemeralcontainers is not).
@@ -185,9 +185,6 @@ class DeleteOptions(msgspec.Struct, kw_only=True, rename="camel"):
         return ""
 
 
-_delete_options_decoder = msgspec.json.Decoder(DeleteOptions)
-
-
 def delete_options(
     body: bytes, query: MultiMapping[str], media_type: str = "application/json"
 ) -> DeleteOptions:
@@ -199,8 +196,10 @@ def delete_options(
         elif media_type == protobuf.MEDIA_TYPE:
             opts = msgspec.convert(protobuf.decode_body(body), DeleteOptions)
         else:
-            opts = _delete_options_decoder.decode(body)
-    except (msgspec.DecodeError, msgspec.ValidationError) as exc:
+            # Through builtins: codec bounds the depth (msgspec skips unknown fields by
+            # recursion, so a deep one would be a RecursionError).
+            opts = msgspec.convert(codec.load_json(body), DeleteOptions)
+    except (msgspec.DecodeError, msgspec.ValidationError, codec.DecodeLimitError) as exc:
         raise errors.BadRequest(f"invalid DeleteOptions: {exc}") from exc
     grace = integer(query, "gracePeriodSeconds")
     return msgspec.structs.replace(
