@@ -11,6 +11,8 @@ import time
 from datetime import UTC, datetime
 from typing import Any
 
+import pytest
+
 from drasim.common import codec
 from drasim.common.api import core_v1, meta_v1, resource_v1
 from drasim.common.client import ApiClient
@@ -408,4 +410,22 @@ async def test_more_than_32_devices_is_an_error(
         lambda: [e for e in watch.events_of("huge", "FailedScheduling") if e.count >= 2]
     )
     assert len(watch.events_of("huge", "FailedScheduling")) == 1
+    assert watch.special_claims(watch.pod("huge")) == []
+
+
+@pytest.mark.parametrize("quantity", ["1e19", "9223372036854775808", "1e999"])
+async def test_a_count_past_int64_is_an_error_not_zero(
+    api: ApiClient, watch: ClusterWatch, start_scheduler: StartScheduler, quantity: str
+) -> None:
+    """A whole number of devices past int64 is valid (as upstream), but must not read as no
+    request: it saturates at int64 max, more than a claim may hold (issue #15, item 8)."""
+    await create_kep_cluster(api, dp_gpus=0)
+    await start_scheduler()
+    await api.create(make_pod("huge").limits({GPU: quantity}).obj())
+    condition = await watch.unschedulable("huge")
+    assert condition.reason == "SchedulerError"
+    assert condition.message.endswith(
+        f"number of requested devices {2**63 - 1} exceeds the claim limit of 32"
+    )
+    assert not watch.pod("huge").spec.node_name
     assert watch.special_claims(watch.pod("huge")) == []

@@ -161,7 +161,12 @@ def _request_and_mappings(
     """
     container_reqs = resources.container_requests(container)
     quantity = container_reqs.get(resource_name)
-    need = quantity.as_int64() if quantity is not None else None
+    # Upstream converts with AsInt64, which refuses a whole number past int64, and so makes
+    # no request: the pod would run with none of its devices. Here such a number saturates,
+    # as upstream's Value() does, and asks for more devices than a claim may hold (§3.4.5).
+    need = None
+    if quantity is not None and quantity.value.denominator == 1:
+        need = quantity.saturated_int64()
     if not need:
         return None, []
     mappings: list[core_v1.ContainerExtendedResourceRequest] = []
