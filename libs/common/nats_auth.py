@@ -7,7 +7,8 @@ the apistore's queue group, publish into the event stream, or pose as any actor.
   fault plans; everything else is refused by the server itself;
 - a request's actor is the token after `<prefix>.api.` in its subject
   (`subjects.api`), and a user may publish requests only as the actors listed for it
-  (the kubelet as `kubelet`, the controller manager as its controllers); an admin may act
+  (a kubelet process as `system:node:<name>` of each node it hosts, the controller manager
+  as its controllers); an admin may act
   as anyone, as Kubernetes' impersonation lets system:masters;
 - a user's inboxes are `_INBOX_<user>.…` and only it may subscribe to them, so nobody
   reads another's replies; a kubelet subscribes only to its own nodes' control and DRA
@@ -43,6 +44,13 @@ _JETSTREAM_READER = (
     "$JS.ACK.>",
 )
 AUTH_DIR = "nats-auth"
+# The user a kubelet acts as for a node (`drasim.apistore.node_restriction`).
+NODE_USER_PREFIX = "system:node:"
+
+
+def node_identity(node: str) -> str:
+    """Whom a kubelet acts as for `node` (Kubernetes' node user name)."""
+    return NODE_USER_PREFIX + node
 
 
 @dataclass(frozen=True)
@@ -93,14 +101,16 @@ def cluster_users(prefix: str, kubelet_shards: Sequence[Iterable[str]] = ()) -> 
             ),
         ),
     ]
-    for i, nodes in enumerate(kubelet_shards):
+    for i, shard in enumerate(kubelet_shards):
+        nodes = list(shard)
         tokens = [subjects.token(node) for node in nodes]
         driver_subjects = tuple(f"{prefix}.dra.{node}.*" for node in tokens)
         control_subjects = tuple(f"{prefix}.ctl.kubelet.{node}" for node in tokens)
         users.append(
             NatsUser(
                 f"kubelet-{i}",
-                actors=("kubelet",),
+                # As each node it hosts, which NodeRestriction then holds to its own.
+                actors=tuple(node_identity(node) for node in nodes),
                 publish=driver_subjects,
                 subscribe=driver_subjects + control_subjects,
             )

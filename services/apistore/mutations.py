@@ -18,7 +18,7 @@ from typing import Any
 
 import msgspec
 
-from drasim.apistore import admission, faults, limits, patches, strategy
+from drasim.apistore import admission, faults, limits, node_restriction, patches, strategy
 from drasim.apistore.store import EventRow, Key, ObjectRow
 from drasim.common import codec, errors
 from drasim.common.api import meta_v1, registry, scheduling_v1, validation
@@ -346,6 +346,7 @@ class Batch:
                 (c for c in candidates if not self.has(key_of(info, meta.namespace, c))),
                 candidates[0],
             )
+        node_restriction.admit_create(ctx.actor, info, obj)
         self._admit(info, obj)
         errs = validation.validate(obj)
         if errs:
@@ -477,6 +478,7 @@ class Batch:
                     )
             if info.plural in strategy.GENERATION and _spec_changed(old, new):
                 new.metadata.generation = (old.metadata.generation or 0) + 1
+        node_restriction.admit_update(ctx.actor, info, old, new, req.subresource)
         if req.subresource == "status":
             errs = validation.validate_status(new, old=old)
         else:
@@ -529,6 +531,7 @@ class Batch:
         self._check_fault(info.plural, "delete")
         key = key_of(info, req.namespace or "default", req.name)
         obj = self.current(info, key)
+        node_restriction.admit_delete(ctx.actor, info, obj)
         if info.plural == "priorityclasses":
             admission.admit_priority_class_deletion(obj)
         meta = obj.metadata
@@ -594,6 +597,7 @@ class Batch:
         info = resource_info("pods")
         self._check_fault("pods", "bind")
         key = key_of(info, req.namespace or "default", req.name)
+        node_restriction.admit_binding(ctx.actor, info, req.name)
         pod = self.current(info, key)
         if req.uid and req.uid != pod.metadata.uid:
             raise errors.Conflict(

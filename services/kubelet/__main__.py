@@ -11,7 +11,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from drasim.common import cluster_file, service
+from drasim.common import cluster_file, nats_auth, service
 from drasim.common.client import ApiClient
 from drasim.kubelet.run import KubeletProcess
 
@@ -43,7 +43,11 @@ def main(argv: list[str] | None = None) -> int:
         config,
         args,
         lambda bus: KubeletProcess(
-            api=ApiClient(bus, actor="kubelet"),
+            # The process' own reads (its nodes' pods) go as its first node: the bus lets
+            # it act as its nodes alone.
+            api=ApiClient(
+                bus, actor=nats_auth.node_identity(nodes[0].name) if nodes else "kubelet"
+            ),
             nodes=nodes,
             state_dir=args.state_dir,
             heartbeat_period=args.heartbeat_seconds,

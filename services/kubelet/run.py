@@ -21,6 +21,7 @@ from pathlib import Path
 from nats.aio.msg import Msg
 from nats.aio.subscription import Subscription
 
+from drasim.common import nats_auth
 from drasim.common.api import core_v1
 from drasim.common.client import ApiClient
 from drasim.common.cluster_file import NodeConfig
@@ -52,7 +53,8 @@ class KubeletProcess:
         self.agents = {
             n.name: NodeAgent(
                 config=n,
-                api=api,
+                # Each node writes as itself, which NodeRestriction holds to its own objects.
+                api=ApiClient(api.bus, actor=nats_auth.node_identity(n.name), timeout=api.timeout),
                 bus=api.bus,
                 state_dir=state_dir,
                 heartbeat_period=heartbeat_period,

@@ -167,6 +167,16 @@ async def test_only_the_apistore_publishes_events_and_serves_the_api(
         assert state.messages == state.last_seq == logged
 
 
+async def test_a_kubelet_acts_as_its_own_nodes_only(
+    apistore: ApiServer, cluster_nats: EmbeddedNats, prefix: str
+) -> None:
+    async with _bus(cluster_nats, "kubelet-0", prefix) as bus:
+        await ApiClient(bus, actor="system:node:node-a").get(core_v1.Namespace, "default")
+        posing = ApiClient(bus, actor="system:node:node-b", timeout=0.5)
+        with pytest.raises(errors.Timeout):  # the server drops what it may not publish
+            await posing.get(core_v1.Namespace, "default")
+
+
 async def test_a_kubelet_listens_on_its_own_nodes_only(
     cluster_nats: EmbeddedNats, prefix: str
 ) -> None:
@@ -198,6 +208,9 @@ def test_cluster_users_name_every_service() -> None:
     assert users["apistore"].admin and users["admin"].admin
     kubelet = users["kubelet-0"].permissions("drasim")
     assert kubelet is not None
-    assert "drasim.api.kubelet" in kubelet["publish"]["allow"]
+    assert {"drasim.api.system:node:n1", "drasim.api.system:node:n2"} <= set(
+        kubelet["publish"]["allow"]
+    )
+    assert not any(s.endswith(".api.kubelet") for s in kubelet["publish"]["allow"])
     assert "drasim.ctl.kubelet.n2" in kubelet["subscribe"]["allow"]
     assert not any(s.startswith("drasim.ev") for s in kubelet["publish"]["allow"])
