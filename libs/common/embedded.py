@@ -162,7 +162,9 @@ class _ChildServer(abc.ABC):
         raise EmbeddedServerError(f"embedded {self.name} {what}; log {log}:\n{_tail(log)}")
 
     def _open_log(self) -> IO[bytes]:
-        return self._log_file().open("ab")
+        """The server's log, for the owner's eyes only (it names users and addresses)."""
+        fd = os.open(self._log_file(), os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+        return os.fdopen(fd, "ab")
 
     @abc.abstractmethod
     def _url(self) -> str: ...

@@ -172,12 +172,13 @@ def _decode_frame(frame: bytes) -> tuple[int, bytes] | None:
 
 def _overwrite(path: Path, frame: bytes) -> None:
     """Write `frame` over the file at `path` in place (no rename, no truncation to zero:
-    either would make ext4 write the data out at once)."""
+    either would make ext4 write the data out at once). A node's state is its own: the
+    files and their directories are the owner's alone."""
     try:
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT, 0o644)
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT, 0o600)
     except FileNotFoundError:  # the first save (no mkdir on every save), or it was removed
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT, 0o644)
+        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT, 0o600)
     try:
         done = 0
         while done < len(frame):

@@ -132,7 +132,7 @@ async def test_postgres_refuses_clients_without_the_password(tmp_path: Path) -> 
         ):
             with pytest.raises(asyncpg.InvalidPasswordError):
                 await asyncpg.connect(url)
-        for secret in ("postgres.pgpass", "postgres-admin.pgpass"):
+        for secret in ("postgres.pgpass", "postgres-admin.pgpass", "postgres.log"):
             assert (tmp_path / secret).stat().st_mode & 0o077 == 0, secret
 
 

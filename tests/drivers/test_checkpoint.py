@@ -81,6 +81,9 @@ async def test_a_save_is_on_disk_when_it_returns_in_the_two_files_in_turn(
     await ck.save(State(n=2))
     assert on_disk(path) == 2
     assert names(path.parent) == ["state.json", "state.json.1"]
+    # A node's state is the owner's alone.
+    for own in (path, path.parent / "state.json.1", path.parent):
+        assert own.stat().st_mode & 0o077 == 0, own
     assert written_value(path.read_bytes()) == 1
     assert written_value((path.parent / "state.json.1").read_bytes()) == 2
     # A restarted process numbers its saves after the newest and writes over the older.
