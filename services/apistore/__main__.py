@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 from drasim.apistore.event_ttl import DEFAULT_EVENT_TTL
+from drasim.apistore.http import authn
 from drasim.apistore.server import ApiServer
 from drasim.common import service
 
@@ -17,6 +18,11 @@ def _apistore_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--http-host", default="127.0.0.1")
     # A file, not the token itself, so that it does not show in the process list.
     parser.add_argument("--http-token-file", type=Path, help="the HTTP API's bearer token")
+    parser.add_argument(
+        "--token-auth-file",
+        type=Path,
+        help='users of the HTTP API, a line each: token,user,uid[,"group1,group2"]',
+    )
     parser.add_argument("--tls-cert-file", type=Path, help="serve HTTPS with this certificate")
     parser.add_argument("--tls-private-key-file", type=Path)
     parser.add_argument(
@@ -36,10 +42,22 @@ def main(argv: list[str] | None = None) -> int:
     config, args = service.parse_args(
         "apistore", argv, _apistore_options, required=("--nats-url", "--database-url")
     )
-    if args.http_port is not None and args.http_token_file is None:
-        print("drasim-apistore: --http-port needs --http-token-file", file=sys.stderr)
+    if args.http_port is not None and not (args.http_token_file or args.token_auth_file):
+        print(
+            "drasim-apistore: --http-port needs --http-token-file or --token-auth-file",
+            file=sys.stderr,
+        )
         return 2
     token = args.http_token_file.read_text().strip() if args.http_token_file else ""
+    tokens = None
+    if args.token_auth_file:
+        try:
+            tokens = authn.Tokens.from_file(args.token_auth_file)
+            if token:
+                tokens = authn.Tokens({**tokens.users, **authn.Tokens.single(token).users})
+        except (OSError, ValueError) as exc:
+            print(f"drasim-apistore: --token-auth-file: {exc}", file=sys.stderr)
+            return 2
     tls = None
     if args.tls_cert_file is not None:
         tls = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
@@ -55,6 +73,7 @@ def main(argv: list[str] | None = None) -> int:
             http_port=args.http_port,
             http_host=args.http_host,
             http_token=token,
+            http_tokens=tokens,
             http_tls=tls,
             event_ttl=args.event_ttl,
         )

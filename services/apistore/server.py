@@ -17,6 +17,7 @@ from drasim.apistore import faults, limits
 from drasim.apistore.core import ApiCore
 from drasim.apistore.event_ttl import DEFAULT_EVENT_TTL, EventTtl
 from drasim.apistore.http import HttpApi, build_app
+from drasim.apistore.http.authn import Tokens
 from drasim.apistore.metrics import ApiStoreMetrics
 from drasim.apistore.nats_api import NatsApi
 from drasim.apistore.outbox import DEFAULT_MAX_MSGS, Outbox
@@ -57,6 +58,7 @@ class ApiServer:
         http_port: int | None = None,
         http_host: str = "127.0.0.1",
         http_token: str = "",
+        http_tokens: Tokens | None = None,
         http_tls: ssl.SSLContext | None = None,
         event_ttl: float = DEFAULT_EVENT_TTL,
     ) -> ApiServer:
@@ -95,7 +97,13 @@ class ApiServer:
         await api.start()
         server = cls(store, bus, core, outbox, api, outbox_task, metrics=server_metrics)
         if http_port is not None:
-            app = build_app(core, bus, token=http_token, request_metrics=server_metrics.requests)
+            app = build_app(
+                core,
+                bus,
+                token=http_token,
+                tokens=http_tokens,
+                request_metrics=server_metrics.requests,
+            )
             server.http = HttpApi(app)
             await server.http.start(http_host, http_port, http_tls)
         if event_ttl > 0:

@@ -15,7 +15,7 @@ from aiohttp import web
 
 from drasim.apistore import limits
 from drasim.apistore.core import ApiCore
-from drasim.apistore.http import keys, middlewares, routes
+from drasim.apistore.http import authn, keys, middlewares, routes
 from drasim.common.bus.client import Bus
 
 if TYPE_CHECKING:
@@ -32,15 +32,18 @@ def build_app(
     core: ApiCore,
     bus: Bus,
     *,
-    token: str,
+    token: str = "",
+    tokens: authn.Tokens | None = None,
     bookmark_interval: float = DEFAULT_BOOKMARK_INTERVAL,
     request_metrics: RequestMetrics | None = None,
 ) -> web.Application:
-    """The application; every request must carry `Authorization: Bearer <token>`. With
-    `request_metrics`, every request is counted and timed (outermost, so with its final
-    status)."""
-    if not token:
-        raise ValueError("the HTTP API needs a bearer token")
+    """The application; every request must carry `Authorization: Bearer <token>` of one
+    of `tokens` (or `token`, the cluster admin's). With `request_metrics`, every request is
+    counted and timed (outermost, so with its final status)."""
+    if tokens is None:
+        if not token:
+            raise ValueError("the HTTP API needs a bearer token")
+        tokens = authn.Tokens.single(token)
     measure = [request_metrics.http_middleware] if request_metrics is not None else []
     app = web.Application(
         middlewares=[
@@ -53,7 +56,7 @@ def build_app(
     )
     app[keys.CORE] = core
     app[keys.BUS] = bus
-    app[keys.TOKEN] = token
+    app[keys.TOKENS] = tokens
     app[keys.BOOKMARK_INTERVAL] = bookmark_interval
     app[keys.WATCHES] = set()
     app.on_shutdown.append(_cancel_watches)

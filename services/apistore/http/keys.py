@@ -7,11 +7,14 @@ import asyncio
 from aiohttp import web
 
 from drasim.apistore.core import ApiCore
+from drasim.apistore.http import authn
 from drasim.common.bus.client import Bus
 
 CORE = web.AppKey("core", ApiCore)
 BUS = web.AppKey("bus", Bus)
-TOKEN = web.AppKey("token", str)
+# Who may call, by bearer token; and who the request is (set by the authentication).
+TOKENS = web.AppKey("tokens", authn.Tokens)
+USER = web.RequestKey("user", authn.UserInfo)
 # How often an idle watch that asked for bookmarks gets one (Kubernetes: about a minute).
 BOOKMARK_INTERVAL = web.AppKey("bookmark_interval", float)
 # Open watch handlers, cancelled at shutdown: a watch never ends on its own.

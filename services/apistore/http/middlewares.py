@@ -3,14 +3,13 @@ answers."""
 
 from __future__ import annotations
 
-import hmac
 import logging
 
 from aiohttp import web
 from aiohttp.typedefs import Handler
 
 from drasim.apistore import limits, spans
-from drasim.apistore.http import keys, responses
+from drasim.apistore.http import authn, keys, responses
 from drasim.common import errors, tracing
 
 log = logging.getLogger(__name__)
@@ -68,11 +67,9 @@ async def errors_to_status(request: web.Request, handler: Handler) -> web.Stream
 
 @web.middleware
 async def authenticate(request: web.Request, handler: Handler) -> web.StreamResponse:
-    """401 unless `Authorization: Bearer <token>` carries the cluster's token."""
-    scheme, _, token = request.headers.get("Authorization", "").partition(" ")
-    expected = request.app[keys.TOKEN]
-    if scheme.lower() != "bearer" or not hmac.compare_digest(
-        token.strip().encode(), expected.encode()
-    ):
-        raise errors.Unauthorized("Unauthorized")
+    """401 unless `Authorization: Bearer <token>` names a user; 403 unless the user may
+    (see `authn`). The user is then the request's actor."""
+    user = authn.authenticate(request, request.app[keys.TOKENS])
+    authn.authorize(request, user)
+    request[keys.USER] = user
     return await handler(request)

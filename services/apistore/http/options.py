@@ -13,7 +13,7 @@ import msgspec
 from aiohttp import web
 from multidict import MultiMapping
 
-from drasim.apistore.http import protobuf
+from drasim.apistore.http import keys, protobuf
 from drasim.apistore.mutations import Context
 from drasim.common import codec, errors, tracing
 from drasim.common.api import registry
@@ -71,11 +71,10 @@ def target(request: web.Request) -> Target:
 
 
 def context(request: web.Request) -> Context:
-    """Who asks: the field manager if given (kubectl names itself there), else the client's
-    product name from User-Agent; recorded with every write in the event log. The trace is
-    the request's server span (tracing on), else its `traceparent` header, else a new one."""
-    agent = request.headers.get("User-Agent", "").split("/", 1)[0].strip()
-    actor = request.query.get("fieldManager") or agent or "http"
+    """Who asks: the authenticated (or impersonated) user, recorded with every write in the
+    event log; never a header or a field manager the client picks. The trace is the
+    request's server span (tracing on), else its `traceparent` header, else a new one."""
+    actor = request[keys.USER].name
     traceparent = (
         tracing.current_traceparent()
         or request.headers.get(tracing.TRACEPARENT, "")

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from aiohttp import web
 
-from drasim.apistore.http import discovery, handlers, openapi
+from drasim.apistore.http import authn, discovery, handlers, openapi, reviews
 
 
 def setup_routes(app: web.Application) -> None:
@@ -23,6 +23,8 @@ def setup_routes(app: web.Application) -> None:
     router.add_get("/apis/{group}/{version}", discovery.resources)
     router.add_get("/openapi/v3", openapi.serve_index)
     router.add_get("/openapi/v3/{path:.+}", openapi.serve_document)
+    router.add_post(authn.SELF_SUBJECT_REVIEW, reviews.self_subject_review)
+    router.add_post(authn.SELF_SUBJECT_ACCESS_REVIEW, reviews.self_subject_access_review)
     for prefix in ("/api/{version:v1}", "/apis/{group}/{version}"):
         resource = router.add_resource(prefix + "/{path:.+}")
         resource.add_route("GET", handlers.get)

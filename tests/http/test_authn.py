@@ -1,0 +1,138 @@
+"""Who an HTTP request is: its bearer token's user (impersonated by admins), recorded as the
+actor of its writes; what a user without RBAC bindings may do; `kubectl auth whoami` and
+`kubectl auth can-i` truthful."""
+
+from __future__ import annotations
+
+import ssl
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import aiohttp
+import msgspec
+import pytest
+
+from drasim.apistore.http import authn
+from drasim.apistore.server import ApiServer
+from drasim.common.bus import messages
+from tests.http.conftest import TOKEN, Cluster
+
+JANE_TOKEN = "jane-token"
+POD = {
+    "apiVersion": "v1",
+    "kind": "Pod",
+    "metadata": {"name": "p"},
+    "spec": {"containers": [{"name": "c", "image": "registry.k8s.io/pause:3.10"}]},
+}
+
+
+@pytest.fixture
+async def users_cluster(fresh, certs, tmp_path) -> AsyncIterator[str]:
+    """An apistore whose token file has the admin and jane, who is in no group."""
+    token_file = tmp_path / "tokens.csv"
+    token_file.write_text(
+        f'{TOKEN},kubernetes-admin,uid-admin,"system:masters"\n{JANE_TOKEN},jane,uid-jane\n'
+    )
+    tls = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    tls.load_cert_chain(certs.cert, certs.key)
+    server = await ApiServer.start(
+        nats_url=fresh.nats_url,
+        database_url=fresh.database_url,
+        prefix=fresh.prefix,
+        http_port=0,
+        http_tokens=authn.Tokens.from_file(token_file),
+        http_tls=tls,
+    )
+    try:
+        assert server.http is not None
+        yield f"https://127.0.0.1:{server.http.port}"
+    finally:
+        await server.stop()
+
+
+def _session(url: str, certs, token: str, **headers: str) -> aiohttp.ClientSession:
+    return aiohttp.ClientSession(
+        base_url=url,
+        headers={"Authorization": f"Bearer {token}", **headers},
+        connector=aiohttp.TCPConnector(ssl=ssl.create_default_context(cafile=certs.ca_cert)),
+    )
+
+
+async def _actors(cluster: Cluster) -> list[str]:
+    body = await cluster.api.request(messages.EventLog(resource="pods"))
+    return [e.actor for e in messages.event_log_decoder.decode(body).events]
+
+
+async def test_the_actor_is_the_tokens_user_not_what_the_client_says(
+    cluster: Cluster, http: aiohttp.ClientSession
+) -> None:
+    response = await http.post(
+        "/api/v1/namespaces/default/pods?fieldManager=someone-else",
+        json=POD,
+        headers={"User-Agent": "pretender/1.0"},
+    )
+    assert response.status == 201, await response.text()
+    assert await _actors(cluster) == ["kubernetes-admin"]
+
+
+async def test_an_admin_may_impersonate_and_the_write_is_the_impersonated_users(
+    cluster: Cluster, http: aiohttp.ClientSession
+) -> None:
+    response = await http.post(
+        "/api/v1/namespaces/default/pods",
+        json=POD,
+        headers={"Impersonate-User": "jane", "Impersonate-Group": "system:masters"},
+    )
+    assert response.status == 201, await response.text()
+    assert await _actors(cluster) == ["jane"]
+
+
+async def test_a_user_without_bindings_may_discover_and_nothing_else(
+    users_cluster: str, certs
+) -> None:
+    async with _session(users_cluster, certs, JANE_TOKEN) as jane:
+        assert (await jane.get("/api")).status == 200
+        assert (await jane.get("/apis/resource.k8s.io/v1")).status == 200
+        response = await jane.get("/api/v1/namespaces/default/pods")
+        assert response.status == 403
+        status = await response.json()
+        assert status["reason"] == "Forbidden"
+        assert status["message"] == (
+            'pods is forbidden: User "jane" cannot list resource "pods" in API group "" in the '
+            'namespace "default"'
+        )
+        response = await jane.get("/apis/resource.k8s.io/v1/deviceclasses/gpu")
+        assert (await response.json())["message"] == (
+            'deviceclasses.resource.k8s.io "gpu" is forbidden: User "jane" cannot get resource '
+            '"deviceclasses" in API group "resource.k8s.io" at the cluster scope'
+        )
+        response = await jane.post(
+            "/api/v1/namespaces/default/pods", json=POD, headers={"Impersonate-User": "admin"}
+        )
+        assert response.status == 403
+        assert (await response.json())["message"] == (
+            'users "admin" is forbidden: User "jane" cannot impersonate resource "users" in API '
+            'group "" at the cluster scope'
+        )
+    async with _session(users_cluster, certs, "not-a-token") as nobody:
+        assert (await nobody.get("/api")).status == 401
+
+
+async def test_kubectl_auth_whoami_and_can_i(cluster: Cluster, kubectl) -> None:
+    whoami = await kubectl("auth", "whoami", "-o", "json")
+    info = msgspec.json.decode(whoami.stdout)["status"]["userInfo"]
+    assert info["username"] == "kubernetes-admin"
+    assert "system:masters" in info["groups"]
+    assert (await kubectl("auth", "can-i", "create", "pods")).stdout.strip() == "yes"
+
+    as_jane = await kubectl("auth", "whoami", "--as", "jane", "-o", "json")
+    assert msgspec.json.decode(as_jane.stdout)["status"]["userInfo"]["username"] == "jane"
+    denied = await kubectl("auth", "can-i", "create", "pods", "--as", "jane", check=False)
+    assert denied.stdout.strip() == "no"
+
+
+def test_a_bad_token_file_names_its_line(tmp_path: Path) -> None:
+    path = tmp_path / "tokens.csv"
+    path.write_text("# users\ngood,alice,uid-a\nonly-a-token\n")
+    with pytest.raises(authn.TokenFileError, match=r"tokens\.csv:3: expected token,user,uid"):
+        authn.Tokens.from_file(path)
