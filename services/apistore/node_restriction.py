@@ -33,9 +33,6 @@ NODE_LEASE_NAMESPACE = "kube-node-lease"
 MIRROR_POD_ANNOTATION = "kubernetes.io/config.mirror"
 _EMULATOR_ANNOTATIONS = "drasim.io/"
 _NODE_WRITABLE = {"nodes", "pods", "leases", "resourceslices", "events"}
-_SLICE_CREATE = "can only create ResourceSlice with the same NodeName as the requesting node"
-_SLICE_DELETE = "can only delete ResourceSlice with the same NodeName as the requesting node"
-_LEASE_NAME = "can only access node lease with the same name as the requesting node"
 
 
 def node_of(actor: str) -> str | None:
@@ -67,31 +64,14 @@ def admit_create(actor: str, info: registry.ResourceInfo, obj: Any) -> None:
     node = node_of(actor)
     if node is None:
         return
-    name = obj.metadata.name or ""
-    if info.plural not in _NODE_WRITABLE:
-        raise _unauthorized(info, name, node, "create")
-    if info.plural == "nodes" and name != node:
-        raise _deny(info, name, f'node "{node}" is not allowed to modify node "{name}"')
-    if info.plural == "leases":
-        _admit_lease(info, obj.metadata.namespace or "", name, node)
-    if info.plural == "pods":
-        if MIRROR_POD_ANNOTATION not in obj.metadata.annotations:
-            raise _deny(
-                info,
-                name,
-                f'pod does not have "{MIRROR_POD_ANNOTATION}" annotation, node "{node}" can '
-                "only create mirror pods",
-            )
-        if _node_name(obj) != node:
-            raise _deny(
-                info, name, f'node "{node}" can only create pods with spec.nodeName set to itself'
-            )
-    if info.plural == "resourceslices" and _node_name(obj) != node:
+    if info.plural == "pods" and MIRROR_POD_ANNOTATION not in obj.metadata.annotations:
         raise _deny(
             info,
-            name,
-            "can only create ResourceSlice with the same NodeName as the requesting node",
+            obj.metadata.name or "",
+            f'pod does not have "{MIRROR_POD_ANNOTATION}" annotation, node "{node}" can only '
+            "create mirror pods",
         )
+    _admit_own(info, obj, node, "create")
 
 
 def admit_update(
@@ -119,24 +99,28 @@ def admit_update(
 
 def admit_delete(actor: str, info: registry.ResourceInfo, obj: Any) -> None:
     node = node_of(actor)
-    if node is None:
-        return
+    if node is not None:
+        _admit_own(info, obj, node, "delete")
+
+
+def _admit_own(info: registry.ResourceInfo, obj: Any, node: str, verb: str) -> None:
+    """A create or delete by `node`: of what is its own alone."""
     name = obj.metadata.name or ""
     if info.plural not in _NODE_WRITABLE:
-        raise _unauthorized(info, name, node, "delete")
+        raise _unauthorized(info, name, node, verb)
     if info.plural == "nodes" and name != node:
         raise _deny(info, name, f'node "{node}" is not allowed to modify node "{name}"')
     if info.plural == "leases":
         _admit_lease(info, obj.metadata.namespace or "", name, node)
     if info.plural == "pods" and _node_name(obj) != node:
         raise _deny(
-            info, name, f'node "{node}" can only delete pods with spec.nodeName set to itself'
+            info, name, f'node "{node}" can only {verb} pods with spec.nodeName set to itself'
         )
     if info.plural == "resourceslices" and _node_name(obj) != node:
         raise _deny(
             info,
             name,
-            "can only delete ResourceSlice with the same NodeName as the requesting node",
+            f"can only {verb} ResourceSlice with the same NodeName as the requesting node",
         )
 
 

@@ -18,6 +18,7 @@ from drasim.common.bus.client import Bus
 from drasim.common.client import ApiClient
 from drasim.common.config import ConfigError
 from drasim.common.embedded import EmbeddedNats
+from tests.apistore.watching import collect
 from tests.builders import make_pod
 
 
@@ -28,25 +29,12 @@ def pod_with_arg(name: str, size: int) -> core_v1.Pod:
     return codec.convert(pod, core_v1.Pod)
 
 
-async def first_events(api: ApiClient, rv: int, count: int) -> list:
-    got = []
-
-    async def run() -> None:
-        async for event in api.watch(core_v1.Pod, resource_version=rv):
-            got.append(event)
-            if len(got) == count:
-                return
-
-    await asyncio.wait_for(run(), 30.0)
-    return got
-
-
 async def test_a_pod_with_a_1_2_mb_argument_is_published_and_later_events_follow(server, api):
     """The issue's pod: accepted (etcd takes 1.2 MB), then every watcher must get it and
     every event after it (the outbox used to fail on it forever)."""
     assert server.core.max_object_bytes == limits.MAX_OBJECT_BYTES  # the embedded NATS
     _, rv = await api.list(core_v1.Pod)
-    watch = asyncio.create_task(first_events(api, rv, 2))
+    watch = asyncio.create_task(collect(api, rv, 2))
     await api.create(pod_with_arg("big", 1_200_000))
     await api.create(make_pod("after").obj())
     big, after = await watch
@@ -64,7 +52,7 @@ async def test_objects_up_to_the_limit_are_kept_and_larger_ones_refused_as_etcd_
     # The stored pod is its request plus what the apistore adds (uid, timestamps, rv).
     base = len(codec.encode(await api.create(pod_with_arg("probe", 0))))
     _, rv = await api.list(core_v1.Pod)
-    watch = asyncio.create_task(first_events(api, rv, 1))
+    watch = asyncio.create_task(collect(api, rv, 1))
     near = await api.create(pod_with_arg("near", limit - base - 64))
     stored = await server.core.get(messages.Get(resource="pods", namespace="default", name="near"))
     assert limit - 128 < len(stored) <= limit
@@ -141,7 +129,7 @@ async def test_on_a_nats_with_a_smaller_max_payload_the_apistore_accepts_less(
             assert "at most 1048576 bytes (max_payload)" in caplog.text
             api = ApiClient(bus, actor="test")
             _, rv = await api.list(core_v1.Pod)
-            watch = asyncio.create_task(first_events(api, rv, 2))
+            watch = asyncio.create_task(collect(api, rv, 2))
             with pytest.raises(errors.ApiError, match="etcdserver: request is too large"):
                 await api.create(pod_with_arg("big", 1_000_000))
             # A request the bus cannot carry is refused before it leaves.

@@ -12,22 +12,9 @@ from drasim.apistore import outbox
 from drasim.apistore.store import EventRow
 from drasim.common.api import core_v1
 from drasim.common.bus import headers, subjects
-from drasim.common.client import ApiClient
 from drasim.common.informer import Informer
+from tests.apistore.watching import collect
 from tests.builders import make_pod
-
-
-async def first_events(api: ApiClient, rv: int, count: int) -> list:
-    got = []
-
-    async def run() -> None:
-        async for event in api.watch(core_v1.Pod, resource_version=rv):
-            got.append(event)
-            if len(got) == count:
-                return
-
-    await asyncio.wait_for(run(), 30.0)
-    return got
 
 
 def annotated(name: str, size: int) -> core_v1.Pod:
@@ -47,7 +34,7 @@ async def test_an_event_the_stream_refuses_is_a_stand_in_and_later_events_follow
     await bus.js.update_stream(config)
 
     _, rv = await api.list(core_v1.Pod)
-    watch = asyncio.create_task(first_events(api, rv, 3))
+    watch = asyncio.create_task(collect(api, rv, 3))
     seen: dict[str, core_v1.Pod] = {}
     done = asyncio.Event()
 

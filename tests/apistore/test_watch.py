@@ -16,21 +16,8 @@ from drasim.common.bus.client import Bus
 from drasim.common.client import ApiClient
 from drasim.common.embedded import EmbeddedNats
 from drasim.common.informer import Informer
+from tests.apistore.watching import collect
 from tests.builders import make_pod
-
-
-async def collect(api: ApiClient, rv: int, count: int, timeout: float = 30.0) -> list:
-    """The first `count` pod events after `rv`."""
-    got = []
-
-    async def run() -> None:
-        async for event in api.watch(core_v1.Pod, resource_version=rv):
-            got.append(event)
-            if len(got) == count:
-                return
-
-    await asyncio.wait_for(run(), timeout)
-    return got
 
 
 def assert_in_order_once(events, names):
