@@ -34,6 +34,20 @@ _ASCII_STRIP = " \t\n\r\x0b\x0c"
 _SPACE_IN_NAME = re.compile(r"[\t\n\x0b\x0c\r\x1c-\x1f ]")
 
 
+async def _log_error(exc: Exception) -> None:
+    """One line per connection error: while NATS restarts, every reconnect attempt fails,
+    and nats-py's own callback logs a traceback for each."""
+    log.warning("nats: %s: %s", type(exc).__name__, exc)
+
+
+async def _log_disconnected() -> None:
+    log.warning("nats: disconnected; reconnecting")
+
+
+async def _log_reconnected() -> None:
+    log.info("nats: reconnected")
+
+
 def inbox_prefix(user: str) -> str:
     """The inboxes of a NATS user: only theirs to subscribe to (embedded NATS' permissions)."""
     return f"_INBOX_{user}"
@@ -98,6 +112,9 @@ class Bus:
             reconnect_time_wait=0.25,
             connect_timeout=5,
             pending_size=64 * 1024 * 1024,
+            error_cb=_log_error,
+            disconnected_cb=_log_disconnected,
+            reconnected_cb=_log_reconnected,
             **auth,
         )
         return cls(nc, prefix)
