@@ -17,7 +17,7 @@ from typing import Any
 
 import msgspec
 
-from drasim.common import codec, labels
+from drasim.common import codec, dra_cel, labels
 from drasim.common.api import (
     apps_v1,
     coordination_v1,
@@ -1297,7 +1297,13 @@ def _validate_attribute_name(name: str, path: str) -> list[FieldError]:
     return errs + _each(path, identifier, is_c_identifier(identifier))
 
 
-def _validate_selectors(selectors: list[resource_v1.DeviceSelector], path: str) -> list[FieldError]:
+def _validate_selectors(
+    selectors: list[resource_v1.DeviceSelector], path: str, *, stored: bool
+) -> list[FieldError]:
+    """A class's or request's selectors. `stored`: the expressions are the ones already
+    stored, so they compiled when written and are not compiled again (upstream's
+    `deviceValidationOptions.stored`: an update then never fails on an expression that
+    an older release accepted)."""
     errs = []
     if len(selectors) > SELECTORS_MAX_SIZE:
         errs.append(field_too_many(path, len(selectors), SELECTORS_MAX_SIZE))
@@ -1306,7 +1312,27 @@ def _validate_selectors(selectors: list[resource_v1.DeviceSelector], path: str) 
             errs.append(field_required(f"{path}[{i}].cel"))
         elif not selector.cel.expression:
             errs.append(field_required(f"{path}[{i}].cel.expression"))
+        elif not stored:
+            errs += _validate_cel_expression(selector.cel.expression, f"{path}[{i}].cel.expression")
     return errs
+
+
+@functools.lru_cache(maxsize=1024)
+def _cel_expression_errors(expression: str, path: str) -> tuple[FieldError, ...]:
+    if len(expression.encode()) > dra_cel.SELECTOR_EXPRESSION_MAX_LENGTH:
+        # Too long expressions are not compiled at all, as upstream.
+        return (field_too_long(path, dra_cel.SELECTOR_EXPRESSION_MAX_LENGTH),)
+    try:
+        dra_cel.compile_expression(expression)
+    except dra_cel.CompileError as err:
+        return (field_invalid(path, expression, str(err)),)
+    return ()
+
+
+def _validate_cel_expression(expression: str, path: str) -> list[FieldError]:
+    """Upstream `validateCELExpression`: the expression must compile as the scheduler will
+    compile it (a class that does not leaves every pod of its extended resource Pending)."""
+    return list(_cel_expression_errors(expression, path))
 
 
 def _validate_opaque(
@@ -1327,7 +1353,9 @@ def _validate_opaque(
 
 
 def _validate_device_class(dc: resource_v1.DeviceClass, old: KubeObject | None) -> list[FieldError]:
-    errs = _validate_selectors(dc.spec.selectors, "spec.selectors")
+    # Selectors exactly as stored are not compiled again; any change (even reordering) is.
+    stored = isinstance(old, resource_v1.DeviceClass) and dc.spec.selectors == old.spec.selectors
+    errs = _validate_selectors(dc.spec.selectors, "spec.selectors", stored=stored)
     if len(dc.spec.config) > DEVICE_CONFIG_MAX_SIZE:
         errs.append(field_too_many("spec.config", len(dc.spec.config), DEVICE_CONFIG_MAX_SIZE))
     for i, config in enumerate(dc.spec.config):
@@ -1533,10 +1561,13 @@ def _validate_request_references(refs: list[str], path: str, known: set[str]) ->
 
 
 def _validate_exact(
-    request: resource_v1.ExactDeviceRequest | resource_v1.DeviceSubRequest, path: str
+    request: resource_v1.ExactDeviceRequest | resource_v1.DeviceSubRequest,
+    path: str,
+    *,
+    stored: bool,
 ) -> list[FieldError]:
     errs = _validate_required_subdomain(request.device_class_name, f"{path}.deviceClassName")
-    errs += _validate_selectors(request.selectors, f"{path}.selectors")
+    errs += _validate_selectors(request.selectors, f"{path}.selectors", stored=stored)
     mode = request.allocation_mode or resource_v1.ALLOCATION_MODE_EXACT_COUNT
     if mode == resource_v1.ALLOCATION_MODE_ALL:
         if request.count != 0:
@@ -1559,7 +1590,11 @@ def _validate_exact(
     return errs
 
 
-def _validate_claim_spec(spec: resource_v1.ResourceClaimSpec, path: str) -> list[FieldError]:
+def _validate_claim_spec(
+    spec: resource_v1.ResourceClaimSpec, path: str, *, stored: bool
+) -> list[FieldError]:
+    """`stored`: the spec is the stored one (it is immutable), so its CEL expressions are
+    not compiled again."""
     claim = spec.devices
     path = f"{path}.devices"
     errs = []
@@ -1580,9 +1615,11 @@ def _validate_claim_spec(spec: resource_v1.ResourceClaimSpec, path: str) -> list
                 )
             )
         elif request.exactly is not None:
-            errs += _validate_exact(request.exactly, f"{r_path}.exactly")
+            errs += _validate_exact(request.exactly, f"{r_path}.exactly", stored=stored)
         elif request.first_available:
-            errs += _validate_subrequests(request.first_available, f"{r_path}.firstAvailable")
+            errs += _validate_subrequests(
+                request.first_available, f"{r_path}.firstAvailable", stored=stored
+            )
         else:
             errs.append(
                 field_required(r_path, "exactly one of `exactly` or `firstAvailable` is required")
@@ -1627,7 +1664,7 @@ def _validate_claim_spec(spec: resource_v1.ResourceClaimSpec, path: str) -> list
 
 
 def _validate_subrequests(
-    subrequests: list[resource_v1.DeviceSubRequest], path: str
+    subrequests: list[resource_v1.DeviceSubRequest], path: str, *, stored: bool
 ) -> list[FieldError]:
     errs = []
     if len(subrequests) > FIRST_AVAILABLE_MAX_SIZE:
@@ -1636,14 +1673,15 @@ def _validate_subrequests(
     for i, sub in enumerate(subrequests):
         s_path = f"{path}[{i}]"
         errs += _validate_unique_name(sub.name, f"{s_path}.name", seen)
-        errs += _validate_exact(sub, s_path)
+        errs += _validate_exact(sub, s_path, stored=stored)
     return errs
 
 
 def _validate_resource_claim(
     claim: resource_v1.ResourceClaim, old: KubeObject | None
 ) -> list[FieldError]:
-    errs = _validate_claim_spec(claim.spec, "spec")
+    stored = isinstance(old, resource_v1.ResourceClaim)
+    errs = _validate_claim_spec(claim.spec, "spec", stored=stored)
     if isinstance(old, resource_v1.ResourceClaim) and claim.spec != old.spec:
         errs.append(field_invalid("spec", _builtins(claim.spec), "field is immutable"))
     return errs
@@ -1712,7 +1750,8 @@ def _validate_resource_claim_template(
 ) -> list[FieldError]:
     errs = _validate_labels(template.spec.metadata.labels, "spec.metadata.labels")
     errs += _validate_annotations(template.spec.metadata.annotations, "spec.metadata.annotations")
-    errs += _validate_claim_spec(template.spec.spec, "spec.spec")
+    stored = isinstance(old, resource_v1.ResourceClaimTemplate)
+    errs += _validate_claim_spec(template.spec.spec, "spec.spec", stored=stored)
     if isinstance(old, resource_v1.ResourceClaimTemplate) and template.spec != old.spec:
         errs.append(field_invalid("spec", _builtins(template.spec), "field is immutable"))
     return errs

@@ -393,6 +393,23 @@ CREATE_CASES: list[tuple[str, dict[str, Any], dict[str, Any], list[tuple[str, st
      [("Invalid", "spec.extendedResourceName")]),
     ("class-selector-without-cel", DEVICE_CLASS, {"spec.selectors": [{}]},
      [("Required", "spec.selectors[0].cel")]),
+    ("class-selector-does-not-compile", DEVICE_CLASS,
+     {"spec.selectors.0.cel.expression": "device.driver =="},
+     [("Invalid", "spec.selectors[0].cel.expression")]),
+    ("class-selector-not-bool", DEVICE_CLASS, {"spec.selectors.0.cel.expression": "device.driver"},
+     [("Invalid", "spec.selectors[0].cel.expression")]),
+    ("class-selector-too-long", DEVICE_CLASS,
+     {"spec.selectors.0.cel.expression": f'device.driver == "{"a" * 10240}"'},
+     [("TooLong", "spec.selectors[0].cel.expression")]),
+    ("claim-selector-does-not-compile", CLAIM,
+     {"spec.devices.requests.0.exactly.selectors": [{"cel": {"expression": "x"}}]},
+     [("Invalid", "spec.devices.requests[0].exactly.selectors[0].cel.expression")]),
+    ("claim-subrequest-selector-does-not-compile", CLAIM,
+     {"spec.devices.requests.1.firstAvailable.0.selectors": [{"cel": {"expression": "x"}}]},
+     [("Invalid", "spec.devices.requests[1].firstAvailable[0].selectors[0].cel.expression")]),
+    ("template-selector-does-not-compile", TEMPLATE,
+     {"spec.spec.devices.requests.0.exactly.selectors": [{"cel": {"expression": "x"}}]},
+     [("Invalid", "spec.spec.devices.requests[0].exactly.selectors[0].cel.expression")]),
     ("class-config-without-driver", DEVICE_CLASS, {"spec.config.0.opaque.driver": ""},
      [("Required", "spec.config[0].opaque.driver")]),
     ("class-config-parameters-not-object", DEVICE_CLASS, {"spec.config.0.opaque.parameters": [1]},
@@ -517,6 +534,43 @@ def test_validate(
     base: dict[str, Any], changes: dict[str, Any], want: list[tuple[str, str]]
 ) -> None:
     assert _short(validation.validate(_obj(_patch(base, changes)))) == want
+
+
+def test_selector_error_text() -> None:
+    dc = _obj(_patch(DEVICE_CLASS, {"spec.selectors.0.cel.expression": "device.nope == 1"}))
+    (err,) = validation.validate(dc)
+    assert str(err) == (
+        'spec.selectors[0].cel.expression: Invalid value: "device.nope == 1": compilation '
+        "failed: ERROR: <input>:1:7: undefined field 'nope'\n | device.nope == 1\n | ......^"
+    )
+
+
+@pytest.mark.parametrize(
+    ("base", "selectors_path", "changes"),
+    [
+        (DEVICE_CLASS, "spec.selectors", {"spec.extendedResourceName": "example.com/other"}),
+        (CLAIM, "spec.devices.requests.0.exactly.selectors", {"metadata.finalizers": []}),
+        (TEMPLATE, "spec.spec.devices.requests.0.exactly.selectors", {"metadata.labels": {}}),
+    ],
+    ids=["class", "claim", "template"],
+)
+def test_stored_selectors_are_not_compiled_again(
+    base: dict[str, Any], selectors_path: str, changes: dict[str, Any]
+) -> None:
+    """An object stored with a selector an older release accepted can still be updated (its
+    finalizers removed, its labels changed), as upstream's `stored` option allows."""
+    old = _obj(_patch(base, {selectors_path: [{"cel": {"expression": "device.nope == 1"}}]}))
+    new = _obj(_patch(base, {selectors_path: [{"cel": {"expression": "device.nope == 1"}}]}
+                      | changes))  # fmt: skip
+    assert validation.validate(new, old=old) == []
+
+
+def test_changed_class_selectors_are_compiled() -> None:
+    old = _obj(DEVICE_CLASS)
+    new = _obj(_patch(DEVICE_CLASS, {"spec.selectors.0.cel.expression": "device.nope == 1"}))
+    assert _short(validation.validate(new, old=old)) == [
+        ("Invalid", "spec.selectors[0].cel.expression")
+    ]
 
 
 def test_device_class_error_text() -> None:

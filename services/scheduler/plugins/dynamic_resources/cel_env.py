@@ -22,7 +22,8 @@ library functions on top: `quantity`, `isQuantity`, `compareTo`, `isGreaterThan`
 >= 0` works, and `==` compares values (`quantity("1Gi") == quantity("1024Mi")`). Ordering
 operators (`<`) on quantities fail, as upstream, where they do not type-check.
 
-Not supported: `cel.bind`, the optional-value syntax, upstream's cost limits.
+Expressions compile with `drasim.common.dra_cel`, as admission compiles them; what it does
+not support (`cel.bind`, the optional-value syntax, upstream's cost limits) is said there.
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ from typing import Any
 
 import cel
 
+from drasim.common import dra_cel
 from drasim.common.api import resource_v1
 from drasim.common.quantity import Quantity, parse_quantity
 
@@ -245,10 +247,12 @@ def compile_selector(expression: str) -> Selector:
 
 
 def _compile(expression: str) -> Selector | CELError:
+    # The same compiler as admission's, so a stored selector that fails here fails with
+    # the message its create would get now.
     try:
-        program = cel.compile(expression)
-    except Exception as err:  # the cel package raises ValueError, but may raise others
-        return CELError(f"compilation failed: {err}")
+        program = dra_cel.compile_expression(expression)
+    except dra_cel.CompileError as err:
+        return CELError(str(err))
     attribute_domains: set[str] = set()
     capacity_domains: set[str] = set()
     for match in _DOMAIN_LOOKUP.finditer(expression):

@@ -455,8 +455,14 @@ CASES = [
     Case(
         "cel-result-not-bool",
         [ONE_GPU],
+        [make_claim("c", exact("req", "gpu", 1, f'device.attributes["{DRIVER}"]'))],
+        want_error="CEL runtime error: CEL result of type dict is not a bool",
+    ),
+    Case(
+        "cel-result-not-bool-at-compile-time",
+        [ONE_GPU],
         [make_claim("c", exact("req", "gpu", 1, "device.driver"))],
-        want_error="CEL runtime error: CEL result of type str is not a bool",
+        want_error="CEL compile error: must evaluate to bool or the unknown type, not string",
     ),
     Case(
         "capacity-comparison",
@@ -769,7 +775,8 @@ def test_cel_selector(expression: str, want: bool) -> None:
 
 CEL_ERRORS = [
     ("device.driver ==", "compilation failed"),
-    ("device.driver", "is not a bool"),
+    ("device.driver", "must evaluate to bool or the unknown type, not string"),
+    (D, "CEL result of type dict is not a bool"),
     (f"{D}.missing", "KeyError"),
     (f'{M} < quantity("1")', "TypeError"),
     (f'{M}.compareTo(semver("1.0.0")) == 0', "RuntimeError"),

@@ -1,0 +1,86 @@
+"""The DRA selector compiler shared by admission and the scheduler: what it refuses, and the
+message it refuses with (upstream's `dynamic-resource-allocation/cel` compiler's words)."""
+
+from __future__ import annotations
+
+import pytest
+
+from drasim.common import dra_cel
+from drasim.scheduler.plugins.dynamic_resources import cel_env
+
+ACCEPTED = [
+    'device.driver == "gpu.example.com"',
+    'device.attributes["gpu.example.com"].model == "h100"',
+    'device.attributes["gpu.example.com"].model',  # dyn: upstream's checker lets it pass
+    "device.allowMultipleAllocations",
+    'device.capacity["gpu.example.com"].memory.compareTo(quantity("40Gi")) >= 0',
+    'device.attributes["d"].exists(k, k == "model") && [1, 2].all(x, x > 0)',
+    "[1, 2].map(x, x * 2).filter(y, y > 2).size() == 1",
+    'size(device.driver) > 0 && device.driver.startsWith("gpu")',
+    '"device.nope" == device.driver',  # names inside strings are not references
+    'device.driver in ["a", "b"] || isSemver("1.2.3")',
+    'r"a\\b" == device.driver',
+    'quantity("1")',  # a library function: the probe cannot tell its type
+]
+
+
+@pytest.mark.parametrize("expression", ACCEPTED)
+def test_compiles(expression: str) -> None:
+    dra_cel.compile_expression(expression)
+
+
+REFUSED = [
+    ("device.driver ==",
+     "compilation failed: ERROR: <input>:1:17: Syntax error: mismatched input '<EOF>' expecting"),
+    ("x == 1",
+     "compilation failed: ERROR: <input>:1:1: undeclared reference to 'x' (in container '')\n"
+     " | x == 1\n"
+     " | ^"),
+    ("device.nope == 1",
+     "compilation failed: ERROR: <input>:1:7: undefined field 'nope'\n"
+     " | device.nope == 1\n"
+     " | ......^"),
+    ("has(device.nope)", "undefined field 'nope'"),
+    ("frobnicate(device.driver)",
+     "compilation failed: ERROR: <input>:1:1: undeclared reference to 'frobnicate' "
+     "(in container '')"),
+    ('device.driver == "a" &&\n  other',
+     "compilation failed: ERROR: <input>:2:3: undeclared reference to 'other' (in container '')\n"
+     " |   other\n"
+     " | ..^"),
+    ("device.driver", "must evaluate to bool or the unknown type, not string"),
+    ("1 + 2", "must evaluate to bool or the unknown type, not int"),
+    ("[1, 2]", "must evaluate to bool or the unknown type, not list(int)"),
+    ('{"a": 1}', "must evaluate to bool or the unknown type, not map(string, int)"),
+    ("cel.bind(x, 1, x > 0)",
+     "'cel.bind' is part of Kubernetes' CEL environment but not supported by drasim"),
+    ('device.driver.lowerAscii() == "a"',
+     "compilation failed: ERROR: <input>:1:15: 'lowerAscii' is part of Kubernetes' CEL"),
+    ("device.attributes.?x", "compilation failed: ERROR: <input>:1:18: unsupported syntax '.?'"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("expression", "message"), REFUSED, ids=[e for e, _ in REFUSED])
+def test_refuses(expression: str, message: str) -> None:
+    with pytest.raises(dra_cel.CompileError) as refused:
+        dra_cel.compile_expression(expression)
+    assert message in str(refused.value)
+
+
+def test_scheduler_refuses_with_the_same_message() -> None:
+    """A stored selector that no longer compiles fails in the scheduler as its create would."""
+    with pytest.raises(cel_env.CELError) as refused:
+        cel_env.compile_selector("device.nope == 1")
+    with pytest.raises(dra_cel.CompileError) as admission:
+        dra_cel.compile_expression("device.nope == 1")
+    assert str(refused.value) == str(admission.value)
+
+
+def test_library_functions_are_the_scheduler_environments() -> None:
+    assert set(cel_env._FUNCTIONS) == dra_cel.LIBRARY_FUNCTIONS
+
+
+def test_upstream_limits() -> None:
+    # resource.k8s.io CELSelectorExpressionMaxLength and CELSelectorExpressionMaxCost.
+    assert dra_cel.SELECTOR_EXPRESSION_MAX_LENGTH == 10 * 1024
+    assert dra_cel.SELECTOR_EXPRESSION_MAX_COST == 1_000_000
