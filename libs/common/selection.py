@@ -76,9 +76,13 @@ class Selection:
         return self.labels.empty() and not self.fields
 
     def equals(self, path: str) -> str | None:
-        """The value a `path=value` term asks for (to narrow a query), if any."""
+        """The value a `path=value` term asks for (to narrow a query), if any. A value with
+        a NUL is never one: no stored name holds one, and Postgres refuses it in a query
+        (the term still applies, as a filter that matches nothing)."""
         term = self.fields.get(path)
-        return term[1] if term is not None and term[0] == "=" else None
+        if term is None or term[0] != "=" or "\0" in term[1]:
+            return None
+        return term[1]
 
     def matches(self, data: bytes) -> bool:
         if self.everything():
