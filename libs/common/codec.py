@@ -286,15 +286,19 @@ _ERROR_RE = re.compile(r"(?P<message>.*?)(?: - at `\$(?P<path>[^`]*)`)?", re.DOT
 _MISSING_FIELD_RE = re.compile(r"Object missing required field `(?P<field>[^`]+)`")
 
 
-def decode_errors(exc: msgspec.ValidationError) -> list[FieldError]:
+def decode_errors(exc: msgspec.ValidationError, source: Any = None) -> list[FieldError]:
     """Kubernetes-style field errors for a msgspec validation error.
 
     The JSON path `$.spec.containers[0].name` becomes the field path
-    `spec.containers[0].name`; a missing field is reported at the field itself.
+    `spec.containers[0].name`; a missing field is reported at the field itself. msgspec
+    names a map entry `[...]`; given the decoded body as `source`, the entry's key is put
+    in its place where the body tells which entry failed (`limits[cpu]`).
     """
     match = _ERROR_RE.fullmatch(str(exc))
     assert match is not None  # the pattern matches any text
     message, path = match["message"], (match["path"] or "").removeprefix(".")
+    if source is not None and _ANY_KEY in path:
+        path = _with_keys(path, source, message)
     missing = _MISSING_FIELD_RE.fullmatch(message)
     if missing:
         field = f"{path}.{missing['field']}" if path else missing["field"]
@@ -302,3 +306,60 @@ def decode_errors(exc: msgspec.ValidationError) -> list[FieldError]:
     if message.startswith("Expected `"):
         return [FieldError("FieldValueTypeInvalid", path, message)]
     return [FieldError("FieldValueInvalid", path, message)]
+
+
+_ANY_KEY = "[...]"
+_PATH_PART = re.compile(r"\.?([^.\[]+)|\[(\d+)\]|(\[\.\.\.\])")
+_GOT_RE = re.compile(r"Expected `[^`]*`, got `(?P<got>[^`]+)`")
+_JSON_TYPES = {str: "str", bool: "bool", int: "int", float: "float", list: "array", dict: "object"}
+
+
+def _with_keys(path: str, source: Any, message: str) -> str:
+    """`path` with each `[...]` replaced by the key of the first map entry of `source` under
+    which the rest of the path leads to a value the message fits (kept where none does)."""
+    parts = [(m[1], m[2], m[3]) for m in _PATH_PART.finditer(path)]
+    shown, node = [], source
+    for i, (name, index, any_key) in enumerate(parts):
+        if name is not None:
+            node = node.get(name) if isinstance(node, dict) else None
+            shown.append(f".{name}")
+        elif index is not None:
+            at = int(index)
+            node = node[at] if isinstance(node, list) and at < len(node) else None
+            shown.append(f"[{index}]")
+        else:
+            entries = node if isinstance(node, dict) else {}
+            fitting = [k for k, v in entries.items() if _fits(_leaf(v, parts[i + 1 :]), message)]
+            # msgspec stops at the first failing entry in order, and an earlier entry the
+            # message fits as well would have failed the same way: the first one is it.
+            key = fitting[0] if fitting else next(iter(entries)) if len(entries) == 1 else None
+            shown.append(f"[{key}]" if key is not None else any_key)
+            node = node[key] if key is not None else None
+    return "".join(shown).removeprefix(".")
+
+
+_UNREACHED = object()
+
+
+def _leaf(node: Any, parts: list[tuple[str | None, str | None, str | None]]) -> Any:
+    for name, index, _ in parts:
+        if name is not None and isinstance(node, dict) and name in node:
+            node = node[name]
+        elif index is not None and isinstance(node, list) and int(index) < len(node):
+            node = node[int(index)]
+        else:
+            return _UNREACHED
+    return node
+
+
+def _fits(value: Any, message: str) -> bool:
+    """Whether the message is about `value`: of the type it says it got, or the value it
+    quotes (`invalid quantity 'lots'`)."""
+    if value is _UNREACHED:
+        return False
+    got = _GOT_RE.match(message)
+    if got:
+        return _JSON_TYPES.get(type(value), "null" if value is None else "") == got["got"]
+    if isinstance(value, str | int | float) and not isinstance(value, bool):
+        return f"'{value}'" in message or f'"{value}"' in message
+    return False

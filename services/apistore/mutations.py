@@ -99,7 +99,8 @@ def decode_object(info: registry.ResourceInfo, data: bytes, name: str = "") -> A
     try:
         return codec.decode(data, info.type)
     except msgspec.ValidationError as exc:
-        raise errors.invalid(info.kind, name, codec.decode_errors(exc), group=info.group) from exc
+        errs = codec.decode_errors(exc, msgspec.json.decode(data))
+        raise errors.invalid(info.kind, name, errs, group=info.group) from exc
     except msgspec.DecodeError as exc:
         raise errors.BadRequest(f"the body of the request was in an unknown format: {exc}") from exc
 
@@ -514,7 +515,7 @@ class Batch:
             obj = codec.convert(merged, info.type)
         except msgspec.ValidationError as exc:
             raise errors.invalid(
-                info.kind, req.name, codec.decode_errors(exc), group=info.group
+                info.kind, req.name, codec.decode_errors(exc, merged), group=info.group
             ) from exc
         update = messages.Update(
             resource=req.resource,
@@ -618,12 +619,8 @@ class Batch:
                 kind="pods",
                 name=req.name,
             )
-        if not req.node_name:
-            raise errors.invalid(
-                "Binding",
-                req.name,
-                [errors.FieldError("FieldValueRequired", "target.name", "Required value")],
-            )
+        if errs := validation.validate_binding_target(req.node_name):
+            raise errors.invalid("Binding", req.name, errs)
         pod.spec.node_name = req.node_name
         # The nomination preemption made is spent (upstream's ClearingNominatedNodeName-
         # AfterBinding, on by default since 1.35).

@@ -92,8 +92,8 @@ async def test_json_patch_operations_are_bounded(http):
 )
 async def test_quantities_are_bounded(http, quantity: str, detail: str):
     body = await call(http, "POST", PODS, 422, json=pod(cpu=quantity))
-    # As any quantity that does not parse (the path is msgspec's, without the map key).
-    field = "spec.containers[0].resources.limits[...]"
+    # As any quantity that does not parse (the map key found in the body).
+    field = "spec.containers[0].resources.limits[cpu]"
     assert refusal(body) == (422, "Invalid", f'Pod "<generated>" is invalid: {field}: {detail}')
 
 

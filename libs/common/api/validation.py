@@ -54,6 +54,7 @@ __all__ = [
     "is_qualified_name",
     "is_valid_label_value",
     "validate",
+    "validate_binding_target",
     "validate_pod_status",
     "validate_status",
 ]
@@ -295,6 +296,24 @@ def _nonnegative(path: str, value: int) -> list[FieldError]:
     return [field_invalid(path, value, "must be greater than or equal to 0")] if value < 0 else []
 
 
+INT32_MAX = 2**31 - 1
+
+
+def _int32(path: str, value: int) -> list[FieldError]:
+    """An `int32` field. Go refuses a larger number already when decoding (`cannot unmarshal
+    number 2147483648 into Go struct field ... of type int32`); drasim decodes into Python
+    ints, so the range is checked here, as its other decode errors are 422s with the path."""
+    if value > INT32_MAX:
+        return [field_invalid(path, value, f"must be less than or equal to {INT32_MAX}")]
+    if value < -INT32_MAX - 1:
+        return [field_invalid(path, value, f"must be greater than or equal to {-INT32_MAX - 1}")]
+    return []
+
+
+def _nonnegative_int32(path: str, value: int) -> list[FieldError]:
+    return _nonnegative(path, value) or _int32(path, value)
+
+
 def _builtins(obj: Any) -> Any:
     return codec.to_builtins(obj)
 
@@ -320,6 +339,7 @@ def validate_status(obj: KubeObject, *, old: KubeObject | None = None) -> list[F
     errs = _validate_object_meta_update(obj.metadata, old.metadata) if old is not None else []
     match obj:
         case core_v1.Pod():
+            errs += _validate_pod_phase(obj.status.phase)
             errs += validate_pod_status(obj)
         case core_v1.Node():
             errs += _validate_node_resources(obj.status)
@@ -674,7 +694,7 @@ def _validate_event(event: core_v1.Event, old: KubeObject | None) -> list[FieldE
         )
     if event.type and event.type not in ("Normal", "Warning"):
         errs.append(field_not_supported("type", event.type, ["Normal", "Warning"]))
-    errs += _nonnegative("count", event.count)
+    errs += _nonnegative_int32("count", event.count)
     return errs
 
 
@@ -689,9 +709,11 @@ def _validate_lease(lease: coordination_v1.Lease, old: KubeObject | None) -> lis
     duration = lease.spec.lease_duration_seconds
     if duration is not None and duration <= 0:
         errs.append(field_invalid("spec.leaseDurationSeconds", duration, "must be greater than 0"))
+    elif duration is not None:
+        errs += _int32("spec.leaseDurationSeconds", duration)
     transitions = lease.spec.lease_transitions
     if transitions is not None:
-        errs += _nonnegative("spec.leaseTransitions", transitions)
+        errs += _nonnegative_int32("spec.leaseTransitions", transitions)
     return errs
 
 
@@ -1089,13 +1111,32 @@ def validate_pod_status(pod: core_v1.Pod) -> list[FieldError]:
     return errs
 
 
+POD_PHASES = ["Pending", "Running", "Succeeded", "Failed", "Unknown"]
+
+
+def _validate_pod_phase(phase: str) -> list[FieldError]:
+    """The phase a status write sets must be one of `PodPhase`'s values (empty: not yet set).
+    Upstream's ValidatePodStatusUpdate leaves this to its writers; drasim's kubelets,
+    controllers and scheduler all branch on the phase, so a status write may not invent one."""
+    if phase and phase not in POD_PHASES:
+        return [field_not_supported("status.phase", phase, POD_PHASES)]
+    return []
+
+
 def _validate_binding(binding: core_v1.Binding, old: KubeObject | None) -> list[FieldError]:
     errs = []
     if binding.target.kind not in ("", "Node"):
-        errs.append(field_invalid("target.kind", binding.target.kind, "must be empty or 'Node'"))
-    if not binding.target.name:
-        errs.append(field_required("target.name"))
-    return errs
+        errs.append(field_not_supported("target.kind", binding.target.kind, ["Node", "<empty>"]))
+    return errs + validate_binding_target(binding.target.name)
+
+
+def validate_binding_target(node_name: str) -> list[FieldError]:
+    """The node a `pods/binding` names. Upstream takes any name; drasim checks it as the
+    pod's `spec.nodeName` is checked on every later write of the pod (and a NUL could not be
+    stored)."""
+    if not node_name:
+        return [field_required("target.name")]
+    return _each("target.name", node_name, is_dns1123_subdomain(node_name))
 
 
 # --- Deployment, ReplicaSet ----------------------------------------------------------------
@@ -1107,8 +1148,10 @@ def _validate_replica_counts(
     errs = []
     for field in msgspec.structs.fields(status):
         value = getattr(status, field.name)
-        if type(value) is int:  # the replica counts and observedGeneration
+        if type(value) is int:  # the replica counts (int32) and observedGeneration (int64)
             errs += _nonnegative(f"status.{field.encode_name}", value)
+            if field.name != "observed_generation":
+                errs += _int32(f"status.{field.encode_name}", value)
     return errs
 
 
@@ -1117,8 +1160,8 @@ def _validate_workload(
 ) -> list[FieldError]:
     errs = []
     if spec.replicas is not None:
-        errs += _nonnegative("spec.replicas", spec.replicas)
-    errs += _nonnegative("spec.minReadySeconds", spec.min_ready_seconds)
+        errs += _nonnegative_int32("spec.replicas", spec.replicas)
+    errs += _nonnegative_int32("spec.minReadySeconds", spec.min_ready_seconds)
     template = spec.template
     if spec.selector is None:
         errs.append(field_required("spec.selector"))
@@ -1163,7 +1206,7 @@ def _validate_deployment(deploy: apps_v1.Deployment, old: KubeObject | None) -> 
             )
         )
     if deploy.spec.revision_history_limit is not None:
-        errs += _nonnegative("spec.revisionHistoryLimit", deploy.spec.revision_history_limit)
+        errs += _nonnegative_int32("spec.revisionHistoryLimit", deploy.spec.revision_history_limit)
     return errs + _validate_selector_update(deploy, old)
 
 
@@ -1197,7 +1240,7 @@ def _validate_int_or_percent(value: int | str, path: str) -> list[FieldError]:
         if int(value[:-1]) > 100:
             return [field_invalid(path, value, "must not be greater than 100%")]
         return []
-    return _nonnegative(path, value)
+    return _nonnegative_int32(path, value)
 
 
 def _validate_pod_disruption_budget(
@@ -1240,7 +1283,7 @@ def _validate_pod_disruption_budget_status(
         ("desiredHealthy", status.desired_healthy),
         ("expectedPods", status.expected_pods),
     ):
-        errs += _nonnegative(f"status.{name}", value)
+        errs += _nonnegative_int32(f"status.{name}", value)
     return errs
 
 

@@ -26,7 +26,7 @@ from drasim.apistore.http import (
     watch,
 )
 from drasim.common import codec, errors
-from drasim.common.api import core_v1, policy_v1
+from drasim.common.api import core_v1, policy_v1, registry
 from drasim.common.bus import messages
 
 
@@ -140,8 +140,31 @@ async def list_objects(
     return responses.list_response(request, target.info, messages.list_result_decoder.decode(data))
 
 
+_GO_JSON_TYPES = {list: "array", str: "string", int: "number", float: "number", bool: "bool"}
+
+
+def _check_object(info: registry.ResourceInfo, body: Any) -> None:
+    """A create or update body must be a JSON object; else 400 with the error upstream's
+    decoder gives when it looks for the body's kind (drasim's decode errors are 422s with
+    field paths, and a body that is not an object has no field to name)."""
+    if isinstance(body, dict):
+        return
+    if body is None:
+        raise errors.BadRequest("Object 'Kind' is missing in 'null'")
+    into = (
+        'struct { APIVersion string "json:\\"apiVersion,omitempty\\""; '
+        'Kind string "json:\\"kind,omitempty\\"" }'
+    )
+    raise errors.BadRequest(
+        f'{info.kind} in version "{info.version}" cannot be handled as a {info.kind}: '
+        f"couldn't get version/kind; json parse error: json: cannot unmarshal "
+        f"{_GO_JSON_TYPES.get(type(body), 'value')} into Go value of type {into}"
+    )
+
+
 async def create(request: web.Request, target: options.Target) -> web.Response:
     body = await negotiation.read_body(request)
+    _check_object(target.info, body)
     warnings = fields.check(target.info, body, options.field_validation(request.query))
     data = await _call(
         request,
@@ -156,6 +179,7 @@ async def create(request: web.Request, target: options.Target) -> web.Response:
 
 
 async def update(request: web.Request, target: options.Target, body: Any) -> web.Response:
+    _check_object(target.info, body)
     warnings = fields.check(target.info, body, options.field_validation(request.query))
     data = await _call(
         request,
@@ -306,7 +330,7 @@ async def bind(request: web.Request, target: options.Target) -> web.Response:
     try:
         binding = codec.convert(body, core_v1.Binding)
     except msgspec.ValidationError as exc:
-        raise errors.invalid("Binding", target.name, codec.decode_errors(exc)) from exc
+        raise errors.invalid("Binding", target.name, codec.decode_errors(exc, body)) from exc
     await _call(
         request,
         messages.Bind(
@@ -327,7 +351,7 @@ async def evict(request: web.Request, target: options.Target) -> web.Response:
         evicting = codec.convert(body, policy_v1.Eviction)
     except msgspec.ValidationError as exc:
         raise errors.invalid(
-            "Eviction", target.name, codec.decode_errors(exc), group="policy"
+            "Eviction", target.name, codec.decode_errors(exc, body), group="policy"
         ) from exc
     await eviction.evict(
         _core(request),

@@ -523,7 +523,7 @@ CREATE_CASES: list[tuple[str, dict[str, Any], dict[str, Any], list[tuple[str, st
     ("quota-negative", QUOTA, {"spec.hard": {"requests.example.com/gpu": -1}},
      [("Invalid", "spec.hard[requests.example.com/gpu]")]),
     ("binding-target-missing", BINDING, {"target": {}}, [("Required", "target.name")]),
-    ("binding-target-kind", BINDING, {"target.kind": "Pod"}, [("Invalid", "target.kind")]),
+    ("binding-target-kind", BINDING, {"target.kind": "Pod"}, [("NotSupported", "target.kind")]),
 ]  # fmt: skip
 
 
