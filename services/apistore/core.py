@@ -159,6 +159,8 @@ class ApiCore:
 
     async def list(self, req: messages.List, *, max_bytes: int | None = None) -> bytes:
         info = mutations.resource_info(req.resource)
+        if "\0" in req.namespace:
+            raise mutations.unstorable("Namespace", req.namespace)
         chosen = selection.Selection(info.plural, req.label_selector, req.field_selector)
         node = chosen.equals("spec.nodeName")
         after = None
@@ -167,6 +169,8 @@ class ApiCore:
                 ns, _, last = base64.urlsafe_b64decode(req.continue_token).decode().partition("/")
             except ValueError as exc:
                 raise errors.BadRequest("invalid continue token") from exc
+            if "\0" in ns or "\0" in last:  # never in a token we made; Postgres refuses it
+                raise errors.BadRequest("invalid continue token")
             after = (ns, last)
         listed = await self.store.select_objects(
             info.plural,

@@ -185,3 +185,64 @@ async def test_a_resource_version_too_old_ends_the_watch_with_410(fresh):
         assert event["object"]["kind"] == "Status"
         assert (event["object"]["code"], event["object"]["reason"]) == (410, "Expired")
         assert event["object"]["message"].startswith("too old resource version: 1")
+
+
+@pytest.mark.parametrize(
+    ("version", "problem"),
+    [
+        (str(2**64), "value out of range"),  # one past uint64: was a 200, then a dead stream
+        ("-5", "invalid syntax"),
+        ("+5", "invalid syntax"),
+        ("12abc", "invalid syntax"),
+    ],
+)
+async def test_a_resource_version_that_is_no_uint64_is_refused_before_the_stream(
+    client, version: str, problem: str
+):
+    """As upstream's `ParseResourceVersion` (Go's strconv.ParseUint): 422 Invalid naming
+    `resourceVersion`, answered before any watch event."""
+    http, _ = client
+    response = await http.get(PODS, params={"watch": "true", "resourceVersion": version})
+    status = await response.json()
+    detail = f'Invalid value: "{version}": strconv.ParseUint: parsing "{version}": {problem}'
+    assert (response.status, status["reason"]) == (422, "Invalid")
+    assert status["message"] == f'pods "" is invalid: resourceVersion: {detail}'
+    assert status["details"] == {
+        "kind": "pods",
+        "causes": [{"reason": "FieldValueInvalid", "message": detail, "field": "resourceVersion"}],
+    }
+
+
+async def test_a_resource_version_past_every_event_waits_for_none(client):
+    """The largest uint64 is a valid version no event reaches: the watch stays open and
+    quiet until its timeout, as a watch from a future revision does upstream."""
+    http, _ = client
+    params = {"resourceVersion": str(2**64 - 1), "timeoutSeconds": "1"}
+    async with await open_watch(http, **params) as response:
+        assert await response.content.read() == b""
+
+
+async def test_a_failing_event_stream_ends_the_watch_with_an_error_event(client, monkeypatch):
+    """A stream failing for a reason the watch does not know still ends it with an ERROR
+    event (500) the client re-watches on, instead of a stream that never sends again."""
+    http, api = client
+
+    async def failing(*args: Any, **kwargs: Any) -> AsyncIterator[Any]:
+        raise RuntimeError("the bus went away")
+        yield  # an async generator, as `client.watch_raw`
+
+    monkeypatch.setattr("drasim.apistore.http.watch.client.watch_raw", failing)
+    _, rv = await api.list(core_v1.Pod)
+    async with await open_watch(http, resourceVersion=str(rv)) as response:
+        event = await Watch(response).next()
+        assert await response.content.read() == b""
+    assert event["type"] == "ERROR"
+    assert (event["object"]["code"], event["object"]["reason"]) == (500, "InternalError")
+    assert "the bus went away" in event["object"]["message"]
+
+
+async def test_a_watch_not_accepting_json_is_refused(client):
+    http, _ = client
+    response = await http.get(PODS, params={"watch": "true"}, headers={"Accept": "text/xml"})
+    assert response.status == 406
+    assert (await response.json())["reason"] == "NotAcceptable"

@@ -48,6 +48,7 @@ def _not_allowed(target: options.Target, method: str) -> errors.MethodNotAllowed
 
 async def get(request: web.Request) -> web.StreamResponse:
     target = options.target(request)
+    negotiation.check_acceptable(request)
     if not target.name:
         list_options = options.ListOptions.from_query(request.query)
         if options.flag(request.query, "watch"):
@@ -64,6 +65,8 @@ async def get(request: web.Request) -> web.StreamResponse:
 
 async def post(request: web.Request) -> web.Response:
     target = options.target(request)
+    negotiation.check_acceptable(request)
+    options.validate_write_options(request.query, "CreateOptions")
     if not target.name:
         return await create(request, target)
     if target.subresource == "binding":
@@ -77,6 +80,8 @@ async def put(request: web.Request) -> web.Response:
     target = options.target(request)
     if not target.name or target.subresource in ("binding", "log", "eviction"):
         raise _not_allowed(target, "PUT")
+    negotiation.check_acceptable(request)
+    options.validate_write_options(request.query, "UpdateOptions")
     body = await negotiation.read_body(request)
     if target.subresource == "scale":
         return await update_scale(request, target, body)
@@ -94,6 +99,8 @@ async def patch(request: web.Request) -> web.Response:
             text=f"the body of the request was in an unknown format: {media_type}; "
             f"accepted: {', '.join(negotiation.PATCH_TYPES)}"
         )
+    negotiation.check_acceptable(request)
+    options.validate_write_options(request.query, "PatchOptions", apply=patch_type == "apply")
     body = await negotiation.read_body(request)
     if target.subresource == "scale":
         return await patch_scale(request, target, patch_type, body)
@@ -102,6 +109,7 @@ async def patch(request: web.Request) -> web.Response:
 
 async def delete(request: web.Request) -> web.Response:
     target = options.target(request)
+    negotiation.check_acceptable(request)
     delete_options = options.delete_options(
         await request.read(), request.query, negotiation.content_type(request)
     )

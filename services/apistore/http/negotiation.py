@@ -66,6 +66,37 @@ def wants(request: web.Request, representation: Representation) -> bool:
     return False
 
 
+# What upstream offers for API objects, in its order; drasim answers each of them in JSON
+# (client-go decodes by the answer's Content-Type, so a client asking YAML or protobuf first
+# still reads it).
+OFFERED = (JSON, "application/yaml", protobuf.MEDIA_TYPE)
+_ACCEPTABLE = frozenset({*OFFERED, "*/*", "application/*"})
+
+
+def check_acceptable(request: web.Request) -> None:
+    """406 Not Acceptable unless the Accept header (if any) allows one of `OFFERED`, as
+    upstream's `NegotiateOutputMediaType` refuses before a handler does any work."""
+    header = request.headers.get("Accept", "")
+    if not header.strip():
+        return
+    for entry in header.split(","):
+        mime, *raw_params = (part.strip() for part in entry.split(";"))
+        params = dict(p.partition("=")[::2] for p in raw_params)
+        if mime.lower() in _ACCEPTABLE and not _refused(params.get("q")):
+            return
+    raise web.HTTPNotAcceptable(
+        text=f"only the following media types are accepted: {', '.join(OFFERED)}"
+    )
+
+
+def _refused(quality: str | None) -> bool:
+    """`q=0` marks a media type as not acceptable (RFC 9110 §12.4.2)."""
+    try:
+        return quality is not None and float(quality) == 0
+    except ValueError:
+        return False
+
+
 def content_type(request: web.Request) -> str:
     """The body's media type; JSON when the client names none, as Kubernetes assumes."""
     return request.content_type if "Content-Type" in request.headers else JSON

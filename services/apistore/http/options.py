@@ -17,6 +17,7 @@ from drasim.apistore.http import keys, protobuf
 from drasim.apistore.mutations import Context
 from drasim.common import codec, errors, tracing
 from drasim.common.api import registry
+from drasim.common.errors import field_forbidden, field_invalid, field_required, field_too_long
 
 # Subresources served over HTTP (of those the registry lists, pods/ephemeralcontainers is not).
 SUBRESOURCES = frozenset({"status", "scale", "binding", "log", "eviction"})
@@ -111,6 +112,51 @@ def dry_run(values: list[str]) -> bool:
         if value != "All":
             raise errors.BadRequest(f'invalid dry run value "{value}": only "All" is supported')
     return bool(values)
+
+
+FIELD_MANAGER_MAX_LENGTH = 128
+
+
+def validate_write_options(query: MultiMapping[str], kind: str, *, apply: bool = False) -> None:
+    """Upstream's `ValidateCreateOptions` / `ValidateUpdateOptions` / `ValidatePatchOptions`
+    checks of `fieldManager` and `force`, before anything is read or written; `kind` is the
+    options' kind (`CreateOptions`, `UpdateOptions`, `PatchOptions`)."""
+    manager = query.get("fieldManager", "")
+    errs = []
+    if kind == "PatchOptions":
+        if not apply and "force" in query:
+            errs.append(field_forbidden("force", "may not be specified for non-apply patch"))
+        if apply and not manager:
+            # Defaulted to "kubectl" by kubectl, but every controller must set its own.
+            errs.append(field_required("fieldManager", "is required for apply patch"))
+    if len(manager.encode()) > FIELD_MANAGER_MAX_LENGTH:
+        errs.append(field_too_long("fieldManager", FIELD_MANAGER_MAX_LENGTH))
+    for i, ch in enumerate(manager):
+        if not ch.isprintable():
+            position = len(manager[:i].encode())
+            errs.append(
+                field_invalid(
+                    "fieldManager",
+                    manager,
+                    f"invalid character U+{ord(ch):04X} (at position {position})",
+                )
+            )
+    if errs:
+        raise invalid_parameters(kind, "meta.k8s.io", errs)
+
+
+def invalid_parameters(kind: str, group: str, errs: list[errors.FieldError]) -> errors.Invalid:
+    """The 422 upstream answers for bad request parameters: `errors.NewInvalid` with an empty
+    name, e.g. `PatchOptions.meta.k8s.io "" is invalid: fieldManager: Required value: ...`
+    (the options' kind) or `pods "" is invalid: resourceVersion: ...` (a watch's resource)."""
+    joined = ", ".join(str(e) for e in errs)
+    qualified = f"{kind}.{group}" if group else kind
+    return errors.Invalid(
+        f'{qualified} "" is invalid: {joined if len(errs) == 1 else f"[{joined}]"}',
+        kind=kind,
+        group=group,
+        causes=[errors.StatusCause(reason=e.type, message=e.message, field=e.field) for e in errs],
+    )
 
 
 def field_validation(query: MultiMapping[str]) -> str:

@@ -12,6 +12,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
+import logging
+import re
 from collections.abc import AsyncIterator
 from typing import TypeAlias
 
@@ -21,7 +24,10 @@ from aiohttp import web
 from drasim.apistore.http import keys, negotiation, options, responses, tables
 from drasim.apistore.mutations import uid_of
 from drasim.common import client, errors, selection
+from drasim.common.api import registry
 from drasim.common.bus import messages
+
+log = logging.getLogger(__name__)
 
 # Events buffered between the stream and a slow client before the stream waits.
 _BUFFER = 1024
@@ -71,7 +77,7 @@ async def serve(
     namespace_term = f"metadata.namespace={target.namespace}" if target.namespace else ""
     fields = ",".join(term for term in (opts.field_selector, namespace_term) if term)
     chosen = selection.Selection(info.plural, opts.label_selector, fields)
-    start = _resource_version(opts.resource_version)
+    start = _resource_version(opts.resource_version, info)
     encoder = _Encoder(request, target)
     core = request.app[keys.CORE]
     initial: list[msgspec.Raw] = []
@@ -156,12 +162,16 @@ async def _pump(
     events: AsyncIterator[tuple[int, messages.WatchEvent]], queue: asyncio.Queue[_Item]
 ) -> None:
     """Move events from the stream into the queue, then what ended it: an error (410
-    Expired) or None."""
+    Expired; anything unforeseen as a 500, so the client reads an ERROR event and re-watches
+    instead of waiting on a stream that died) or None."""
     try:
         async for item in events:
             await queue.put(item)
     except errors.ApiError as exc:
         await queue.put(exc)
+    except Exception as exc:
+        log.exception("watch stream failed")
+        await queue.put(errors.InternalError(f"the watch stream failed: {exc}"))
     else:
         await queue.put(None)
 
@@ -186,11 +196,28 @@ def _visible_as(
     return None
 
 
-def _resource_version(value: str) -> int | None:
-    """The resourceVersion to watch from; None (empty or "0") means "list first"."""
+# The event log's sequence is a Postgres bigint: no event has a resourceVersion past this.
+_LAST_POSSIBLE_RESOURCE_VERSION = 2**63 - 1
+_DECIMAL = re.compile(r"[0-9]+")
+
+
+def _resource_version(value: str, info: registry.ResourceInfo) -> int | None:
+    """The resourceVersion to watch from; None (empty or "0") means "list first".
+
+    Parsed as upstream's `ParseResourceVersion` (Go's `strconv.ParseUint`, base 10): anything
+    else is refused before the stream starts, with upstream's 422 naming `resourceVersion`.
+    A version past every possible event watches from the last possible one, so nothing
+    comes, as a watch from a future revision waits upstream."""
     if value in ("", "0"):
         return None
-    try:
-        return int(value)
-    except ValueError:
-        raise errors.BadRequest(f"invalid resourceVersion {value!r}") from None
+    if not _DECIMAL.fullmatch(value):
+        problem = "invalid syntax"
+    elif int(value) >= 2**64:
+        problem = "value out of range"
+    else:
+        return min(int(value), _LAST_POSSIBLE_RESOURCE_VERSION)
+    quoted = json.dumps(value, ensure_ascii=False)
+    detail = f"strconv.ParseUint: parsing {quoted}: {problem}"
+    raise options.invalid_parameters(
+        info.plural, info.group, [errors.field_invalid("resourceVersion", value, detail)]
+    )
