@@ -274,8 +274,10 @@ async def _run_demo(api: ApiClient) -> None:
 
 def _metrics_argv(module: str) -> list[str]:
     """drasim's own services serve /metrics on a free port, which their READY line names;
-    substituted ones (tests) are not asked to."""
-    return ["--metrics-port", "0"] if module.startswith("drasim.") else []
+    substituted ones (tests) are not asked to. The port is chosen here, once, so a
+    restarted service serves where the `metrics:` lines and cluster.json say (a container
+    restarted by the kubelet keeps its pod's ports too)."""
+    return ["--metrics-port", str(free_port())] if module.startswith("drasim.") else []
 
 
 def _write_kubeconfig(config: Config, http_port: int) -> list[str]:

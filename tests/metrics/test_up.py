@@ -8,6 +8,7 @@ import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
+import psutil
 import pytest
 
 from drasim.cli import cluster
@@ -49,6 +50,30 @@ def test_up_prints_and_records_each_services_metrics_endpoint(up: Up, tmp_path: 
         with urllib.request.urlopen(url, timeout=10) as response:
             got = Scrape(response.read().decode())
         assert EXPECTED[name] in got.families, f"{name}: no {EXPECTED[name]} in\n{got.text}"
+
+    up.process.send_signal(signal.SIGTERM)
+    assert up.finish() == 0, up.output
+
+
+def test_a_restarted_service_serves_its_metrics_where_cluster_json_says(
+    up: Up, tmp_path: Path
+) -> None:
+    """The endpoints are the cluster's, not one run's: a service killed and started again
+    serves its /metrics on the URL `up` printed and recorded, as a restarted container
+    keeps its pod's ports."""
+    up.wait_for_ready()
+    found = cluster.load_cluster(tmp_path)
+    assert found is not None
+    (scheduler,) = [
+        p for p in psutil.Process(up.process.pid).children() if "drasim.scheduler" in p.cmdline()
+    ]
+    scheduler.kill()
+    up.wait_for(lambda line: "drasim: service scheduler is ready again (restart 1)" in line)
+    again = cluster.load_cluster(tmp_path)
+    assert again is not None and again.metrics == found.metrics
+    with urllib.request.urlopen(found.metrics["scheduler"], timeout=10) as response:
+        got = Scrape(response.read().decode())
+    assert EXPECTED["scheduler"] in got.families
 
     up.process.send_signal(signal.SIGTERM)
     assert up.finish() == 0, up.output
