@@ -13,13 +13,17 @@ default every GPU in the cluster), and measures:
 - `scale_up_s`, `pods_per_s`: the Deployment created until `readyReplicas` is all of them;
 - `cpu_ms_per_pod`: CPU each service (apistore, scheduler, controllers, kubelets, NATS,
   Postgres) spent during the scale-up, per pod;
-- checks: every pod Running, every pod on a DRA node has its special ResourceClaim and
-  `extendedResourceClaimStatus`, no device allocated twice, no special claim without a pod;
+- checks (`allocation_checks`): every pod Running, each pod on a DRA node controls
+  exactly one special ResourceClaim and its `extendedResourceClaimStatus` names it, none
+  for pods on device-plugin nodes, no device allocated twice, no special claim without
+  its pod, no status naming a missing claim;
 - `scale_down_s`: replicas set to 0 until no pod and no ResourceClaim is left;
 - `log_problems`: lines of the cluster's log with WARNING, ERROR or Traceback.
 
 Exits 1 if a check fails. Needs a quiet machine for comparable figures: on two cores the
 services share the CPU, so the scale-up is bound by their CPU per pod.
+
+`benchmarks/chaos.py` runs the same cluster and checks (`running_up`, `allocation_checks`).
 """
 
 from __future__ import annotations
@@ -36,6 +40,8 @@ import sys
 import tempfile
 import time
 from collections import Counter
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 import psutil
@@ -63,14 +69,26 @@ pools:
 """
 GPUS_PER_DRA_NODE, GPUS_PER_DP_NODE = 8, 2
 NAME = "soak"
+NAMESPACE = "default"
 _PROBLEM = re.compile(r"WARNING|ERROR|Traceback")
+
+
+def split_nodes(nodes: int) -> tuple[int, int]:
+    """DRA nodes and device-plugin nodes of a cluster of `nodes`."""
+    return nodes - nodes // 2, nodes // 2
+
+
+def gpus(nodes: int) -> int:
+    """GPUs in a cluster of `nodes`: the most pods asking for one that can run."""
+    dra, dp = split_nodes(nodes)
+    return dra * GPUS_PER_DRA_NODE + dp * GPUS_PER_DP_NODE
 
 
 def deployment(replicas: int) -> apps_v1.Deployment:
     labels = {"app": NAME}
     return codec.convert(
         {
-            "metadata": {"name": NAME, "namespace": "default"},
+            "metadata": {"name": NAME, "namespace": NAMESPACE},
             "spec": {
                 "replicas": replicas,
                 "selector": {"matchLabels": labels},
@@ -92,6 +110,10 @@ def deployment(replicas: int) -> apps_v1.Deployment:
     )
 
 
+async def scale(api: ApiClient, replicas: int) -> None:
+    await api.patch(apps_v1.Deployment, NAME, {"spec": {"replicas": replicas}}, namespace=NAMESPACE)
+
+
 class Services:
     """CPU seconds of each process of one `drasim up`, by role."""
 
@@ -99,8 +121,8 @@ class Services:
         self.roles: dict[str, list[psutil.Process]] = {}
         for child in up.children(recursive=True):
             with contextlib.suppress(psutil.Error):
-                role = _role(child.cmdline())
-                if role == "postgres" and _role(child.parent().cmdline()) == "postgres":
+                role = process_role(child.cmdline())
+                if role == "postgres" and process_role(child.parent().cmdline()) == "postgres":
                     continue  # a backend: counted with its postmaster, as backends come and go
                 self.roles.setdefault(role, []).append(child)
 
@@ -121,7 +143,8 @@ class Services:
         return found
 
 
-def _role(cmdline: list[str]) -> str:
+def process_role(cmdline: list[str]) -> str:
+    """What a process of `drasim up` is: nats, postgres, or the service (`kubelet`...)."""
     text = " ".join(cmdline)
     if "nats-server" in text:
         return "nats"
@@ -136,7 +159,7 @@ async def wait_ready_replicas(api: ApiClient, want: int, timeout: float) -> floa
     """Seconds until the Deployment reports `want` ready replicas (and, for 0, no pod)."""
     t0 = time.perf_counter()
     while time.perf_counter() - t0 < timeout:
-        dep = await api.get(apps_v1.Deployment, NAME, namespace="default")
+        dep = await api.get(apps_v1.Deployment, NAME, namespace=NAMESPACE)
         if dep.status.ready_replicas == want and dep.status.replicas == want:
             return time.perf_counter() - t0
         await asyncio.sleep(0.5)
@@ -144,39 +167,91 @@ async def wait_ready_replicas(api: ApiClient, want: int, timeout: float) -> floa
 
 
 async def check_allocations(api: ApiClient, replicas: int) -> dict:
-    """Every pod Running; special claims for the DRA pods only; no device twice."""
-    pods, _ = await api.list(core_v1.Pod, namespace="default")
-    claims, _ = await api.list(resource_v1.ResourceClaim, namespace="default")
+    """`allocation_checks` of the namespace's pods and ResourceClaims as listed now."""
+    pods, _ = await api.list(core_v1.Pod, namespace=NAMESPACE)
+    claims, _ = await api.list(resource_v1.ResourceClaim, namespace=NAMESPACE)
+    return allocation_checks(pods, claims, replicas)
+
+
+PROBLEMS = (
+    "pods_not_running",
+    "pods_missing_or_extra",
+    "devices_allocated_twice",
+    "dra_pods_without_one_claim_named_by_status",
+    "device_plugin_pods_with_claim",
+    "claims_without_pod",
+    "statuses_naming_missing_claim",
+)
+
+
+def allocation_checks(
+    pods: list[core_v1.Pod], claims: list[resource_v1.ResourceClaim], replicas: int
+) -> dict:
+    """Figures of the pods and claims, and how many of them break each invariant of
+    `PROBLEMS` (all 0 and `ok` when the cluster is as it should be). A pod's special claim
+    is one annotated as such that the pod controls (name and UID), as upstream finds it."""
+    running = [
+        p for p in pods if p.status.phase == "Running" and p.metadata.deletion_timestamp is None
+    ]
+    special = [
+        c
+        for c in claims
+        if c.metadata.annotations.get(resource_v1.EXTENDED_RESOURCE_CLAIM_ANNOTATION) == "true"
+    ]
+    controlled: dict[str, list[resource_v1.ResourceClaim]] = {}  # pod UID → its claims
+    for claim in special:
+        for ref in claim.metadata.owner_references:
+            if ref.controller and ref.kind == "Pod":
+                controlled.setdefault(ref.uid, []).append(claim)
+    pod_uids = {p.metadata.uid for p in pods}
+    claim_names = {c.metadata.name for c in claims}
     devices: Counter[tuple[str, str, str]] = Counter()
     for claim in claims:
         allocation = claim.status.allocation
         for result in allocation.devices.results if allocation is not None else ():
             devices[(result.driver, result.pool, result.device)] += 1
-    claim_names = {c.metadata.name for c in claims}
     on_dra = [p for p in pods if p.spec.node_name.startswith("dra-")]
-    with_status = [p for p in on_dra if p.status.extended_resource_claim_status is not None]
-    claimed = {
-        p.status.extended_resource_claim_status.resource_claim_name
-        for p in with_status
-        if p.status.extended_resource_claim_status is not None
+    on_dp = [p for p in pods if p.spec.node_name.startswith("dp-")]
+
+    def names_its_claim(pod: core_v1.Pod) -> bool:
+        mine = controlled.get(pod.metadata.uid, [])
+        status = pod.status.extended_resource_claim_status
+        return (
+            len(mine) == 1
+            and status is not None
+            and status.resource_claim_name == mine[0].metadata.name
+        )
+
+    problems = {
+        "pods_not_running": len(pods) - len(running),
+        "pods_missing_or_extra": abs(len(pods) - replicas),
+        "devices_allocated_twice": sum(n > 1 for n in devices.values()),
+        "dra_pods_without_one_claim_named_by_status": sum(not names_its_claim(p) for p in on_dra),
+        "device_plugin_pods_with_claim": sum(
+            bool(controlled.get(p.metadata.uid))
+            or p.status.extended_resource_claim_status is not None
+            for p in on_dp
+        ),
+        "claims_without_pod": sum(
+            not any(ref.controller and ref.uid in pod_uids for ref in c.metadata.owner_references)
+            for c in special
+        ),
+        "statuses_naming_missing_claim": sum(
+            p.status.extended_resource_claim_status is not None
+            and p.status.extended_resource_claim_status.resource_claim_name not in claim_names
+            for p in pods
+        ),
     }
+    assert problems.keys() == set(PROBLEMS)
     return {
         "pods": len(pods),
-        "pods_running": sum(p.status.phase == "Running" for p in pods),
+        "pods_running": len(running),
         "pods_on_dra_nodes": len(on_dra),
-        "pods_on_device_plugin_nodes": sum(p.spec.node_name.startswith("dp-") for p in pods),
-        "special_claims": len(claims),
-        "dra_pods_with_claim_status": len(with_status),
-        "dra_pods_whose_claim_exists": len(claimed & claim_names),
-        "claims_without_pod": len(claim_names - claimed),
+        "pods_on_device_plugin_nodes": len(on_dp),
+        "special_claims": len(special),
         "devices_allocated": len(devices),
-        "devices_allocated_twice": sum(n > 1 for n in devices.values()),
-        "ok": (
-            len(pods) == replicas
-            and all(p.status.phase == "Running" for p in pods)
-            and len(with_status) == len(on_dra) == len(claims) == len(claimed & claim_names)
-            and all(n == 1 for n in devices.values())
-        ),
+        **problems,
+        "ok": not any(problems.values()),
     }
 
 
@@ -184,76 +259,133 @@ async def wait_empty(api: ApiClient, timeout: float) -> float:
     """Seconds until no pod and no ResourceClaim is left in the namespace."""
     t0 = time.perf_counter()
     while time.perf_counter() - t0 < timeout:
-        pods, _ = await api.list(core_v1.Pod, namespace="default")
-        claims, _ = await api.list(resource_v1.ResourceClaim, namespace="default")
+        pods, _ = await api.list(core_v1.Pod, namespace=NAMESPACE)
+        claims, _ = await api.list(resource_v1.ResourceClaim, namespace=NAMESPACE)
         if not pods and not claims:
             return time.perf_counter() - t0
         await asyncio.sleep(1.0)
     raise SystemExit(f"pods or claims left after {timeout:.0f} s")
 
 
-async def keep_log(up: asyncio.subprocess.Process, path: Path, ready: asyncio.Event) -> None:
-    """Copy `drasim up`'s output to `path` until it ends; set `ready` at its `ready` line."""
-    assert up.stdout is not None
-    with path.open("wb") as log:
-        async for line in up.stdout:
-            log.write(line)
-            if line.startswith(b"ready:"):
-                ready.set()
+class UpLog:
+    """`drasim up`'s output: copied to a file, and kept with the time each line came
+    (`time.monotonic()`), so that a caller can wait for a line."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.lines: list[tuple[float, str]] = []
+        self.ready = asyncio.Event()
+        self._grown = asyncio.Condition()
+
+    async def copy(self, up: asyncio.subprocess.Process) -> None:
+        """Until `up` closes its output; `ready` is set at its `ready` line."""
+        assert up.stdout is not None
+        with self.path.open("wb") as log:
+            async for raw in up.stdout:
+                log.write(raw)
+                log.flush()
+                line = raw.decode(errors="replace").rstrip("\n")
+                async with self._grown:
+                    self.lines.append((time.monotonic(), line))
+                    self._grown.notify_all()
+                if line.startswith("ready:"):
+                    self.ready.set()
+
+    async def wait_for(
+        self, wanted: Callable[[str], bool], *, after: int, timeout: float
+    ) -> tuple[float, str]:
+        """The first line from index `after` on that is `wanted`, and when it came."""
+
+        def found() -> tuple[float, str] | None:
+            return next((item for item in self.lines[after:] if wanted(item[1])), None)
+
+        async with self._grown:
+            await asyncio.wait_for(self._grown.wait_for(found), timeout)
+        hit = found()
+        assert hit is not None
+        return hit
 
 
-async def soak(args: argparse.Namespace, workdir: Path) -> dict:
-    dra, dp = args.nodes - args.nodes // 2, args.nodes // 2
-    replicas = args.replicas or dra * GPUS_PER_DRA_NODE + dp * GPUS_PER_DP_NODE
+@dataclass
+class RunningUp:
+    """One `drasim up` ready to use: its process, cluster.json and output, and a client."""
+
+    process: asyncio.subprocess.Process
+    info: cluster.ClusterInfo
+    log: UpLog
+    api: ApiClient
+    ready_s: float
+
+
+@contextlib.asynccontextmanager
+async def running_up(
+    workdir: Path, *, nodes: int, kubelets: int, timeout: float, api_timeout: float = 30.0
+) -> AsyncIterator[RunningUp]:
+    """`drasim up` (embedded NATS and Postgres) with `nodes` of `CLUSTER`, connected to as
+    its admin; SIGTERM once the block ends."""
     path = workdir / "cluster.yaml"
+    dra, dp = split_nodes(nodes)
     path.write_text(CLUSTER.format(dra=dra, dp=dp))
-    data_dir, log_path = workdir / "data", workdir / "up.log"
+    data_dir = workdir / "data"
     env = {k: v for k, v in os.environ.items() if not k.startswith("DRASIM_")}
     drasim = shutil.which("drasim") or str(Path(sys.executable).parent / "drasim")
-    results: dict = {"nodes": args.nodes, "kubelet_processes": args.kubelets}
-    results["replicas"] = replicas
     t0 = time.perf_counter()
     up = await asyncio.create_subprocess_exec(
         drasim, "up", "--data-dir", str(data_dir), "--cluster", str(path),
-        "--kubelets", str(args.kubelets),
+        "--kubelets", str(kubelets),
         stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT, env=env,
     )  # fmt: skip
-    ready = asyncio.Event()
-    logging = asyncio.create_task(keep_log(up, log_path, ready))
+    log = UpLog(workdir / "up.log")
+    copying = asyncio.create_task(log.copy(up))
     try:
-        await asyncio.wait([asyncio.create_task(ready.wait()), logging], timeout=args.timeout,
+        await asyncio.wait([asyncio.create_task(log.ready.wait()), copying], timeout=timeout,
                            return_when=asyncio.FIRST_COMPLETED)  # fmt: skip
-        if not ready.is_set():
-            raise SystemExit(f"drasim up was not ready; see {log_path}")
-        results["ready_s"] = round(time.perf_counter() - t0, 1)
+        if not log.ready.is_set():
+            raise SystemExit(f"drasim up was not ready; see {log.path}")
+        ready_s = time.perf_counter() - t0
         info = cluster.load_cluster(data_dir)
         assert info is not None
-        services = Services(psutil.Process(up.pid))
-        bus = await Bus.connect(info.nats_url, prefix=info.prefix, name="soak")
-        api = ApiClient(bus, actor="soak", timeout=30.0)
+        credentials = Path(info.nats_credentials) if info.nats_credentials else None
+        bus = await Bus.connect(
+            info.nats_url, prefix=info.prefix, name="soak", credentials=credentials
+        )
         try:
-            cpu0 = services.cpu()
-            await api.create(deployment(replicas))
-            up_s = await wait_ready_replicas(api, replicas, args.timeout)
-            cpu1 = services.cpu()
-            results["scale_up_s"] = round(up_s, 1)
-            results["pods_per_s"] = round(replicas / up_s, 1)
-            results["cpu_ms_per_pod"] = {
-                role: round((cpu1[role] - cpu0[role]) / replicas * 1000, 2) for role in cpu1
-            }
-            results["cpu_ms_per_pod_total"] = round(sum(results["cpu_ms_per_pod"].values()), 2)
-            results["checks"] = await check_allocations(api, replicas)
-            scale_to_zero = {"spec": {"replicas": 0}}
-            await api.patch(apps_v1.Deployment, NAME, scale_to_zero, namespace="default")
-            results["scale_down_s"] = round(await wait_empty(api, args.timeout), 1)
+            yield RunningUp(
+                up, info, log, ApiClient(bus, actor="soak", timeout=api_timeout), ready_s
+            )
         finally:
             await bus.close()
     finally:
         with contextlib.suppress(ProcessLookupError):
             up.send_signal(signal.SIGTERM)
         await up.wait()
-        await logging
-    results["log_problems"] = sum(bool(_PROBLEM.search(line)) for line in log_path.open())
+        await copying
+
+
+async def soak(args: argparse.Namespace, workdir: Path) -> dict:
+    replicas = args.replicas or gpus(args.nodes)
+    results: dict = {"nodes": args.nodes, "kubelet_processes": args.kubelets}
+    results["replicas"] = replicas
+    async with running_up(
+        workdir, nodes=args.nodes, kubelets=args.kubelets, timeout=args.timeout
+    ) as up:
+        results["ready_s"] = round(up.ready_s, 1)
+        api = up.api
+        services = Services(psutil.Process(up.process.pid))
+        cpu0 = services.cpu()
+        await api.create(deployment(replicas))
+        up_s = await wait_ready_replicas(api, replicas, args.timeout)
+        cpu1 = services.cpu()
+        results["scale_up_s"] = round(up_s, 1)
+        results["pods_per_s"] = round(replicas / up_s, 1)
+        results["cpu_ms_per_pod"] = {
+            role: round((cpu1[role] - cpu0[role]) / replicas * 1000, 2) for role in cpu1
+        }
+        results["cpu_ms_per_pod_total"] = round(sum(results["cpu_ms_per_pod"].values()), 2)
+        results["checks"] = await check_allocations(api, replicas)
+        await scale(api, 0)
+        results["scale_down_s"] = round(await wait_empty(api, args.timeout), 1)
+    results["log_problems"] = sum(bool(_PROBLEM.search(line)) for _, line in up.log.lines)
     return results
 
 
