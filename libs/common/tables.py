@@ -177,6 +177,43 @@ def _int_or_string(value: int | str | None) -> str:
 NAME = Column("Name", _name, description="Name must be unique within a namespace.", format="name")
 AGE = Column("Age", age, description="CreationTimestamp of the object.")
 
+
+def _role_ref(binding: Any, now: datetime) -> str:
+    return f"{binding.role_ref.kind}/{binding.role_ref.name}"
+
+
+def _subjects(kind: str) -> Callable[[Any, datetime], str]:
+    """The names of a binding's subjects of one kind (a service account as
+    `namespace/name`), as upstream's `SubjectsStrings`."""
+
+    def cell(binding: Any, now: datetime) -> str:
+        return ", ".join(
+            f"{s.namespace}/{s.name}" if kind == "ServiceAccount" else s.name
+            for s in binding.subjects
+            if s.kind == kind
+        )
+
+    return cell
+
+
+ROLE_COLUMNS = [
+    NAME,
+    Column(
+        "Created At",
+        lambda r, now: r.metadata.creation_timestamp or "",
+        type="date",
+        description="CreationTimestamp of the object.",
+    ),
+]
+ROLE_BINDING_COLUMNS = [
+    NAME,
+    Column("Role", _role_ref),
+    AGE,
+    Column("Users", _subjects("User"), priority=1),
+    Column("Groups", _subjects("Group"), priority=1),
+    Column("ServiceAccounts", _subjects("ServiceAccount"), priority=1),
+]
+
 COLUMNS: dict[str, list[Column]] = {
     "pods": [
         NAME,
@@ -252,6 +289,12 @@ COLUMNS: dict[str, list[Column]] = {
         AGE,
         Column("PreemptionPolicy", lambda c, now: c.preemption_policy or ""),
     ],
+    # Upstream's `roleColumnDefinitions` and `roleBindingsColumnDefinitions` (the cluster
+    # ones the same).
+    "roles": ROLE_COLUMNS,
+    "clusterroles": ROLE_COLUMNS,
+    "rolebindings": ROLE_BINDING_COLUMNS,
+    "clusterrolebindings": ROLE_BINDING_COLUMNS,
     # Upstream's `eventColumnDefinitions`, in its order; `-o wide` adds the priority 1 ones.
     "events": [
         Column("Last Seen", _event_last_seen),

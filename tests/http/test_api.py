@@ -70,7 +70,8 @@ async def test_discovery(http):
     groups, _ = await call(http, "GET", "/apis", 200, headers={"Accept": AGGREGATED})
     by_name = {g["metadata"]["name"]: g for g in groups["items"]}
     assert sorted(by_name) == [
-        "apps", "coordination.k8s.io", "policy", "resource.k8s.io", "scheduling.k8s.io",
+        "apps", "coordination.k8s.io", "policy", "rbac.authorization.k8s.io",
+        "resource.k8s.io", "scheduling.k8s.io",
     ]  # fmt: skip
     deployments = next(
         r for r in by_name["apps"]["versions"][0]["resources"] if r["resource"] == "deployments"

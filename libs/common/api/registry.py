@@ -13,6 +13,7 @@ from drasim.common.api import (
     coordination_v1,
     core_v1,
     policy_v1,
+    rbac_v1,
     resource_v1,
     scheduling_v1,
 )
@@ -89,6 +90,10 @@ RESOURCES: tuple[ResourceInfo, ...] = (
     _info(policy_v1.PodDisruptionBudget, "poddisruptionbudgets", namespaced=True,
           short_names=("pdb",), subresources=("status",)),
     _info(scheduling_v1.PriorityClass, "priorityclasses", namespaced=False, short_names=("pc",)),
+    _info(rbac_v1.ClusterRole, "clusterroles", namespaced=False),
+    _info(rbac_v1.ClusterRoleBinding, "clusterrolebindings", namespaced=False),
+    _info(rbac_v1.Role, "roles", namespaced=True),
+    _info(rbac_v1.RoleBinding, "rolebindings", namespaced=True),
     _info(resource_v1.DeviceClass, "deviceclasses", namespaced=False),
     _info(resource_v1.ResourceSlice, "resourceslices", namespaced=False),
     _info(resource_v1.ResourceClaim, "resourceclaims", namespaced=True, subresources=("status",)),

@@ -23,6 +23,7 @@ from drasim.common.api import (
     coordination_v1,
     core_v1,
     policy_v1,
+    rbac_validation,
     registry,
     resource_v1,
     resources,
@@ -1820,6 +1821,7 @@ _VALIDATORS: dict[type[KubeObject], Validator] = {
     resource_v1.ResourceSlice: _validate_resource_slice,
     resource_v1.ResourceClaim: _validate_resource_claim,
     resource_v1.ResourceClaimTemplate: _validate_resource_claim_template,
+    **rbac_validation.VALIDATORS,
 }
 
 
@@ -1829,5 +1831,8 @@ def _is_namespaced(type_: type[KubeObject]) -> bool:
 
 
 def _name_rule(type_: type[KubeObject]) -> Callable[[str, bool], list[str]]:
-    """Namespaces are DNS labels (they become DNS names); other names DNS subdomains."""
+    """Namespaces are DNS labels (they become DNS names); RBAC names path segments; other
+    names DNS subdomains."""
+    if type_ in rbac_validation.VALIDATORS:
+        return rbac_validation.path_segment_name
     return _LABEL_NAME if type_ is core_v1.Namespace else _SUBDOMAIN_NAME

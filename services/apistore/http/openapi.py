@@ -29,6 +29,7 @@ _PACKAGES = {
     "drasim.common.api.apps_v1": "io.k8s.api.apps.v1",
     "drasim.common.api.coordination_v1": "io.k8s.api.coordination.v1",
     "drasim.common.api.policy_v1": "io.k8s.api.policy.v1",
+    "drasim.common.api.rbac_v1": "io.k8s.api.rbac.v1",
     "drasim.common.api.resource_v1": "io.k8s.api.resource.v1",
     "drasim.common.api.scheduling_v1": "io.k8s.api.scheduling.v1",
 }
@@ -37,6 +38,109 @@ INT_OR_STRING = "io.k8s.apimachinery.pkg.util.intstr.IntOrString"
 _API_CONVENTIONS = (
     "https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md"
 )
+
+# rbac.authorization.k8s.io/v1's kinds and fields (upstream's text).
+RBAC_DESCRIPTIONS: dict[str, str] = {
+    "Role": (
+        "Role is a namespaced, logical grouping of PolicyRules that can be referenced as a "
+        "unit by a RoleBinding."
+    ),
+    "ClusterRole": (
+        "ClusterRole is a cluster level, logical grouping of PolicyRules that can be "
+        "referenced as a unit by a RoleBinding or ClusterRoleBinding."
+    ),
+    "RoleBinding": (
+        "RoleBinding references a role, but does not contain it.  It can reference a Role in "
+        "the same namespace or a ClusterRole in the global namespace. It adds who information "
+        "via Subjects and namespace information by which namespace it exists in.  "
+        "RoleBindings in a given namespace only have effect in that namespace."
+    ),
+    "ClusterRoleBinding": (
+        "ClusterRoleBinding references a ClusterRole, but not contain it.  It can reference "
+        "a ClusterRole in the global namespace, and adds who information via Subject."
+    ),
+    "PolicyRule": (
+        "PolicyRule holds information that describes a policy rule, but does not contain "
+        "information about who the rule applies to or which namespace the rule applies to."
+    ),
+    "Subject": (
+        "Subject contains a reference to the object or user identities a role binding "
+        "applies to.  This can either hold a direct API object reference, or a value for "
+        "non-objects such as user and group names."
+    ),
+    "RoleRef": "RoleRef contains information that points to the role being used",
+    "AggregationRule": (
+        "AggregationRule describes how to locate ClusterRoles to aggregate into the ClusterRole"
+    ),
+    "Role.rules": "Rules holds all the PolicyRules for this Role",
+    "ClusterRole.rules": "Rules holds all the PolicyRules for this ClusterRole",
+    "ClusterRole.aggregationRule": (
+        "AggregationRule is an optional field that describes how to build the Rules for this "
+        "ClusterRole. If AggregationRule is set, then the Rules are controller managed and "
+        "direct changes to Rules will be stomped by the controller."
+    ),
+    "AggregationRule.clusterRoleSelectors": (
+        "ClusterRoleSelectors holds a list of selectors which will be used to find "
+        "ClusterRoles and create the rules. If any of the selectors match, then the "
+        "ClusterRole's permissions will be added"
+    ),
+    "RoleBinding.subjects": "Subjects holds references to the objects the role applies to.",
+    "RoleBinding.roleRef": (
+        "RoleRef can reference a Role in the current namespace or a ClusterRole in the "
+        "global namespace. If the RoleRef cannot be resolved, the Authorizer must return an "
+        "error. This field is immutable."
+    ),
+    "ClusterRoleBinding.subjects": (
+        "Subjects holds references to the objects the role applies to."
+    ),
+    "ClusterRoleBinding.roleRef": (
+        "RoleRef can only reference a ClusterRole in the global namespace. If the RoleRef "
+        "cannot be resolved, the Authorizer must return an error. This field is immutable."
+    ),
+    "PolicyRule.verbs": (
+        "Verbs is a list of Verbs that apply to ALL the ResourceKinds contained in this "
+        "rule. '*' represents all verbs."
+    ),
+    "PolicyRule.apiGroups": (
+        "APIGroups is the name of the APIGroup that contains the resources.  If multiple API "
+        "groups are specified, any action requested against one of the enumerated resources "
+        'in any API group will be allowed. "" represents the core API group and "*" '
+        "represents all API groups."
+    ),
+    "PolicyRule.resources": (
+        "Resources is a list of resources this rule applies to. '*' represents all resources."
+    ),
+    "PolicyRule.resourceNames": (
+        "ResourceNames is an optional white list of names that the rule applies to.  An "
+        "empty set means that everything is allowed."
+    ),
+    "PolicyRule.nonResourceURLs": (
+        "NonResourceURLs is a set of partial urls that a user should have access to.  *s are "
+        "allowed, but only as the full, final step in the path Since non-resource URLs are "
+        "not namespaced, this field is only applicable for ClusterRoles referenced from a "
+        'ClusterRoleBinding. Rules can either apply to API resources (such as "pods" or '
+        '"secrets") or non-resource URL paths (such as "/api"),  but not both.'
+    ),
+    "Subject.kind": (
+        'Kind of object being referenced. Values defined by this API group are "User", '
+        '"Group", and "ServiceAccount". If the Authorizer does not recognized the kind value, '
+        "the Authorizer should report an error."
+    ),
+    "Subject.apiGroup": (
+        'APIGroup holds the API group of the referenced subject. Defaults to "" for '
+        'ServiceAccount subjects. Defaults to "rbac.authorization.k8s.io" for User and '
+        "Group subjects."
+    ),
+    "Subject.name": "Name of the object being referenced.",
+    "Subject.namespace": (
+        "Namespace of the referenced object.  If the object kind is non-namespace, such as "
+        '"User" or "Group", and this value is not empty the Authorizer should report an '
+        "error."
+    ),
+    "RoleRef.apiGroup": "APIGroup is the group for the resource being referenced",
+    "RoleRef.kind": "Kind is the type of resource being referenced",
+    "RoleRef.name": "Name is the name of resource being referenced",
+}
 
 # Field descriptions, by "<type>.<jsonName>" (upstream's text, shortened where long). The
 # type modules stay free of documentation strings; fields not listed here have none.
@@ -103,6 +207,7 @@ DESCRIPTIONS: dict[str, str] = {
         "PriorityClass defines mapping from a priority class name to the priority integer "
         "value. The value can be any valid integer."
     ),
+    **RBAC_DESCRIPTIONS,
     "PodDisruptionBudget": (
         "PodDisruptionBudget is an object to define the max disruption that can be caused "
         "to a collection of pods"
