@@ -16,7 +16,7 @@ from collections.abc import Callable
 
 import msgspec
 
-from drasim.apistore import admission, faults, limits, mutations, strategy
+from drasim.apistore import admission, faults, limits, mutations, rbac, strategy
 from drasim.apistore.mutations import Context
 from drasim.apistore.store import EventRow, ObjectRow, Store, WriteSession
 from drasim.common import codec, errors, selection
@@ -26,7 +26,8 @@ from drasim.common.bus import messages
 log = logging.getLogger(__name__)
 
 MAX_BATCH = 512
-# How often the PriorityClasses admission reads are reloaded (for other replicas' writes).
+# How often the PriorityClasses admission and RBAC reads are reloaded (for other
+# replicas' writes).
 PRIORITY_CLASS_RELOAD_SECONDS = 10.0
 # What a list answer holds besides its items (resourceVersion, continue token, counts).
 LIST_ENVELOPE_BYTES = 2048
@@ -59,6 +60,7 @@ class ApiCore:
         # ahead of the lock, and those prepared ahead but redone under it.
         self.stats = {"batches": 0, "requests": 0, "ahead": 0, "redone": 0}
         self.priority_classes = admission.PriorityClasses()
+        self.rbac = rbac.Policy()  # the roles and bindings the HTTP API authorizes by
         self._reload: asyncio.Task[None] | None = None
 
     async def start(self) -> None:
@@ -66,6 +68,7 @@ class ApiCore:
         self._loop = asyncio.get_running_loop()
         self._writer = asyncio.create_task(self._write_loop(), name="apistore-writer")
         await self.reload_priority_classes()
+        await self.reload_rbac()
         builtins = [
             ("namespaces", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
             for ns in strategy.BUILTIN_NAMESPACES
@@ -83,6 +86,7 @@ class ApiCore:
             )
             for name, (value, description) in scheduling_v1.SYSTEM_PRIORITY_CLASSES.items()
         ]
+        builtins += rbac.BOOTSTRAP
         for resource, obj in builtins:
             with contextlib.suppress(errors.AlreadyExists):
                 await self.handle(
@@ -96,13 +100,19 @@ class ApiCore:
         answer = await self.list(messages.List(resource="priorityclasses"))
         self.priority_classes.replace(codec.decode(answer, admission.PriorityClassList))
 
+    async def reload_rbac(self) -> None:
+        """Read every role and binding as committed (the RBAC authorizer's index)."""
+        for resource in rbac.RESOURCES:
+            self.rbac.replace(resource, await self.list(messages.List(resource=resource)))
+
     async def _reload_forever(self) -> None:
         while True:
             await asyncio.sleep(PRIORITY_CLASS_RELOAD_SECONDS)
             try:
                 await self.reload_priority_classes()
-            except errors.ApiError as exc:  # the database away: keep the last index
-                log.warning("reloading PriorityClasses failed: %s", exc)
+                await self.reload_rbac()
+            except errors.ApiError as exc:  # the database away: keep the last indexes
+                log.warning("reloading PriorityClasses and RBAC failed: %s", exc)
 
     async def stop(self) -> None:
         self._loop = None
@@ -404,6 +414,7 @@ class ApiCore:
                 fut.set_result(result)
         if batch.events:
             self.priority_classes.observe(batch.events)
+            self.rbac.observe(batch.events)
             if self._on_commit is not None:
                 self._on_commit(batch.events)
         # What was announced is what committed, unless a first attempt announced its own.

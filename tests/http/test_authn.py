@@ -118,6 +118,72 @@ async def test_a_user_without_bindings_may_discover_and_nothing_else(
         assert (await nobody.get("/api")).status == 401
 
 
+def _view_binding(namespace: str, subject: dict[str, str]) -> dict[str, object]:
+    return {
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": "RoleBinding",
+        "metadata": {"name": "jane-views", "namespace": namespace},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "view"},
+        "subjects": [subject],
+    }
+
+
+async def test_a_role_binding_of_view_lets_jane_read_its_namespace_only(
+    users_cluster: str, certs
+) -> None:
+    async with (
+        _session(users_cluster, certs, TOKEN) as admin,
+        _session(users_cluster, certs, JANE_TOKEN) as jane,
+    ):
+        assert (await jane.get("/api/v1/namespaces/default/pods")).status == 403
+        binding = _view_binding("default", {"kind": "User", "name": "jane"})
+        response = await admin.post(
+            "/apis/rbac.authorization.k8s.io/v1/namespaces/default/rolebindings", json=binding
+        )
+        assert response.status == 201, await response.text()
+        assert (await jane.get("/api/v1/namespaces/default/pods")).status == 200
+        assert (await jane.get("/apis/apps/v1/namespaces/default/deployments")).status == 200
+        response = await jane.post("/api/v1/namespaces/default/pods", json=POD)
+        assert response.status == 403
+        assert (await response.json())["message"] == (
+            'pods is forbidden: User "jane" cannot create resource "pods" in API group "" in '
+            'the namespace "default"'
+        )
+        response = await jane.get("/api/v1/namespaces/kube-system/pods")
+        assert response.status == 403
+        assert (await response.json())["message"] == (
+            'pods is forbidden: User "jane" cannot list resource "pods" in API group "" in the '
+            'namespace "kube-system"'
+        )
+        assert (await jane.get("/api/v1/pods")).status == 403  # all namespaces: cluster scope
+        assert (await jane.get("/api/v1/namespaces/default/resourcequotas")).status == 200
+
+        deleted = await admin.delete(
+            "/apis/rbac.authorization.k8s.io/v1/namespaces/default/rolebindings/jane-views"
+        )
+        assert deleted.status == 200
+        assert (await jane.get("/api/v1/namespaces/default/pods")).status == 403
+
+
+async def test_a_cluster_role_binding_to_a_group_applies_everywhere(
+    users_cluster: str, certs
+) -> None:
+    async with (
+        _session(users_cluster, certs, TOKEN) as admin,
+        _session(users_cluster, certs, JANE_TOKEN) as jane,
+    ):
+        binding = _view_binding("", {"kind": "Group", "name": "system:authenticated"})
+        binding["kind"] = "ClusterRoleBinding"
+        binding["metadata"] = {"name": "everyone-views"}
+        response = await admin.post(
+            "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings", json=binding
+        )
+        assert response.status == 201, await response.text()
+        assert (await jane.get("/api/v1/namespaces/kube-system/pods")).status == 200
+        assert (await jane.get("/api/v1/pods")).status == 200
+        assert (await jane.get("/api/v1/nodes")).status == 403  # view has no cluster kinds
+
+
 async def test_kubectl_auth_whoami_and_can_i(cluster: Cluster, kubectl) -> None:
     whoami = await kubectl("auth", "whoami", "-o", "json")
     info = msgspec.json.decode(whoami.stdout)["status"]["userInfo"]

@@ -5,10 +5,11 @@ As kube-apiserver's `--token-auth-file`: a CSV file, one user a line,
 `system:authenticated`. The user is the request's actor (recorded with each write), never
 a header or a query parameter the client chooses.
 
-Authorization is RBAC with upstream's default bindings and no others yet: `system:masters`
-may do everything (and impersonate, `kubectl --as`); any other user may read discovery and
-OpenAPI and ask who it is (`kubectl auth whoami`) and what it may do (`kubectl auth
-can-i`), and is refused everything else with upstream's 403 message.
+Authorization is RBAC (`drasim.apistore.rbac`): `system:masters` may do everything (and
+impersonate, `kubectl --as`); any other user what the Roles bound to it or its groups allow.
+Upstream's default bindings let every authenticated user read discovery and OpenAPI and
+ask who it is (`kubectl auth whoami`) and what it may do (`kubectl auth can-i`). A refusal
+is upstream's 403 message.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from pathlib import Path
 
 from aiohttp import web
 
+from drasim.apistore import rbac
 from drasim.common import errors
 
 MASTERS = "system:masters"
@@ -110,64 +112,70 @@ def authenticate(request: web.Request, tokens: Tokens) -> UserInfo:
 # What any user may ask about itself (RBAC's system:basic-user).
 SELF_SUBJECT_REVIEW = "/apis/authentication.k8s.io/v1/selfsubjectreviews"
 SELF_SUBJECT_ACCESS_REVIEW = "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews"
-_SELF_REVIEWS = (SELF_SUBJECT_REVIEW, SELF_SUBJECT_ACCESS_REVIEW)
-# Paths every authenticated user may read (RBAC's system:discovery, system:public-info-viewer).
-_DISCOVERY = ("/api", "/apis", "/version", "/openapi", "/healthz", "/livez", "/readyz")
 
 
-def authorize(request: web.Request, user: UserInfo) -> None:
-    """RBAC with only the default bindings: masters may do all, others discovery alone."""
+def authorize(request: web.Request, user: UserInfo, policy: rbac.Policy) -> None:
+    """403 unless RBAC allows the request; `system:masters` may do everything (as
+    kube-apiserver's privileged-group authorizer, ahead of RBAC)."""
     if user.is_master:
         return
+    attrs = attributes(request)
+    if not policy.authorize(user.name, user.groups, attrs).allowed:
+        raise _refusal(attrs, user)
+
+
+_VERBS = {"POST": "create", "PUT": "update", "PATCH": "patch", "GET": "get", "HEAD": "get"}
+# A namespace's own subresources: `/api/v1/namespaces/<ns>/status` is the namespace's.
+_NAMESPACE_SUBRESOURCES = ("status", "finalize")
+
+
+def attributes(request: web.Request) -> rbac.Attributes:
+    """What the request does, as upstream's `RequestInfoFactory` reads a path: a resource
+    request under `/api/v1` or `/apis/<group>/<version>`, else a non-resource one (the
+    discovery documents themselves among them)."""
     path = request.path
-    if request.method == "GET" and (
-        path in _DISCOVERY or path.startswith("/openapi/") or _is_discovery(path)
-    ):
-        return
-    if request.method == "POST" and path in (_SELF_REVIEWS):
-        return
-    raise _refusal(request, user)
-
-
-_VERBS = {"POST": "create", "PUT": "update", "PATCH": "patch"}
-
-
-def _refusal(request: web.Request, user: UserInfo) -> errors.Forbidden:
-    """The RBAC authorizer's 403, phrased as upstream's for a resource request (its verb,
-    resource, group and scope) or for any other path."""
-    parts = request.path.strip("/").split("/")
+    parts = path.strip("/").split("/")
     if parts[0] == "api" and len(parts) > 2:
         group, rest = "", parts[2:]
     elif parts[0] == "apis" and len(parts) > 3:
         group, rest = parts[1], parts[3:]
     else:
-        return errors.Forbidden(
-            f'forbidden: User "{user.name}" cannot {request.method.lower()} path "{request.path}"'
-        )
+        return rbac.Attributes(request.method.lower(), resource_request=False, path=path)
     namespace = ""
-    if len(rest) > 2 and rest[0] == "namespaces":
-        namespace, rest = rest[1], rest[2:]
+    if rest[0] == "namespaces" and len(rest) > 1:
+        namespace = rest[1]
+        if len(rest) > 2 and rest[2] not in _NAMESPACE_SUBRESOURCES:
+            rest = rest[2:]
     resource, name = rest[0], rest[1] if len(rest) > 1 else ""
     subresource = rest[2] if len(rest) > 2 else ""
-    if request.method == "GET":
-        verb = (
-            "watch" if request.query.get("watch") in ("1", "true") else ("get" if name else "list")
-        )
-    elif request.method == "DELETE":
-        verb = "delete" if name else "deletecollection"
-    else:
-        verb = _VERBS.get(request.method, request.method.lower())
-    scope = f'in the namespace "{namespace}"' if namespace else "at the cluster scope"
-    qualified = f"{resource}.{group}" if group else resource
-    what = f'{qualified} "{name}"' if name else qualified
-    full = f"{resource}/{subresource}" if subresource else resource
-    return errors.Forbidden(
-        f'{what} is forbidden: User "{user.name}" cannot {verb} resource "{full}" in API group '
-        f'"{group}" {scope}'
+    verb = _VERBS.get(request.method, request.method.lower())
+    if verb == "get" and not name:
+        verb = "watch" if request.query.get("watch") in ("1", "true") else "list"
+    elif verb == "delete" and not name:
+        verb = "deletecollection"
+    return rbac.Attributes(
+        verb,
+        namespace=namespace,
+        group=group,
+        resource=resource,
+        subresource=subresource,
+        name=name,
+        path=path,
     )
 
 
-def _is_discovery(path: str) -> bool:
-    """`/api/v1`, `/apis/<group>` or `/apis/<group>/<version>`: a group's resource list."""
-    parts = path.strip("/").split("/")
-    return (parts[0] == "api" and len(parts) == 2) or (parts[0] == "apis" and len(parts) <= 3)
+def _refusal(attrs: rbac.Attributes, user: UserInfo) -> errors.Forbidden:
+    """The RBAC authorizer's 403, phrased as upstream's for a resource request (its verb,
+    resource, group and scope) or for any other path."""
+    if not attrs.resource_request:
+        return errors.Forbidden(
+            f'forbidden: User "{user.name}" cannot {attrs.verb} path "{attrs.path}"'
+        )
+    scope = f'in the namespace "{attrs.namespace}"' if attrs.namespace else "at the cluster scope"
+    qualified = f"{attrs.resource}.{attrs.group}" if attrs.group else attrs.resource
+    what = f'{qualified} "{attrs.name}"' if attrs.name else qualified
+    full = f"{attrs.resource}/{attrs.subresource}" if attrs.subresource else attrs.resource
+    return errors.Forbidden(
+        f'{what} is forbidden: User "{user.name}" cannot {attrs.verb} resource "{full}" in API '
+        f'group "{attrs.group}" {scope}'
+    )

@@ -70,6 +70,6 @@ async def authenticate(request: web.Request, handler: Handler) -> web.StreamResp
     """401 unless `Authorization: Bearer <token>` names a user; 403 unless the user may
     (see `authn`). The user is then the request's actor."""
     user = authn.authenticate(request, request.app[keys.TOKENS])
-    authn.authorize(request, user)
+    authn.authorize(request, user, request.app[keys.CORE].rbac)
     request[keys.USER] = user
     return await handler(request)

@@ -1,0 +1,346 @@
+"""The RBAC authorizer: what a user may do, by the Roles and bindings stored.
+
+As upstream's (`plugin/pkg/auth/authorizer/rbac`, `pkg/registry/rbac/validation/rule.go`):
+a request is allowed when a rule of a role bound to the user, or to one of its groups,
+covers it: every ClusterRoleBinding, then the RoleBindings of the request's namespace
+(a RoleBinding's rules apply in its namespace alone). A rule matches a resource request
+by verb, API group, resource (`pods`, `pods/log`, `*/scale`), and resource name when it
+lists names; a non-resource request (`/healthz`, `/apis/*`) by verb and URL. `*` matches
+every verb, group, resource or URL; a URL ending in `*` every URL it starts. Nothing
+denies: no rule, no access.
+
+`Policy` plays the part of upstream's informers: the apistore loads every role and
+binding at start, follows each committed batch (before the batch's answers go out, so a
+client that saw its binding created is allowed by it), and reloads now and then for other
+replicas' writes. `BOOTSTRAP` holds upstream's default roles and bindings that matter
+here (`plugin/pkg/auth/authorizer/rbac/bootstrappolicy`), which the apistore creates
+when missing, as kube-apiserver does.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import msgspec
+
+from drasim.apistore.store import EventRow
+from drasim.common import codec
+from drasim.common.api import rbac_v1
+
+__all__ = [
+    "BOOTSTRAP",
+    "RESOURCES",
+    "Attributes",
+    "Decision",
+    "Policy",
+    "rule_allows",
+]
+
+RESOURCES = ("clusterroles", "clusterrolebindings", "roles", "rolebindings")
+_TYPES: dict[str, type[Any]] = {
+    "clusterroles": rbac_v1.ClusterRole,
+    "clusterrolebindings": rbac_v1.ClusterRoleBinding,
+    "roles": rbac_v1.Role,
+    "rolebindings": rbac_v1.RoleBinding,
+}
+ALL = "*"
+SERVICE_ACCOUNT_PREFIX = "system:serviceaccount:"
+
+
+@dataclass(frozen=True, slots=True)
+class Attributes:
+    """What a request does (upstream `authorizer.Attributes`): a resource request names
+    a verb (`get`, `list`, `create`, ...), group, resource and maybe subresource, name and
+    namespace; any other request a verb (the HTTP method, lower-cased) and a path."""
+
+    verb: str
+    resource_request: bool = True
+    namespace: str = ""
+    group: str = ""
+    resource: str = ""
+    subresource: str = ""
+    name: str = ""
+    path: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Decision:
+    allowed: bool
+    reason: str = ""  # what allowed it, as upstream words it ("RBAC: allowed by ...")
+
+
+def rule_allows(attrs: Attributes, rule: rbac_v1.PolicyRule) -> bool:
+    """Upstream `RuleAllows`."""
+    if not (ALL in rule.verbs or attrs.verb in rule.verbs):
+        return False
+    if not attrs.resource_request:
+        return any(
+            url in (ALL, attrs.path)
+            or (url.endswith("*") and attrs.path.startswith(url.rstrip("*")))
+            for url in rule.non_resource_urls
+        )
+    if not (ALL in rule.api_groups or attrs.group in rule.api_groups):
+        return False
+    combined = f"{attrs.resource}/{attrs.subresource}" if attrs.subresource else attrs.resource
+    matching = {ALL, combined, f"*/{attrs.subresource}"} if attrs.subresource else {ALL, combined}
+    if matching.isdisjoint(rule.resources):
+        return False
+    return not rule.resource_names or attrs.name in rule.resource_names
+
+
+class _Listed(msgspec.Struct):
+    """The part of the apistore's own list answer the index reads."""
+
+    resource_version: int = 0
+    items: list[msgspec.Raw] = []
+
+
+class Policy:
+    """Every Role, ClusterRole and binding, indexed for `authorize`."""
+
+    def __init__(self) -> None:
+        self._objects: dict[str, dict[tuple[str, str], Any]] = {r: {} for r in RESOURCES}
+        self._observed: dict[str, int] = dict.fromkeys(RESOURCES, 0)
+
+    def replace(self, resource: str, answer: bytes) -> None:
+        """Take a list answer of every object of `resource`, unless a write this index
+        already took is newer than the list (the next reload brings both)."""
+        listed = codec.decode(answer, _Listed)
+        if self._observed[resource] > listed.resource_version:
+            return
+        type_ = _TYPES[resource]
+        objects = (codec.decode(raw, type_) for raw in listed.items)
+        self._objects[resource] = {(o.metadata.namespace, o.metadata.name): o for o in objects}
+
+    def observe(self, events: Iterable[EventRow]) -> None:
+        """Follow a committed batch's writes."""
+        for ev in events:
+            type_ = _TYPES.get(ev.resource)
+            if type_ is None:
+                continue
+            self._observed[ev.resource] = ev.seq
+            key = (ev.namespace, ev.name)
+            if ev.type == "DELETED":
+                self._objects[ev.resource].pop(key, None)
+            else:
+                self._objects[ev.resource][key] = codec.decode(ev.object, type_)
+
+    def authorize(self, user: str, groups: Sequence[str], attrs: Attributes) -> Decision:
+        """Upstream `RBACAuthorizer.Authorize`: the first binding whose role has a rule
+        that allows the request, else no."""
+        for binding in self._objects["clusterrolebindings"].values():
+            subject = _applies_to(binding.subjects, user, groups, "")
+            if subject is None:
+                continue
+            if any(rule_allows(attrs, r) for r in self._rules(binding.role_ref, "")):
+                return Decision(True, f"RBAC: allowed by {_describe(binding, subject)}")
+        if not attrs.namespace:
+            return Decision(False)
+        for (namespace, _), binding in self._objects["rolebindings"].items():
+            if namespace != attrs.namespace:
+                continue
+            subject = _applies_to(binding.subjects, user, groups, namespace)
+            if subject is None:
+                continue
+            if any(rule_allows(attrs, r) for r in self._rules(binding.role_ref, namespace)):
+                return Decision(True, f"RBAC: allowed by {_describe(binding, subject)}")
+        return Decision(False)
+
+    def _rules(self, ref: rbac_v1.RoleRef, namespace: str) -> list[rbac_v1.PolicyRule]:
+        """The rules of the role a binding names (none when it does not exist)."""
+        if ref.kind == "ClusterRole":
+            role = self._objects["clusterroles"].get(("", ref.name))
+        elif ref.kind == "Role" and namespace:
+            role = self._objects["roles"].get((namespace, ref.name))
+        else:
+            role = None
+        return role.rules if role is not None else []
+
+
+def _applies_to(
+    subjects: list[rbac_v1.Subject], user: str, groups: Sequence[str], namespace: str
+) -> rbac_v1.Subject | None:
+    """The first subject that is the user (upstream `appliesToUser`)."""
+    for s in subjects:
+        match s.kind:
+            case rbac_v1.USER_KIND if s.name == user:
+                return s
+            case rbac_v1.GROUP_KIND if s.name in groups:
+                return s
+            case rbac_v1.SERVICE_ACCOUNT_KIND:
+                sa_namespace = s.namespace or namespace
+                if sa_namespace and user == f"{SERVICE_ACCOUNT_PREFIX}{sa_namespace}:{s.name}":
+                    return s
+    return None
+
+
+def _describe(binding: Any, subject: rbac_v1.Subject) -> str:
+    """Upstream's `clusterRoleBindingDescriber` and `roleBindingDescriber`."""
+    namespace = binding.metadata.namespace
+    if subject.kind == rbac_v1.SERVICE_ACCOUNT_KIND:
+        who = f'{subject.kind} "{subject.name}/{subject.namespace or namespace}"'
+    else:
+        who = f'{subject.kind} "{subject.name}"'
+    ref = binding.role_ref
+    if isinstance(binding, rbac_v1.RoleBinding):
+        name = f"{binding.metadata.name}/{namespace}"
+        return f'RoleBinding "{name}" of {ref.kind} "{ref.name}" to {who}'
+    return f'ClusterRoleBinding "{binding.metadata.name}" of {ref.kind} "{ref.name}" to {who}'
+
+
+# --- Upstream's bootstrap policy (the part that matters to drasim) ---------------------------
+
+_READ = ["get", "list", "watch"]
+_WRITE = ["create", "update", "patch", "delete", "deletecollection"]
+_READ_WRITE = _READ + _WRITE
+
+
+def _rule(verbs: list[str], groups: list[str], resources: list[str]) -> dict[str, Any]:
+    return {"apiGroups": groups, "resources": resources, "verbs": verbs}
+
+
+def _urls(verbs: list[str], urls: list[str]) -> dict[str, Any]:
+    return {"nonResourceURLs": urls, "verbs": verbs}
+
+
+# `view`: reading what a namespace holds (upstream's aggregate-to-view, for the kinds
+# drasim serves).
+_VIEW = [
+    _rule(
+        _READ,
+        [""],
+        [
+            "pods",
+            "pods/log",
+            "pods/status",
+            "events",
+            "resourcequotas",
+            "resourcequotas/status",
+            "namespaces",
+            "namespaces/status",
+        ],
+    ),  # fmt: skip
+    _rule(
+        _READ,
+        ["apps"],
+        [
+            "deployments",
+            "deployments/scale",
+            "deployments/status",
+            "replicasets",
+            "replicasets/scale",
+            "replicasets/status",
+        ],
+    ),  # fmt: skip
+    _rule(_READ, ["policy"], ["poddisruptionbudgets", "poddisruptionbudgets/status"]),
+    _rule(
+        _READ,
+        ["resource.k8s.io"],
+        ["resourceclaims", "resourceclaims/status", "resourceclaimtemplates"],
+    ),  # fmt: skip
+]
+# `edit`: view, and writing the workloads of a namespace (not its roles or quotas).
+_EDIT = [
+    _rule(_WRITE, [""], ["pods"]),
+    _rule(["create"], [""], ["pods/eviction"]),
+    _rule(
+        _WRITE, ["apps"], ["deployments", "deployments/scale", "replicasets", "replicasets/scale"]
+    ),
+    _rule(_WRITE, ["policy"], ["poddisruptionbudgets"]),
+    _rule(_WRITE, ["resource.k8s.io"], ["resourceclaims", "resourceclaimtemplates"]),
+    *_VIEW,
+]
+# `admin`: edit, and the namespace's Roles and RoleBindings.
+_ADMIN = [
+    _rule(_READ_WRITE, [rbac_v1.GROUP], ["roles", "rolebindings"]),
+    _rule(["create"], ["authorization.k8s.io"], ["localsubjectaccessreviews"]),
+    *_EDIT,
+]
+_CLUSTER_ROLES: dict[str, list[dict[str, Any]]] = {
+    "cluster-admin": [_rule([ALL], [ALL], [ALL]), _urls([ALL], [ALL])],
+    "admin": _ADMIN,
+    "edit": _EDIT,
+    "view": _VIEW,
+    "system:basic-user": [
+        _rule(
+            ["create"],
+            ["authorization.k8s.io"],
+            ["selfsubjectaccessreviews", "selfsubjectrulesreviews"],
+        ),
+        _rule(["create"], ["authentication.k8s.io"], ["selfsubjectreviews"]),
+    ],
+    "system:discovery": [
+        _urls(
+            ["get"],
+            [
+                "/api",
+                "/api/*",
+                "/apis",
+                "/apis/*",
+                "/healthz",
+                "/livez",
+                "/openapi",
+                "/openapi/*",
+                "/readyz",
+                "/version",
+                "/version/",
+            ],
+        )  # fmt: skip
+    ],
+    "system:public-info-viewer": [
+        _urls(["get"], ["/healthz", "/livez", "/readyz", "/version", "/version/"])
+    ],
+}
+# ClusterRoleBinding name → (ClusterRole, groups).
+_CLUSTER_ROLE_BINDINGS: dict[str, tuple[str, list[str]]] = {
+    "cluster-admin": ("cluster-admin", ["system:masters"]),
+    "system:basic-user": ("system:basic-user", ["system:authenticated"]),
+    "system:discovery": ("system:discovery", ["system:authenticated"]),
+    "system:public-info-viewer": (
+        "system:public-info-viewer",
+        ["system:authenticated", "system:unauthenticated"],
+    ),
+}
+# What upstream marks its bootstrap objects with.
+_METADATA = {
+    "labels": {"kubernetes.io/bootstrapping": "rbac-defaults"},
+    "annotations": {"rbac.authorization.kubernetes.io/autoupdate": "true"},
+}
+
+
+def _bootstrap() -> list[tuple[str, dict[str, Any]]]:
+    api_version = rbac_v1.ClusterRole.API_VERSION
+    objects: list[tuple[str, dict[str, Any]]] = [
+        (
+            "clusterroles",
+            {
+                "apiVersion": api_version,
+                "kind": "ClusterRole",
+                "metadata": {"name": name, **_METADATA},
+                "rules": rules,
+            },
+        )
+        for name, rules in _CLUSTER_ROLES.items()
+    ]
+    objects += [
+        (
+            "clusterrolebindings",
+            {
+                "apiVersion": api_version,
+                "kind": "ClusterRoleBinding",
+                "metadata": {"name": name, **_METADATA},
+                "roleRef": {"apiGroup": rbac_v1.GROUP, "kind": "ClusterRole", "name": role},
+                "subjects": [
+                    {"apiGroup": rbac_v1.GROUP, "kind": "Group", "name": g} for g in groups
+                ],
+            },
+        )
+        for name, (role, groups) in _CLUSTER_ROLE_BINDINGS.items()
+    ]
+    return objects
+
+
+# (resource, object) for each default role and binding, created at start when missing.
+BOOTSTRAP: list[tuple[str, dict[str, Any]]] = _bootstrap()
