@@ -197,6 +197,52 @@ async def test_kubectl_auth_whoami_and_can_i(cluster: Cluster, kubectl) -> None:
     assert denied.stdout.strip() == "no"
 
 
+async def test_kubectl_auth_can_i_answers_by_the_bindings(cluster: Cluster, kubectl) -> None:
+    """kubectl sends its SelfSubjectAccessReview as protobuf; the answer is the
+    authorizer's for the attributes asked about, for the impersonated user."""
+
+    async def can_i(*args: str) -> str:
+        done = await kubectl("auth", "can-i", *args, "--as", "jane", check=False)
+        return done.stdout.strip()
+
+    assert await can_i("list", "pods", "-n", "default") == "no"
+    binding = _view_binding("default", {"kind": "User", "name": "jane"})
+    await kubectl("apply", "-f", "-", input=msgspec.json.encode(binding).decode())
+    assert await can_i("list", "pods", "-n", "default") == "yes"
+    assert await can_i("get", "pods/log", "-n", "default") == "yes"
+    assert await can_i("create", "pods", "-n", "default") == "no"
+    assert await can_i("list", "pods", "-n", "kube-system") == "no"
+    assert await can_i("list", "deployments.apps", "-n", "default") == "yes"
+    assert await can_i("get", "/healthz") == "yes"
+    assert await can_i("get", "/metrics") == "no"
+    verbose = await kubectl(
+        "auth", "can-i", "list", "pods", "-n", "default", "--as", "jane", "-v=8"
+    )
+    assert "Content-Type: application/vnd.kubernetes.protobuf" in verbose.stderr
+
+
+async def test_a_self_subject_access_review_names_what_allowed_it(
+    users_cluster: str, certs
+) -> None:
+    review = "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews"
+    async with _session(users_cluster, certs, JANE_TOKEN) as jane:
+        body = {"spec": {"nonResourceAttributes": {"path": "/apis/apps", "verb": "get"}}}
+        response = await jane.post(review, json=body)
+        assert response.status == 201
+        assert (await response.json())["status"] == {
+            "allowed": True,
+            "reason": 'RBAC: allowed by ClusterRoleBinding "system:discovery" of ClusterRole '
+            '"system:discovery" to Group "system:authenticated"',
+        }
+        response = await jane.post(review, json={"spec": {}})
+        assert response.status == 422
+        assert (await response.json())["message"] == (
+            'SelfSubjectAccessReview.authorization.k8s.io "" is invalid: spec.resourceAttributes: '
+            "Invalid value: null: exactly one of nonResourceAttributes or resourceAttributes "
+            "must be specified"
+        )
+
+
 def test_a_bad_token_file_names_its_line(tmp_path: Path) -> None:
     path = tmp_path / "tokens.csv"
     path.write_text("# users\ngood,alice,uid-a\nonly-a-token\n")

@@ -2,7 +2,7 @@
 
 kubectl's typed clients send some bodies only as protobuf: `kubectl create namespace`,
 `kubectl create deployment`, `kubectl create quota`, `kubectl create poddisruptionbudget`,
-`kubectl create priorityclass`,
+`kubectl create priorityclass`, the SelfSubjectAccessReview of `kubectl auth can-i`,
 and the DeleteOptions and Evictions of `kubectl drain`. There is no fallback to JSON for
 protobuf, so drasim reads the messages those commands send: a decoder of the
 wire format driven by tables of field numbers (taken from upstream's `generated.proto`,
@@ -110,6 +110,41 @@ MESSAGES: dict[str, dict[int, F]] = {
         4: F("description", "str"),
         5: F("preemptionPolicy", "str", keep=True),
     },
+    # authorization.k8s.io/v1: `kubectl auth can-i`.
+    "SelfSubjectAccessReview": {
+        1: F("metadata", "ObjectMeta"),
+        2: F("spec", "SelfSubjectAccessReviewSpec"),
+        3: F("status", "status"),
+    },
+    "SelfSubjectAccessReviewSpec": {
+        1: F("resourceAttributes", "ResourceAttributes", keep=True),
+        2: F("nonResourceAttributes", "NonResourceAttributes", keep=True),
+    },
+    "ResourceAttributes": {
+        1: F("namespace", "str"),
+        2: F("verb", "str"),
+        3: F("group", "str"),
+        4: F("version", "str"),
+        5: F("resource", "str"),
+        6: F("subresource", "str"),
+        7: F("name", "str"),
+        8: F("fieldSelector", "FieldSelectorAttributes", keep=True),
+        9: F("labelSelector", "LabelSelectorAttributes", keep=True),
+    },
+    "FieldSelectorAttributes": {
+        1: F("rawSelector", "str"),
+        2: F("requirements", "FieldSelectorRequirement", repeated=True),
+    },
+    "FieldSelectorRequirement": {
+        1: F("key", "str"),
+        2: F("operator", "str"),
+        3: F("values", "str", repeated=True),
+    },
+    "LabelSelectorAttributes": {
+        1: F("rawSelector", "str"),
+        2: F("requirements", "LabelSelectorRequirement", repeated=True),
+    },
+    "NonResourceAttributes": {1: F("path", "str"), 2: F("verb", "str")},
     "Namespace": {
         1: F("metadata", "ObjectMeta"),
         2: F("spec", "NamespaceSpec"),
@@ -226,6 +261,7 @@ TOP_LEVEL = frozenset(
         "Eviction",
         "PodDisruptionBudget",
         "PriorityClass",
+        "SelfSubjectAccessReview",
     }
 )
 
