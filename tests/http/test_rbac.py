@@ -80,3 +80,46 @@ async def test_a_namespaced_role_may_not_name_urls(cluster: Cluster, kubectl) ->
         'Invalid value: []string{"/healthz"}: namespaced rules cannot apply to non-resource '
         "URLs" in refused.stderr
     )
+
+
+async def test_kubectl_create_rbac_objects_sends_protobuf(cluster: Cluster, kubectl) -> None:
+    """`kubectl create role|clusterrole|rolebinding|clusterrolebinding` (typed clients,
+    protobuf bodies)."""
+    created = [
+        await kubectl("create", "role", "reader", "--verb=get,list", "--resource=pods,pods/log"),
+        await kubectl(
+            "create", "clusterrole", "url-reader", "--verb=get", "--non-resource-url=/logs/*"
+        ),
+        await kubectl(
+            "create",
+            "rolebinding",
+            "jane-views",
+            "--clusterrole=view",
+            "--user=jane",
+            "--group=readers",
+            "--serviceaccount=ci:robot",
+            "-n",
+            "default",
+        ),  # fmt: skip
+        await kubectl(
+            "create", "clusterrolebinding", "jane-urls", "--clusterrole=url-reader", "--user=jane"
+        ),
+    ]
+    assert [c.stdout.strip() for c in created] == [
+        "role.rbac.authorization.k8s.io/reader created",
+        "clusterrole.rbac.authorization.k8s.io/url-reader created",
+        "rolebinding.rbac.authorization.k8s.io/jane-views created",
+        "clusterrolebinding.rbac.authorization.k8s.io/jane-urls created",
+    ]
+    rules = await kubectl("get", "role", "reader", "-o", "jsonpath={.rules[0].resources}")
+    assert rules.stdout == '["pods","pods/log"]'
+    urls = await kubectl(
+        "get", "clusterrole", "url-reader", "-o", "jsonpath={.rules[0].nonResourceURLs}"
+    )
+    assert urls.stdout == '["/logs/*"]'
+    subjects = await kubectl(
+        "get", "rolebinding", "jane-views", "-o", "jsonpath={.subjects[*].kind} {.roleRef.name}"
+    )
+    assert subjects.stdout == "User Group ServiceAccount view"
+    listed = (await kubectl("get", "clusterrolebindings")).stdout
+    assert "jane-urls" in listed and "cluster-admin" in listed  # with the defaults

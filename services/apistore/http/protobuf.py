@@ -2,7 +2,8 @@
 
 kubectl's typed clients send some bodies only as protobuf: `kubectl create namespace`,
 `kubectl create deployment`, `kubectl create quota`, `kubectl create poddisruptionbudget`,
-`kubectl create priorityclass`, the SelfSubjectAccessReview of `kubectl auth can-i`,
+`kubectl create priorityclass`, `kubectl create role` (clusterrole, rolebinding,
+clusterrolebinding), the SelfSubjectAccessReview of `kubectl auth can-i`,
 and the DeleteOptions and Evictions of `kubectl drain`. There is no fallback to JSON for
 protobuf, so drasim reads the messages those commands send: a decoder of the
 wire format driven by tables of field numbers (taken from upstream's `generated.proto`,
@@ -110,6 +111,39 @@ MESSAGES: dict[str, dict[int, F]] = {
         4: F("description", "str"),
         5: F("preemptionPolicy", "str", keep=True),
     },
+    # rbac.authorization.k8s.io/v1: `kubectl create role|clusterrole|rolebinding|
+    # clusterrolebinding`.
+    "Role": {1: F("metadata", "ObjectMeta"), 2: F("rules", "PolicyRule", repeated=True)},
+    "ClusterRole": {
+        1: F("metadata", "ObjectMeta"),
+        2: F("rules", "PolicyRule", repeated=True),
+        3: F("aggregationRule", "AggregationRule", keep=True),
+    },
+    "PolicyRule": {
+        1: F("verbs", "str", repeated=True),
+        2: F("apiGroups", "str", repeated=True),
+        3: F("resources", "str", repeated=True),
+        4: F("resourceNames", "str", repeated=True),
+        5: F("nonResourceURLs", "str", repeated=True),
+    },
+    "AggregationRule": {1: F("clusterRoleSelectors", "LabelSelector", repeated=True)},
+    "RoleBinding": {
+        1: F("metadata", "ObjectMeta"),
+        2: F("subjects", "Subject", repeated=True),
+        3: F("roleRef", "RoleRef"),
+    },
+    "ClusterRoleBinding": {
+        1: F("metadata", "ObjectMeta"),
+        2: F("subjects", "Subject", repeated=True),
+        3: F("roleRef", "RoleRef"),
+    },
+    "Subject": {
+        1: F("kind", "str"),
+        2: F("apiGroup", "str"),
+        3: F("name", "str"),
+        4: F("namespace", "str"),
+    },
+    "RoleRef": {1: F("apiGroup", "str"), 2: F("kind", "str"), 3: F("name", "str")},
     # authorization.k8s.io/v1: `kubectl auth can-i`.
     "SelfSubjectAccessReview": {
         1: F("metadata", "ObjectMeta"),
@@ -262,6 +296,10 @@ TOP_LEVEL = frozenset(
         "PodDisruptionBudget",
         "PriorityClass",
         "SelfSubjectAccessReview",
+        "Role",
+        "ClusterRole",
+        "RoleBinding",
+        "ClusterRoleBinding",
     }
 )
 
