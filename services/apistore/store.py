@@ -412,6 +412,16 @@ async def _release_quietly(pool: asyncpg.Pool, conn: asyncpg.Connection) -> None
         conn.terminate()
 
 
+def _attached(conn: asyncpg.Connection) -> bool:
+    """Whether a connection acquired from the pool is still ours to use: asyncpg gives one
+    back to its pool as soon as the server closes it (a Postgres restart), after which
+    every call on it fails with "connection has been released back to the pool"."""
+    try:
+        return not conn.is_closed()
+    except asyncpg.InterfaceError:
+        return False
+
+
 async def _keep_session(conn: asyncpg.Connection) -> None:
     """The pool's reset of a released connection: nothing to do.
 
@@ -466,6 +476,8 @@ class Store:
         """A connection for one group-commit batch: reads ahead of the lock, then its write
         transaction. The writer keeps the connection afterwards (a pooled one is reset on
         release, one more round trip per batch) unless it broke."""
+        while self._write_conns and not _attached(self._write_conns[-1]):
+            self._write_conns.pop()  # closed by its server: asyncpg took it back already
         try:
             conn = self._write_conns.pop() if self._write_conns else await self._pool.acquire()
         except _DRIVER_ERRORS as exc:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 
+import asyncpg
 import msgspec
 import nats.errors
 import pytest
@@ -359,3 +360,21 @@ async def test_two_writers_on_one_database_number_events_without_gaps(server, ap
     assert sum(e.resource == "pods" for e in logged) == 1500
     stored, rv = await api.list(core_v1.Pod)
     assert len(stored) == 1500 and rv == logged[-1].seq
+
+
+async def test_a_write_after_postgres_ended_the_writers_sessions_succeeds(server, api, fresh):
+    """As after a Postgres restart: asyncpg hands the connections the writer keeps between
+    batches back to the pool once their server closes them, and the next write takes a
+    live one instead of failing with 503 "connection has been released back to the pool"."""
+    await api.create(make_pod("before").obj())
+    conn = await asyncpg.connect(fresh.database_url)
+    try:
+        ended = await conn.fetchval(
+            "SELECT count(*) FILTER (WHERE pg_terminate_backend(pid, 5000)) FROM pg_stat_activity"
+            " WHERE datname = current_database() AND pid <> pg_backend_pid()"
+        )
+    finally:
+        await conn.close()
+    assert ended >= 1
+    created = await api.create(make_pod("after").obj())
+    assert created.metadata.name == "after"
