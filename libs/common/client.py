@@ -322,29 +322,67 @@ async def watch_messages(
     # The stream holds first..last; an empty, aligned stream has first == last + 1.
     if start < first and not (first == last + 1 == start):
         raise errors.Expired(f"too old resource version: {resource_version} ({first - 1})")
-    # Delivered through a callback into a queue, not `sub.messages`: nats-py's iterator
-    # starts a task and an `asyncio.wait` for every message, about half again the cost of
-    # receiving it. A full queue holds the callback, so nats-py's pending limits still apply.
-    received: asyncio.Queue[Msg] = asyncio.Queue(WATCH_BUFFER)
-    sub = await bus.js.subscribe(
-        subjects.events_of(bus.prefix, resource, node=node),
-        stream=subjects.stream(bus.prefix),
-        cb=received.put,
-        ordered_consumer=True,
-        config=js_api.ConsumerConfig(
-            deliver_policy=js_api.DeliverPolicy.BY_START_SEQUENCE, opt_start_seq=start
-        ),
-        idle_heartbeat=2.0,
-    )
-    try:
-        while True:
-            msg = await received.get()
+    msgs = ordered_messages(bus, subjects.events_of(bus.prefix, resource, node=node), start=start)
+    async with contextlib.aclosing(msgs):
+        async for msg in msgs:
             if msg.headers and headers.STAND_IN in msg.headers:
                 msg.data = await _logged_event(bus, stream_sequence(msg))
             yield msg
+
+
+async def ordered_messages(
+    bus: Bus,
+    subject: str,
+    *,
+    start: int,
+    filter_subjects: list[str] | None = None,
+    idle_heartbeat: float = 2.0,
+) -> AsyncIterator[Msg]:
+    """The event stream's messages on `subject` (or `filter_subjects`) from sequence
+    `start` on, through an ordered consumer.
+
+    Delivered through a callback into a queue, not `sub.messages`: nats-py's iterator
+    starts a task and an `asyncio.wait` for every message, about half again the cost of
+    receiving it. A full queue holds the callback, so nats-py's pending limits still apply.
+    At each reconnection to NATS the consumer is made again from the message after the
+    last one given: a restarted server has lost it, and nats-py would make a new one only
+    after two idle heartbeats went missing (watches stalled that long after a NATS
+    restart). Each consumer has a queue of its own, so none of the old one's messages
+    come after the new one's."""
+    reconnections = 0
+
+    def reconnected() -> None:
+        nonlocal reconnections
+        reconnections += 1
+        with contextlib.suppress(asyncio.QueueFull):  # a full queue is read at once anyway
+            received.put_nowait(None)
+
+    stop = bus.on_reconnect(reconnected)
+    try:
+        while True:
+            received: asyncio.Queue[Msg | None] = asyncio.Queue(WATCH_BUFFER)
+            seen = reconnections
+            sub = await bus.js.subscribe(
+                subject,
+                stream=subjects.stream(bus.prefix),
+                cb=received.put,
+                ordered_consumer=True,
+                config=js_api.ConsumerConfig(
+                    deliver_policy=js_api.DeliverPolicy.BY_START_SEQUENCE,
+                    opt_start_seq=start,
+                    filter_subjects=filter_subjects,
+                ),
+                idle_heartbeat=idle_heartbeat,
+            )
+            try:
+                while (msg := await received.get()) is not None and reconnections == seen:
+                    start = stream_sequence(msg) + 1
+                    yield msg
+            finally:
+                with contextlib.suppress(nats.errors.Error):
+                    await sub.unsubscribe()
     finally:
-        with contextlib.suppress(nats.errors.Error):
-            await sub.unsubscribe()
+        stop()
 
 
 async def _logged_event(bus: Bus, seq: int) -> bytes:

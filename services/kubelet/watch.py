@@ -20,16 +20,14 @@ import contextlib
 import logging
 from collections.abc import AsyncIterator, Callable
 
-import nats.errors
 from nats.aio.msg import Msg
-from nats.js import api as js_api
 
 from drasim.common import codec, errors
 from drasim.common.api import core_v1
 from drasim.common.bus import messages, subjects
 from drasim.common.bus.client import Bus
 from drasim.common.bus.headers import TRACEPARENT
-from drasim.common.client import ApiClient, stream_bounds, stream_sequence
+from drasim.common.client import ApiClient, ordered_messages, stream_bounds, stream_sequence
 
 __all__ = ["PodHandler", "PodWatch", "watch_nodes_raw"]
 
@@ -64,23 +62,12 @@ async def _watch_nodes(
     if start < first and not (first == last + 1 == start):
         raise errors.Expired(f"too old resource version: {resource_version} ({first - 1})")
     filters = [subjects.events_of(bus.prefix, resource, node=node) for node in nodes]
-    sub = await bus.js.subscribe(
-        filters[0],
-        stream=subjects.stream(bus.prefix),
-        ordered_consumer=True,
-        config=js_api.ConsumerConfig(
-            deliver_policy=js_api.DeliverPolicy.BY_START_SEQUENCE,
-            opt_start_seq=start,
-            filter_subjects=filters,
-        ),
-        idle_heartbeat=5.0,
+    msgs = ordered_messages(
+        bus, filters[0], start=start, filter_subjects=filters, idle_heartbeat=5.0
     )
-    try:
-        async for msg in sub.messages:
+    async with contextlib.aclosing(msgs):
+        async for msg in msgs:
             yield msg
-    finally:
-        with contextlib.suppress(nats.errors.Error):
-            await sub.unsubscribe()
 
 
 class PodWatch:

@@ -91,6 +91,25 @@ class Bus:
         # Subjects `request` has checked, and encoded header blocks by their items.
         self._subjects: set[str] = set()
         self._header_blocks: dict[tuple[tuple[str, str], ...], bytes] = {}
+        # Told of every reconnection (see `on_reconnect`), after nats-py's own callback.
+        self._reconnect_callbacks: list[Callable[[], None]] = []
+        previous = nc._reconnected_cb
+
+        async def reconnected() -> None:
+            if previous is not None:
+                await previous()
+            for callback in list(self._reconnect_callbacks):
+                callback()
+
+        nc._reconnected_cb = reconnected
+
+    def on_reconnect(self, callback: Callable[[], None]) -> Callable[[], None]:
+        """Call `callback` each time the connection to NATS is made again; returns what
+        stops that. A watch needs it: a restarted server has lost every ordered consumer
+        (they live in its memory), which nats-py notices only after two idle heartbeats
+        went missing."""
+        self._reconnect_callbacks.append(callback)
+        return lambda: self._reconnect_callbacks.remove(callback)
 
     @classmethod
     async def connect(
