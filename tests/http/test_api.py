@@ -317,6 +317,41 @@ async def test_scale_subresource(http):
     assert negative["details"]["causes"][0]["field"] == "spec.replicas"
 
 
+async def test_scale_metadata_of_the_wrong_type_is_a_bad_request(http):
+    """Found by benchmarks/fuzz_http.py: a Scale whose metadata (or resourceVersion) is not
+    what the type says was a 500; kube-apiserver's decoder refuses it with a 400."""
+    deployment = {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": "web"},
+        "spec": {
+            "selector": {"matchLabels": {"app": "web"}},
+            "template": {
+                "metadata": {"labels": {"app": "web"}},
+                "spec": {"containers": [{"name": "c", "image": "x"}]},
+            },
+        },
+    }
+    path = "/apis/apps/v1/namespaces/default/deployments/web/scale"
+    await call(http, "POST", "/apis/apps/v1/namespaces/default/deployments", 201, json=deployment)
+    scale = {"spec": {"replicas": 2}, "metadata": []}
+    refused, _ = await call(http, "PUT", path, 400, json=scale)
+    assert refused["reason"] == "BadRequest"
+    assert refused["message"] == (
+        'Scale in version "v1" cannot be handled as a Scale: json: cannot unmarshal array '
+        "into Go struct field Scale.metadata of type v1.ObjectMeta"
+    )
+    merge = {"Content-Type": "application/merge-patch+json"}
+    await call(http, "PATCH", path, 400, json={"metadata": "x"}, headers=merge)
+    refused, _ = await call(
+        http, "PUT", path, 400, json={**scale, "metadata": {"resourceVersion": 7}}
+    )
+    assert refused["message"].endswith(
+        "cannot unmarshal number into Go struct field ObjectMeta.metadata.resourceVersion "
+        "of type string"
+    )
+
+
 async def test_tables(cluster, http):
     await cluster.api.create(make_pod("p").node("worker-1").obj())
     table, _ = await call(http, "GET", PODS, 200, headers={"Accept": TABLE})

@@ -29,6 +29,14 @@ def to_scale(obj: Any) -> dict[str, Any]:
 def replicas_patch(name: str, scale: Any) -> dict[str, Any]:
     """The merge patch of the parent that a new Scale asks for; a `resourceVersion` in the
     Scale becomes the parent's precondition."""
+    metadata = scale.get("metadata") if isinstance(scale, dict) else None
+    if metadata is None:
+        metadata = {}
+    elif not isinstance(metadata, dict):
+        raise _cannot_decode(metadata, "Scale.metadata", "v1.ObjectMeta")
+    version = metadata.get("resourceVersion")
+    if version is not None and not isinstance(version, str):
+        raise _cannot_decode(version, "ObjectMeta.metadata.resourceVersion", "string")
     spec = scale.get("spec") if isinstance(scale, dict) else None
     replicas = spec.get("replicas") if isinstance(spec, dict) else None
     if not isinstance(replicas, int) or isinstance(replicas, bool) or replicas < 0:
@@ -39,10 +47,28 @@ def replicas_patch(name: str, scale: Any) -> dict[str, Any]:
             group="autoscaling",
         )
     patch: dict[str, Any] = {"spec": {"replicas": replicas}}
-    version = (scale.get("metadata") or {}).get("resourceVersion")
     if version:
         patch["metadata"] = {"resourceVersion": version}
     return patch
+
+
+def _cannot_decode(value: Any, field: str, go_type: str) -> errors.BadRequest:
+    """What kube-apiserver answers a Scale its JSON decoder cannot read (400, not 500)."""
+    return errors.BadRequest(
+        'Scale in version "v1" cannot be handled as a Scale: json: cannot unmarshal '
+        f"{_json_type(value)} into Go struct field {field} of type {go_type}"
+    )
+
+
+def _json_type(value: Any) -> str:
+    """The JSON type of a value as Go's decoder names it in its errors."""
+    if isinstance(value, bool):
+        return "bool"
+    if isinstance(value, int | float):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    return "array" if isinstance(value, list) else "object"
 
 
 def _selector(selector: Any) -> str:
