@@ -591,7 +591,7 @@ class Batch:
                 return self._emit("DELETED", info, obj, ctx, dry_run=req.dry_run)
             if grace is not None and grace < (meta.deletion_grace_period_seconds or 0):
                 meta.deletion_grace_period_seconds = grace
-                meta.deletion_timestamp = now_rfc3339(ctx.now + timedelta(seconds=grace))
+                meta.deletion_timestamp = now_rfc3339(_after(ctx.now, grace))
                 return self._emit("MODIFIED", info, obj, ctx, dry_run=req.dry_run)
             return codec.encode(obj)
         if policy == "Orphan" and not req.dry_run:
@@ -600,7 +600,7 @@ class Batch:
             self._removed[meta.uid] = "Orphan"
         if grace or meta.finalizers:
             # Background and Foreground both collect dependents once the owner is gone.
-            meta.deletion_timestamp = now_rfc3339(ctx.now + timedelta(seconds=grace or 0))
+            meta.deletion_timestamp = now_rfc3339(_after(ctx.now, grace or 0))
             meta.deletion_grace_period_seconds = grace or 0
             return self._emit("MODIFIED", info, obj, ctx, dry_run=req.dry_run)
         if not req.dry_run:
@@ -749,6 +749,19 @@ def _terminating_pod(info: registry.ResourceInfo, obj: Any) -> bool:
         and bool(obj.spec.node_name)
         and (obj.metadata.deletion_grace_period_seconds or 0) > 0
     )
+
+
+# The last second a Kubernetes timestamp (RFC 3339, year 9999 at most) can name.
+_LAST_TIME = datetime(9999, 12, 31, 23, 59, 59, tzinfo=UTC)
+
+
+def _after(now: datetime, seconds: int) -> datetime:
+    """`seconds` after `now`, or the last time there is: a grace period is any int64, and
+    most of them end past the calendar (upstream's duration arithmetic would wrap)."""
+    try:
+        return now + timedelta(seconds=seconds)
+    except OverflowError:
+        return _LAST_TIME
 
 
 def _grace_period(info: registry.ResourceInfo, obj: Any, asked: int | None) -> int | None:

@@ -256,6 +256,20 @@ async def test_delete_options(cluster, http):
     assert graceful["metadata"]["uid"] == bound.metadata.uid
 
 
+async def test_delete_with_a_grace_period_past_the_calendar(cluster, http):
+    """Found by benchmarks/fuzz_http.py: a grace period ending after year 9999 was a 500
+    (the deletion timestamp overflowed); the object terminates until the last second."""
+    await cluster.api.create(make_pod("bound").node("worker-1").obj())
+    forever = {"gracePeriodSeconds": 610813866529}
+    graceful, _ = await call(http, "DELETE", f"{PODS}/bound", 202, json=forever)
+    assert graceful["metadata"]["deletionTimestamp"] == "9999-12-31T23:59:59Z"
+    assert graceful["metadata"]["deletionGracePeriodSeconds"] == 610813866529
+    classes = "/apis/resource.k8s.io/v1/deviceclasses"
+    await call(http, "POST", classes, 201, json={"metadata": {"name": "gpu"}, "spec": {}})
+    deleted, _ = await call(http, "DELETE", f"{classes}/gpu", 202, json=forever)
+    assert deleted["metadata"]["deletionTimestamp"] == "9999-12-31T23:59:59Z"
+
+
 async def test_delete_collection(cluster, http):
     for name, app in (("a", "web"), ("b", "db"), ("c", "web")):
         await cluster.api.create(make_pod(name).labels(app=app).obj())
