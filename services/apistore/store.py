@@ -215,6 +215,20 @@ def _translate(exc: BaseException) -> errors.ApiError:
     return errors.ServiceUnavailable(f"database unavailable: {exc}")
 
 
+def _storable(*texts: str | None) -> bool:
+    """Whether Postgres text holds these strings: it never holds a NUL character, so a key
+    or filter with one matches no row (and sending it would be an error, a 500). Names,
+    namespaces and node names with one never pass validation; requests still name them."""
+    return not any(text and "\x00" in text for text in texts)
+
+
+def _stored_keys(keys: Sequence[Key]) -> Sequence[Key]:
+    """The keys that can be in the table (see `_storable`)."""
+    if all(_storable(*key) for key in keys):
+        return keys
+    return [key for key in keys if _storable(*key)]
+
+
 def _at_positions(keys: Sequence[Key], rows: Sequence[asyncpg.Record]) -> dict[Key, bytes]:
     """The found rows of a key lookup (position, object) by key."""
     return {keys[r[0] - 1]: r[1] for r in rows}
@@ -260,12 +274,14 @@ class WriteTransaction:
         return await self._conn.fetchval(SELECT_MAX_SEQ)
 
     async def select_objects(self, keys: Sequence[Key]) -> dict[Key, bytes]:
+        keys = _stored_keys(keys)
         if not keys:
             return {}
         return _at_positions(keys, await self._conn.fetch(SELECT_OBJECTS_BY_KEYS, keys))
 
     async def max_seq_and_objects(self, keys: Sequence[Key]) -> tuple[int, dict[Key, bytes]]:
         """`max_seq()` and `select_objects(keys)` in one round trip."""
+        keys = _stored_keys(keys)
         return _max_seq_and_objects(keys, await self._conn.fetch(SELECT_MAX_SEQ_AND_OBJECTS, keys))
 
     async def select_dependents(self, uids: Sequence[str]) -> dict[Key, bytes]:
@@ -329,6 +345,7 @@ class WriteSession:
 
     async def select_objects(self, keys: Sequence[Key]) -> dict[Key, bytes]:
         """The rows at `keys` as committed now, read without the write lock."""
+        keys = _stored_keys(keys)
         if not keys:
             return {}
         return _at_positions(keys, await self._fetch(SELECT_OBJECTS_BY_KEYS, keys))
@@ -336,6 +353,7 @@ class WriteSession:
     async def max_seq_and_objects(self, keys: Sequence[Key]) -> tuple[int, dict[Key, bytes]]:
         """The log's last seq and the rows at `keys` as committed then (one snapshot), read
         without the write lock."""
+        keys = _stored_keys(keys)
         return _max_seq_and_objects(keys, await self._fetch(SELECT_MAX_SEQ_AND_OBJECTS, keys))
 
     async def _fetch(self, sql: str, *args: Any) -> list[asyncpg.Record]:
@@ -504,6 +522,8 @@ class Store:
             yield txn
 
     async def select_object(self, resource: str, namespace: str, name: str) -> bytes | None:
+        if not _storable(resource, namespace, name):
+            return None
         try:
             return await self._pool.fetchval(SELECT_OBJECT, resource, namespace, name)
         except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError) as exc:
@@ -533,6 +553,8 @@ class Store:
         also ends before its objects (and a byte each between them) pass `max_bytes`, if
         given: it then holds at least one object.
         """
+        if not _storable(resource, namespace, node_name, name):
+            return ListedObjects(await self.max_seq(), [], None, 0)
         clauses = ["resource = $1"]
         args: list[Any] = [resource]
         if namespace:
@@ -614,6 +636,8 @@ class Store:
         events, and (if given) ending before they pass `max_bytes`, with at least one.
         `last_seq` is the log's end in that snapshot, so a reader who follows the log from
         there after the last page misses nothing."""
+        if not _storable(resource, namespace, name, actor, trace_id):
+            return SelectedEvents([], False, await self.max_seq())
         clauses = ["seq > $1"]
         args: list[Any] = [gt]
         for column, value in (

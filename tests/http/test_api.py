@@ -270,6 +270,24 @@ async def test_delete_with_a_grace_period_past_the_calendar(cluster, http):
     assert deleted["metadata"]["deletionTimestamp"] == "9999-12-31T23:59:59Z"
 
 
+async def test_names_with_a_nul_character_match_nothing(http):
+    """Found by benchmarks/fuzz_http.py: a name, namespace or selector with a NUL character
+    reached Postgres, whose text cannot hold one (500); no object has such a name."""
+    missing, _ = await call(http, "GET", f"{PODS}/a%00b", 404)
+    assert missing["message"] == 'pods "a\x00b" not found'
+    await call(http, "DELETE", f"{PODS}/a%00b", 404)
+    merge = {"Content-Type": "application/merge-patch+json"}
+    await call(http, "PATCH", f"{PODS}/a%00b", 404, json={}, headers=merge)
+    listing, _ = await call(http, "GET", "/api/v1/namespaces/a%00b/pods", 200)
+    assert listing["items"] == []
+    by_node, _ = await call(http, "GET", "/api/v1/pods?fieldSelector=spec.nodeName%3Da%00b", 200)
+    assert by_node["items"] == []
+    refused, _ = await call(
+        http, "POST", "/api/v1/namespaces", 422, json={"metadata": {"name": "a\x00b"}}
+    )
+    assert refused["details"]["causes"][0]["field"] == "metadata.name"
+
+
 async def test_delete_collection(cluster, http):
     for name, app in (("a", "web"), ("b", "db"), ("c", "web")):
         await cluster.api.create(make_pod(name).labels(app=app).obj())
