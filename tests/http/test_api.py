@@ -288,6 +288,22 @@ async def test_names_with_a_nul_character_match_nothing(http):
     assert refused["details"]["causes"][0]["field"] == "metadata.name"
 
 
+async def test_field_manager_with_a_character_not_printable(http):
+    """Found by benchmarks/fuzz_http.py: `fieldManager=a%00b` on a write was a 500 (the
+    event log's actor cannot hold NUL); upstream's ValidateFieldManager refuses it."""
+    pod = {"metadata": {"name": "p"}, "spec": {"containers": [{"name": "c", "image": "x"}]}}
+    refused, _ = await call(http, "POST", f"{PODS}?fieldManager=a%00b", 422, json=pod)
+    assert refused["message"] == (
+        'CreateOptions.meta.k8s.io "" is invalid: fieldManager: Invalid value: "a\\u0000b": '
+        "invalid character U+0000 (at position 1)"
+    )
+    assert refused["details"]["causes"][0]["field"] == "fieldManager"
+    await call(http, "POST", f"{PODS}?fieldManager=kubectl-client-side-apply", 201, json=pod)
+    merge = {"Content-Type": "application/merge-patch+json"}
+    await call(http, "PATCH", f"{PODS}/p?fieldManager=%C3%A9%0A", 422, json={}, headers=merge)
+    await call(http, "GET", f"{PODS}/p?fieldManager=a%00b", 200)  # reads take none
+
+
 async def test_delete_collection(cluster, http):
     for name, app in (("a", "web"), ("b", "db"), ("c", "web")):
         await cluster.api.create(make_pod(name).labels(app=app).obj())

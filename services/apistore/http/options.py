@@ -73,8 +73,12 @@ def target(request: web.Request) -> Target:
 
 def context(request: web.Request) -> Context:
     """Who asks: the authenticated (or impersonated) user, recorded with every write in the
-    event log; never a header or a field manager the client picks. The trace is the
-    request's server span (tracing on), else its `traceparent` header, else a new one."""
+    event log; never a header or a field manager the client picks (a field manager given
+    must still be printable, as upstream checks). The trace is the request's server span
+    (tracing on), else its `traceparent` header, else a new one."""
+    field_manager = request.query.get("fieldManager", "")
+    if field_manager and request.method in _WRITE_OPTIONS:
+        _check_field_manager(field_manager, _WRITE_OPTIONS[request.method])
     actor = request[keys.USER].name
     traceparent = (
         tracing.current_traceparent()
@@ -82,6 +86,31 @@ def context(request: web.Request) -> Context:
         or tracing.mint()
     )
     return Context(actor=actor, traceparent=traceparent)
+
+
+# The options kind each writing method's query is (and whose fieldManager is checked).
+_WRITE_OPTIONS = {"POST": "CreateOptions", "PUT": "UpdateOptions", "PATCH": "PatchOptions"}
+
+
+def _check_field_manager(field_manager: str, kind: str) -> None:
+    """422 for a field manager with a character that is not printable, as upstream's
+    `ValidateFieldManager` (it is the actor the event log records, whose text holds no NUL)."""
+    for index, char in enumerate(field_manager):
+        if not char.isprintable():
+            at = len(field_manager[:index].encode())  # Go ranges over a string's bytes
+            cause = errors.field_invalid(
+                "fieldManager",
+                field_manager,
+                f"invalid character U+{ord(char):04X} (at position {at})",
+            )
+            raise errors.Invalid(
+                f'{kind}.meta.k8s.io "" is invalid: {cause}',
+                kind=kind,
+                group="meta.k8s.io",
+                causes=[
+                    errors.StatusCause(reason=cause.type, message=cause.message, field=cause.field)
+                ],
+            )
 
 
 # -- query parameters -------------------------------------------------------------------
