@@ -169,8 +169,6 @@ class ApiCore:
 
     async def list(self, req: messages.List, *, max_bytes: int | None = None) -> bytes:
         info = mutations.resource_info(req.resource)
-        if "\0" in req.namespace:
-            raise mutations.unstorable("Namespace", req.namespace)
         chosen = selection.Selection(info.plural, req.label_selector, req.field_selector)
         node = chosen.equals("spec.nodeName")
         after = None

@@ -9,7 +9,6 @@ Nothing here does I/O, so the rules are tested without servers.
 
 from __future__ import annotations
 
-import json
 import os
 import random
 from collections.abc import Callable
@@ -107,19 +106,7 @@ def decode_object(info: registry.ResourceInfo, data: bytes, name: str = "") -> A
 
 
 def key_of(info: registry.ResourceInfo, namespace: str, name: str) -> Key:
-    if "\0" in namespace:
-        raise unstorable("Namespace", namespace)
-    if "\0" in name:
-        raise unstorable("Name", name)
     return (info.plural, namespace if info.namespaced else "", name)
-
-
-def unstorable(parameter: str, value: str) -> errors.BadRequest:
-    """400 for a name or namespace with a NUL, before anything is read: Postgres text refuses
-    NUL, and a failed statement would fail every request of its batch. Worded as upstream's
-    key function refuses what etcd keys cannot hold (`Name parameter invalid: "a%b": ...`)."""
-    shown = json.dumps(value, ensure_ascii=False)
-    return errors.BadRequest(f"{parameter} parameter invalid: {shown}: may not contain '\\x00'")
 
 
 def request_namespace(info: registry.ResourceInfo, req_ns: str, obj_ns: str | None) -> str:

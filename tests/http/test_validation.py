@@ -372,26 +372,13 @@ async def test_a_device_class_whose_cel_does_not_compile_is_refused(http):
     await call(http, "GET", f"{CLASSES}/gpu.example.com", 404)
 
 
-@pytest.mark.parametrize(
-    ("method", "path", "params", "body", "message"),
-    [
-        ("GET", f"{PODS}/a%00b", {}, None, "Name parameter invalid: "),
-        ("POST", PODS, {}, _with(POD, {"metadata.name": "a\0b"}), "Name parameter invalid: "),
-        ("GET", "/api/v1/namespaces/a%00b/pods", {}, None, "Namespace parameter invalid: "),
-        ("POST", "/api/v1/namespaces/a%00b/pods", {}, POD, "Namespace parameter invalid: "),
-        ("GET", PODS, {"limit": "1", "continue": "AA=="}, None, "invalid continue token"),
-        ("DELETE", f"{PODS}/a%00b", {}, None, "Name parameter invalid: "),
-    ],
-    ids=["get", "create", "list-namespace", "create-namespace", "continue", "delete"],
-)
-async def test_a_nul_in_a_name_or_continue_token_is_a_bad_request(
-    http, method: str, path: str, params: dict[str, str], body: Any, message: str
-):
+async def test_a_nul_in_a_continue_token_is_a_bad_request(http):
     """Postgres refuses NUL in text: refused before any read, never a 500 (which also failed
-    every request batched with it)."""
-    status, _ = await call(http, method, path, 400, params=params, json=body)
+    every request batched with it). Names and namespaces with a NUL match nothing, as
+    upstream's (tests/http/test_api.py)."""
+    status, _ = await call(http, "GET", PODS, 400, params={"limit": "1", "continue": "AA=="})
     assert status["reason"] == "BadRequest"
-    assert status["message"].startswith(message)
+    assert status["message"].startswith("invalid continue token")
 
 
 async def test_a_nul_in_a_field_manager_or_binding_target_is_invalid(http):
