@@ -23,7 +23,7 @@ from drasim.common import codec, errors, tracing
 from drasim.common.api import registry
 from drasim.common.api.meta_v1 import KubeObject
 from drasim.common.bus import headers, messages, subjects
-from drasim.common.bus.client import Bus
+from drasim.common.bus.client import Bus, ConnectionLost
 
 T = TypeVar("T", bound=KubeObject)
 
@@ -99,6 +99,11 @@ class ApiClient:
             raise errors.ServiceUnavailable("no apistore is serving") from exc
         except nats.errors.TimeoutError as exc:
             raise errors.Timeout(f"apistore did not answer within {self.timeout}s") from exc
+        except ConnectionLost as exc:  # (as client-go's "connection reset": retry it)
+            raise errors.ServiceUnavailable(
+                "the connection to NATS broke before the apistore answered; the request "
+                "may or may not have been served"
+            ) from exc
         except nats.errors.MaxPayloadError as exc:  # refused before it left, as by the server
             raise errors.RequestEntityTooLarge(
                 f"Request entity too large: limit is {self.bus.nc.max_payload}"

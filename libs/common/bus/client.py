@@ -65,6 +65,13 @@ def read_credentials(path: Path) -> tuple[str, str]:
     return user, password
 
 
+class ConnectionLost(nats.errors.Error):
+    """The connection to NATS broke while a request waited for its answer."""
+
+    def __str__(self) -> str:
+        return "nats: connection lost before the answer came"
+
+
 class Bus:
     """A NATS connection that reconnects forever, plus the cluster's subject prefix."""
 
@@ -91,17 +98,26 @@ class Bus:
         # Subjects `request` has checked, and encoded header blocks by their items.
         self._subjects: set[str] = set()
         self._header_blocks: dict[tuple[tuple[str, str], ...], bytes] = {}
+        # Requests made while the connection is down: nats-py sends them once it is back.
+        self._buffered: set[str] = set()
         # Told of every reconnection (see `on_reconnect`), after nats-py's own callback.
         self._reconnect_callbacks: list[Callable[[], None]] = []
-        previous = nc._reconnected_cb
+        previous_reconnected, previous_disconnected = nc._reconnected_cb, nc._disconnected_cb
 
         async def reconnected() -> None:
-            if previous is not None:
-                await previous()
+            self._buffered.clear()  # sent now, on the new connection
+            if previous_reconnected is not None:
+                await previous_reconnected()
             for callback in list(self._reconnect_callbacks):
                 callback()
 
+        async def disconnected() -> None:
+            self._lose_requests()
+            if previous_disconnected is not None:
+                await previous_disconnected()
+
         nc._reconnected_cb = reconnected
+        nc._disconnected_cb = disconnected
 
     def on_reconnect(self, callback: Callable[[], None]) -> Callable[[], None]:
         """Call `callback` each time the connection to NATS is made again; returns what
@@ -172,8 +188,9 @@ class Bus:
         per distinct headers.
 
         Raises `nats.errors.NoRespondersError` and `nats.errors.TimeoutError` as
-        `nc.request` does, and what `nc.publish` raises for a bad subject or header, a
-        closed connection or an oversized payload.
+        `nc.request` does, what `nc.publish` raises for a bad subject or header, a
+        closed connection or an oversized payload, and `ConnectionLost` when the
+        connection broke before the answer came.
         """
         if self._reply_sub is None:
             await self._subscribe_replies()
@@ -211,6 +228,8 @@ class Bus:
         assert loop is not None  # set with the reply subscription
         fut: asyncio.Future[Msg] = loop.create_future()
         self._waiting[token] = fut
+        if not nc.is_connected:
+            self._buffered.add(token)
         tick = math.ceil((loop.time() + timeout) / _TIMEOUT_TICK)
         expiring = self._expiring.get(tick)
         if expiring is None:
@@ -227,6 +246,8 @@ class Bus:
             msg = await fut
         finally:
             self._waiting.pop(token, None)
+            if self._buffered:
+                self._buffered.discard(token)
         if msg.headers and msg.headers.get("Status") == _NO_RESPONDERS:
             raise nats.errors.NoRespondersError
         return msg
@@ -268,6 +289,15 @@ class Bus:
         fut = self._waiting.get(msg.subject[len(self._reply_prefix) :])
         if fut is not None and not fut.done():
             fut.set_result(msg)
+
+    def _lose_requests(self) -> None:
+        """The connection broke: fail the requests it carried at once, rather than at their
+        timeout. Their answers, if any come, go to the old connection and are lost (the
+        request itself may or may not have been served); those made since the break
+        wait, as nats-py sends them once it is back."""
+        for token, fut in self._waiting.items():
+            if token not in self._buffered and not fut.done():
+                fut.set_exception(ConnectionLost())
 
     def _expire(self, tick: int) -> None:
         """Time out the requests of `tick` still waiting for their answer."""

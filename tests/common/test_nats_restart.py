@@ -1,19 +1,25 @@
-"""A watch outlives a restart of NATS: it carries on from the event after the last one it
-gave as soon as the connection is back, not once nats-py missed two idle heartbeats (a
-restarted server has lost every ordered consumer; they live in its memory)."""
+"""Clients across a restart of NATS (SIGKILL, then the same port and data, as `drasim up`
+does): a watch carries on from the event after the last one it gave as soon as the
+connection is back, not once nats-py missed two idle heartbeats (a restarted server has
+lost every ordered consumer; they live in its memory); a request the dead connection
+carried fails at once rather than at its timeout; one made meanwhile is answered."""
 
 from __future__ import annotations
 
 import asyncio
+import os
+import signal
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 
 import pytest
+from nats.aio.msg import Msg
 
 from drasim.apistore.outbox import ensure_stream
+from drasim.common import errors
 from drasim.common.bus import messages, subjects
 from drasim.common.bus.client import Bus
-from drasim.common.client import watch_raw
+from drasim.common.client import ApiClient, watch_raw
 from drasim.common.embedded import EmbeddedNats
 from drasim.kubelet.watch import watch_nodes_raw
 
@@ -53,5 +59,34 @@ async def test_a_watch_carries_on_at_once_after_nats_restarts(tmp_path: Path, wa
             seq, second = await asyncio.wait_for(anext(events), PROMPTLY)
             assert seq == 2 and b'"after"' in bytes(second.object)
             await events.aclose()
+        finally:
+            await bus.close()
+
+
+async def test_a_request_out_when_nats_dies_fails_at_once_one_made_meanwhile_waits(
+    tmp_path: Path,
+) -> None:
+    """Requests to a stand-in apistore (answers `{}` to any request) on the client's own
+    connection, so it is back as soon as the client is."""
+    with EmbeddedNats(tmp_path) as server:
+        bus = await Bus.connect(server.admin_url, prefix=PREFIX, name="test")
+        api = ApiClient(bus, actor="test", timeout=30.0)
+        get = messages.Get(resource="pods", namespace="default", name="p")
+        try:
+
+            async def answer(msg: Msg) -> None:
+                await msg.respond(b"{}")
+
+            await bus.nc.subscribe(subjects.api_all(PREFIX), cb=answer)
+            assert await api.request(get) == b"{}"
+            assert server.pid is not None
+            os.kill(server.pid, signal.SIGKILL)
+            # Sent before the client noticed, so on the dead connection: lost with it.
+            with pytest.raises(errors.ServiceUnavailable, match="connection to NATS broke"):
+                await asyncio.wait_for(api.request(get), PROMPTLY)
+            # Made while the client knows NATS is away: sent once it is back.
+            meanwhile = asyncio.create_task(api.request(get))
+            await asyncio.to_thread(server.restart)
+            assert await asyncio.wait_for(meanwhile, PROMPTLY) == b"{}"
         finally:
             await bus.close()
