@@ -10,7 +10,7 @@ Then, `--kills` times: scale the Deployment (up to between half and all of `--po
 default one pod per GPU, then down to at most a quarter, in turn) and SIGKILL one target
 at a random moment from `--kill-within` seconds before the scale to as long after it (so
 kills land before, during and after scales): the apistore, the controllers, the
-scheduler, a kubelet process, the embedded NATS or Postgres (or only the kinds
+scheduler, a kubelet process (each in turn), the embedded NATS or Postgres (or only the kinds
 `--targets` names), drawn from a shuffled deck, so every kind gets its share. Then:
 
 - wait for `drasim up` to say the target is back (`ready again` / `back on port`); the
@@ -56,6 +56,7 @@ import psutil
 from drasim.cli import replay
 from drasim.common import errors
 from drasim.common.api import apps_v1, core_v1, resource_v1
+from drasim.common.replay import ClusterView
 
 TARGETS = ("apistore", "controllers", "scheduler", "kubelet", "nats", "postgres")
 SERVERS = ("nats", "postgres")  # embedded: `up` watches them rather than runs them
@@ -168,6 +169,7 @@ async def kill_once(
     args: argparse.Namespace,
     name: str,
     desired: int,
+    view: ClusterView,
 ) -> dict:
     """Scale and SIGKILL `name`, the kill at a random moment from `--kill-within` seconds
     before the scale to as long after it; wait for `name` to be back and for convergence."""
@@ -215,7 +217,7 @@ async def kill_once(
     if checks:
         record["last_awaited"] = failing(checks)
     t0 = time.monotonic()
-    problem = await replay.verify(up.api)
+    problem = await replay.verify(up.api, view)
     record["replay_verify_s"] = round(time.monotonic() - t0, 2)
     if problem is not None:
         record["violation"] = f"{name}: replay --verify: {problem}"
@@ -308,21 +310,27 @@ async def chaos(args: argparse.Namespace, workdir: Path) -> dict:
         print(f"drasim up ready in {up.ready_s:.1f} s; log: {up.log.path}", flush=True)
         await up.api.create(cluster_soak.deployment(0))
         deck: list[str] = []
+        view = ClusterView()  # the event log folded so far: each replay --verify carries on
         t0 = time.monotonic()
         for i in range(args.kills):
             if not deck:
                 deck = rng.sample(args.targets, len(args.targets))
             kind = deck.pop()
-            name = f"kubelet-{rng.randrange(args.kubelets)}" if kind == "kubelet" else kind
+            name = kind
+            if kind == "kubelet":  # each kubelet process in turn
+                earlier = sum(k["target"].startswith("kubelet-") for k in kills)
+                name = f"kubelet-{earlier % args.kubelets}"
             desired = (
                 rng.randint(max(pods // 2, 1), pods) if i % 2 == 0 else rng.randint(0, pods // 4)
             )
-            record = await kill_once(up, session, rng, args, name, desired)
+            record = await kill_once(up, session, rng, args, name, desired, view)
             kills.append(record)
             if "violation" in record:
                 violations.append(f"kill {i + 1}: {record['violation']}")
             print(f"kill {i + 1}/{args.kills}: {progress(record)}", flush=True)
-        results["chaos_s"] = round(time.monotonic() - t0, 1)
+            results["chaos_s"] = round(time.monotonic() - t0, 1)
+            if args.json:  # so far, so that a run cut short keeps its figures
+                write_json(args.json, tally(results, kills, violations))
         verified = await asyncio.to_thread(replay_verify_cli, workdir / "data")
         results["final_replay_verify"] = (verified.stdout + verified.stderr).strip()
         if verified.returncode != 0:
@@ -331,12 +339,27 @@ async def chaos(args: argparse.Namespace, workdir: Path) -> dict:
     if up.process.returncode != 0:
         violations.append(f"drasim up exited with code {up.process.returncode}")
     results["log_tracebacks"] = sum("Traceback" in line for _, line in up.log.lines)
-    results["targets"] = summarize(kills)
+    results["complete"] = True
+    return tally(results, kills, violations)
+
+
+def tally(results: dict, kills: list[dict], violations: list[str]) -> dict:
+    """The results with the kills so far: per target, convergences over 30 s, violations."""
     converged = [k["converge_s"] for k in kills if "converge_s" in k]
-    results["convergences_over_30_s"] = sum(c >= CONVERGE_TARGET for c in converged)
-    results["violations"] = violations
-    results["kill_log"] = kills
-    return results
+    return {
+        "complete": False,
+        **results,
+        "kills_done": len(kills),
+        "targets": summarize(kills),
+        "convergences_over_30_s": sum(c >= CONVERGE_TARGET for c in converged),
+        "violations": violations,
+        "kill_log": kills,
+    }
+
+
+def write_json(path: Path, results: dict) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(results, indent=2) + "\n")
 
 
 def main() -> int:
@@ -389,8 +412,7 @@ def main() -> int:
     else:
         shutil.rmtree(workdir, ignore_errors=True)
     if args.json:
-        args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(json.dumps(results, indent=2) + "\n")
+        write_json(args.json, results)
     return 1 if results["violations"] else 0
 
 
