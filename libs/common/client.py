@@ -99,8 +99,10 @@ class ApiClient:
             raise errors.ServiceUnavailable("no apistore is serving") from exc
         except nats.errors.TimeoutError as exc:
             raise errors.Timeout(f"apistore did not answer within {self.timeout}s") from exc
-        except ConnectionLost as exc:  # (as client-go's "connection reset": retry it)
-            raise errors.ServiceUnavailable(
+        except ConnectionLost as exc:
+            # As for a request that timed out, the outcome is unknown (504 says "may still
+            # be processing"): a binder sends the binding again, PreBind keeps the devices.
+            raise errors.Timeout(
                 "the connection to NATS broke before the apistore answered; the request "
                 "may or may not have been served"
             ) from exc

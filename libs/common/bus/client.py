@@ -292,9 +292,10 @@ class Bus:
 
     def _lose_requests(self) -> None:
         """The connection broke: fail the requests it carried at once, rather than at their
-        timeout. Their answers, if any come, go to the old connection and are lost (the
-        request itself may or may not have been served); those made since the break
-        wait, as nats-py sends them once it is back."""
+        timeout (to `ApiClient`'s callers a timeout all the same: the outcome is unknown).
+        Their answers, if any come, go to the old connection and are lost (the request
+        itself may or may not have been served); those made since the break wait, as
+        nats-py sends them once it is back."""
         for token, fut in self._waiting.items():
             if token not in self._buffered and not fut.done():
                 fut.set_exception(ConnectionLost())
