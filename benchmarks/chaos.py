@@ -393,8 +393,8 @@ def main() -> int:
     args = parser.parse_args()
     if unknown := set(args.targets) - set(TARGETS):
         parser.error(f"--targets: no such kind: {', '.join(sorted(unknown))}")
-    # The cluster's clients print a traceback per failed reconnect; here those are expected.
-    logging.getLogger("nats.aio.client").setLevel(logging.CRITICAL)
+    # This process's own client says each failed reconnect; here those are expected.
+    logging.getLogger("drasim.common.bus.client").setLevel(logging.ERROR)
     if args.seed is None:
         args.seed = random.randrange(2**32)
     print(f"seed {args.seed}", flush=True)
