@@ -7,10 +7,12 @@ carried fails at once rather than at its timeout; one made meanwhile is answered
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
 import signal
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 from nats.aio.msg import Msg
@@ -22,6 +24,9 @@ from drasim.common.bus.client import Bus
 from drasim.common.client import ApiClient, watch_raw
 from drasim.common.embedded import EmbeddedNats
 from drasim.kubelet.watch import watch_nodes_raw
+
+if TYPE_CHECKING:
+    from tests.conftest import Fresh
 
 PREFIX = "restart"
 NODE = "gpu-node-0"
@@ -91,3 +96,12 @@ async def test_a_request_out_when_nats_dies_fails_at_once_one_made_meanwhile_wai
             assert await asyncio.wait_for(meanwhile, PROMPTLY) == b"{}"
         finally:
             await bus.close()
+
+
+async def test_closing_the_connection_says_nothing(fresh: Fresh, caplog) -> None:
+    """A CLI command closes its connection as it ends: that is no disconnection to report
+    (every command printed "nats: disconnected; reconnecting" on its way out)."""
+    bus = await Bus.connect(fresh.nats_url, prefix=fresh.prefix, name="test")
+    with caplog.at_level(logging.INFO, logger="drasim.common.bus.client"):
+        await bus.close()
+    assert caplog.messages == []

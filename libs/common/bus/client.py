@@ -113,7 +113,8 @@ class Bus:
 
         async def disconnected() -> None:
             self._lose_requests()
-            if previous_disconnected is not None:
+            # nats-py calls this on `close` too, which is no disconnection to report.
+            if previous_disconnected is not None and not nc.is_closed:
                 await previous_disconnected()
 
         nc._reconnected_cb = reconnected
