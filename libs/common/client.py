@@ -8,7 +8,6 @@ await api.bind(pod, "worker-1")
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 from collections.abc import AsyncIterator
 from typing import Any, TypeVar
@@ -17,12 +16,11 @@ import msgspec
 import nats.errors
 import nats.js.errors
 from nats.aio.msg import Msg
-from nats.js import api as js_api
 
 from drasim.common import codec, errors, tracing
 from drasim.common.api import registry
 from drasim.common.api.meta_v1 import KubeObject
-from drasim.common.bus import headers, messages, subjects
+from drasim.common.bus import consumer, headers, messages, subjects
 from drasim.common.bus.client import Bus, ConnectionLost
 
 T = TypeVar("T", bound=KubeObject)
@@ -30,8 +28,6 @@ T = TypeVar("T", bound=KubeObject)
 _status_decoder = msgspec.json.Decoder(errors.Status)
 # Objects per list page: ~1 KiB each keeps a page well under NATS' 1 MiB payload limit.
 LIST_PAGE = 500
-# Events a watch holds received but not yet taken.
-WATCH_BUFFER = 1024
 
 
 class WatchEvent(msgspec.Struct, frozen=True):
@@ -285,13 +281,8 @@ class ApiClient:
 
 
 def stream_sequence(msg: Msg) -> int:
-    """The stream sequence (resourceVersion) of a delivered event, read from its ack
-    subject `$JS.ACK.<stream>.<consumer>.<delivered>.<stream seq>.…` as nats-py's ordered
-    consumer reads it: `msg.metadata` builds dataclasses and a datetime for every event."""
-    tokens = msg.reply.split(".")
-    if len(tokens) == 9 and tokens[0] == "$JS" and tokens[1] == "ACK":
-        return int(tokens[5])
-    return msg.metadata.sequence.stream
+    """The stream sequence (resourceVersion) of a delivered event."""
+    return consumer.ack_sequences(msg.reply)[0]
 
 
 async def stream_bounds(bus: Bus) -> tuple[int, int]:
@@ -324,72 +315,13 @@ async def watch_messages(
     given the event itself, read back from the event log; should that fail too (NATS now
     carries less than the apistore stores), the watch ends with the error and its caller
     retries from where it was."""
-    start = resource_version + 1
-    first, last = await stream_bounds(bus)
-    # The stream holds first..last; an empty, aligned stream has first == last + 1.
-    if start < first and not (first == last + 1 == start):
-        raise errors.Expired(f"too old resource version: {resource_version} ({first - 1})")
-    msgs = ordered_messages(bus, subjects.events_of(bus.prefix, resource, node=node), start=start)
+    filter_subject = subjects.events_of(bus.prefix, resource, node=node)
+    msgs = consumer.ordered_messages(bus, {filter_subject: resource_version + 1})
     async with contextlib.aclosing(msgs):
         async for msg in msgs:
             if msg.headers and headers.STAND_IN in msg.headers:
                 msg.data = await _logged_event(bus, stream_sequence(msg))
             yield msg
-
-
-async def ordered_messages(
-    bus: Bus,
-    subject: str,
-    *,
-    start: int,
-    filter_subjects: list[str] | None = None,
-    idle_heartbeat: float = 2.0,
-) -> AsyncIterator[Msg]:
-    """The event stream's messages on `subject` (or `filter_subjects`) from sequence
-    `start` on, through an ordered consumer.
-
-    Delivered through a callback into a queue, not `sub.messages`: nats-py's iterator
-    starts a task and an `asyncio.wait` for every message, about half again the cost of
-    receiving it. A full queue holds the callback, so nats-py's pending limits still apply.
-    At each reconnection to NATS the consumer is made again from the message after the
-    last one given: a restarted server has lost it, and nats-py would make a new one only
-    after two idle heartbeats went missing (watches stalled that long after a NATS
-    restart). Each consumer has a queue of its own, so none of the old one's messages
-    come after the new one's."""
-    reconnections = 0
-
-    def reconnected() -> None:
-        nonlocal reconnections
-        reconnections += 1
-        with contextlib.suppress(asyncio.QueueFull):  # a full queue is read at once anyway
-            received.put_nowait(None)
-
-    stop = bus.on_reconnect(reconnected)
-    try:
-        while True:
-            received: asyncio.Queue[Msg | None] = asyncio.Queue(WATCH_BUFFER)
-            seen = reconnections
-            sub = await bus.js.subscribe(
-                subject,
-                stream=subjects.stream(bus.prefix),
-                cb=received.put,
-                ordered_consumer=True,
-                config=js_api.ConsumerConfig(
-                    deliver_policy=js_api.DeliverPolicy.BY_START_SEQUENCE,
-                    opt_start_seq=start,
-                    filter_subjects=filter_subjects,
-                ),
-                idle_heartbeat=idle_heartbeat,
-            )
-            try:
-                while (msg := await received.get()) is not None and reconnections == seen:
-                    start = stream_sequence(msg) + 1
-                    yield msg
-            finally:
-                with contextlib.suppress(nats.errors.Error):
-                    await sub.unsubscribe()
-    finally:
-        stop()
 
 
 async def _logged_event(bus: Bus, seq: int) -> bytes:

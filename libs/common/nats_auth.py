@@ -12,7 +12,8 @@ the apistore's queue group, publish into the event stream, or pose as any actor.
   as anyone, as Kubernetes' impersonation lets system:masters;
 - a user's inboxes are `_INBOX_<user>.…` and only it may subscribe to them, so nobody
   reads another's replies; a kubelet subscribes only to its own nodes' control and DRA
-  driver subjects.
+  driver subjects, and watches only its own nodes' pod events (consumers of other
+  subjects are refused by JetStream's API permissions, `drasim.common.bus.consumer`).
 
 Each user's password is generated once into `<data-dir>/nats-auth/<user>` (mode 0600,
 `user:password`, what `Bus.connect(credentials=...)` reads), so services keep their
@@ -29,11 +30,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from drasim.common.bus import subjects
+from drasim.common.bus import consumer, subjects
 from drasim.common.bus.client import inbox_prefix
 
-# What a JetStream client needs to watch the event stream: stream info for its bounds, an
-# ordered consumer (create, info, delete) and its flow control.
+# What a JetStream client needs to watch any part of the event stream: stream info for its
+# bounds, consumers of any filter (`drasim.common.bus.consumer`) and their flow control.
 _JETSTREAM_READER = (
     "$JS.API.INFO",
     "$JS.API.STREAM.INFO.*",
@@ -62,6 +63,8 @@ class NatsUser:
     actors: tuple[str, ...] = ()  # whom its API requests may act as
     publish: tuple[str, ...] = ()  # further subjects it may publish to
     subscribe: tuple[str, ...] = ()  # further subjects it may subscribe to
+    # The event subjects (filters) it may watch; None: the whole stream.
+    watches: tuple[str, ...] | None = None
 
     def permissions(self, prefix: str) -> dict[str, Any] | None:
         """nats-server's `permissions` block; None (everything) for an admin."""
@@ -71,7 +74,7 @@ class NatsUser:
             "publish": {
                 "allow": [
                     *(subjects.api(prefix, actor) for actor in self.actors),
-                    *_JETSTREAM_READER,
+                    *self._jetstream(prefix),
                     *self.publish,
                 ]
             },
@@ -80,6 +83,17 @@ class NatsUser:
             # subject, which is another user's inbox: allowed for the request's reply only.
             "allow_responses": True,
         }
+
+    def _jetstream(self, prefix: str) -> tuple[str, ...]:
+        """What it may ask of JetStream: with `watches`, consumers of those filters only
+        (made on the filtered API subject, which the server holds to the filter), with
+        their flow control; nothing else, not even stream info."""
+        if self.watches is None:
+            return _JETSTREAM_READER
+        return (
+            *(consumer.create_subject(prefix, f) for f in self.watches),
+            f"$JS.FC.{'*' if prefix == '*' else subjects.stream(prefix)}.>",
+        )
 
 
 def cluster_users(prefix: str, kubelet_shards: Sequence[Iterable[str]] = ()) -> list[NatsUser]:
@@ -113,6 +127,7 @@ def cluster_users(prefix: str, kubelet_shards: Sequence[Iterable[str]] = ()) -> 
                 actors=tuple(node_identity(node) for node in nodes),
                 publish=driver_subjects,
                 subscribe=driver_subjects + control_subjects,
+                watches=tuple(subjects.events_of(prefix, "pods", node=node) for node in nodes),
             )
         )
     return users

@@ -1,16 +1,16 @@
 """List+watch of the pods bound to the nodes one kubelet process hosts.
 
 Events are published on `<prefix>.ev.pods.<node>.<namespace>.<name>`. A process hosting N
-nodes reads them through ONE JetStream ordered consumer whose `filter_subjects` (NATS
-2.10+) names its N nodes, so it receives its own nodes' pod events and nothing else:
-another process's nodes, leases and slices never reach it. One consumer per node would
-also filter correctly, but costs N consumers on the server and N idle heartbeats a period
-on the wire (`benchmarks/kubelet_scale.py` measures both).
+nodes reads them through N ordered consumers, one per node (`drasim.common.bus.consumer`),
+so it receives its own nodes' pod events and nothing else: another process's nodes, leases
+and slices never reach it, and NATS' permissions see to it that they cannot (a consumer
+filtering several subjects could not be bounded by them). Their idle heartbeats are
+sparse (`HEARTBEAT_S`): N consumers send N of them a period.
 
-Layers as in `drasim.common.informer`: `run` retries forever; `_list_then_watch` lists
-every hosted node (each list has its own resourceVersion), reports the state, then watches
-from the oldest list, skipping a node's events its own list already held; `Expired` makes
-it relist.
+Layers as in `drasim.common.informer`: `run` retries forever; `_relist` lists every
+hosted node (each list has its own resourceVersion) and reports the state; `_watch`
+watches each node from its own position (its list, then its last event), so a broken
+watch resumes every node where it was; `Expired` makes it relist.
 """
 
 from __future__ import annotations
@@ -26,8 +26,9 @@ from drasim.common import codec, errors
 from drasim.common.api import core_v1
 from drasim.common.bus import messages, subjects
 from drasim.common.bus.client import Bus
+from drasim.common.bus.consumer import ordered_messages
 from drasim.common.bus.headers import TRACEPARENT
-from drasim.common.client import ApiClient, ordered_messages, stream_bounds, stream_sequence
+from drasim.common.client import ApiClient, stream_sequence
 
 __all__ = ["PodHandler", "PodWatch", "watch_nodes_raw"]
 
@@ -38,6 +39,9 @@ PodHandler = Callable[[str, core_v1.Pod, str], None]
 what a list showed), in event order."""
 
 LIST_CONCURRENCY = 32
+# Idle heartbeat of each node's consumer: how soon a consumer lost without a reconnection
+# (a clustered NATS server gone) is noticed, against N heartbeats a period when idle.
+HEARTBEAT_S = 10.0
 
 Key = tuple[str, str]  # (namespace, name)
 
@@ -45,29 +49,22 @@ Key = tuple[str, str]  # (namespace, name)
 async def watch_nodes_raw(
     bus: Bus, resource: str, nodes: list[str], *, resource_version: int
 ) -> AsyncIterator[tuple[int, messages.WatchEvent]]:
-    """Events of `resource` on `nodes` after `resource_version`: one consumer, N filters."""
+    """Events of `resource` on `nodes` after `resource_version`, each node's in order."""
     decode = messages.watch_event_decoder.decode
-    msgs = _watch_nodes(bus, resource, nodes, resource_version=resource_version)
+    msgs = _watch_nodes(bus, resource, dict.fromkeys(nodes, resource_version))
     async with contextlib.aclosing(msgs):
         async for msg in msgs:
             yield stream_sequence(msg), decode(msg.data)
 
 
-async def _watch_nodes(
-    bus: Bus, resource: str, nodes: list[str], *, resource_version: int
-) -> AsyncIterator[Msg]:
-    """The stream's messages behind `watch_nodes_raw`, with their headers."""
-    start = resource_version + 1
-    first, last = await stream_bounds(bus)
-    if start < first and not (first == last + 1 == start):
-        raise errors.Expired(f"too old resource version: {resource_version} ({first - 1})")
-    filters = [subjects.events_of(bus.prefix, resource, node=node) for node in nodes]
-    msgs = ordered_messages(
-        bus, filters[0], start=start, filter_subjects=filters, idle_heartbeat=5.0
-    )
-    async with contextlib.aclosing(msgs):
-        async for msg in msgs:
-            yield msg
+def _watch_nodes(bus: Bus, resource: str, positions: dict[str, int]) -> AsyncIterator[Msg]:
+    """The stream's messages of `resource` on each node after the resourceVersion it maps
+    to, with their headers."""
+    starts = {
+        subjects.events_of(bus.prefix, resource, node=node): rv + 1
+        for node, rv in positions.items()
+    }
+    return ordered_messages(bus, starts, idle_heartbeat=HEARTBEAT_S)
 
 
 class PodWatch:
@@ -78,20 +75,20 @@ class PodWatch:
         self.nodes = nodes
         self.handler = handler
         self.cache: dict[Key, core_v1.Pod] = {}
-        self.resource_version = 0
         self.synced = asyncio.Event()
-        self._listed_at: dict[str, int] = {}  # node → resourceVersion of its last list
+        # node → resourceVersion of the last event (or list) of it seen; empty: relist.
+        self.positions: dict[str, int] = {}
 
     async def run(self) -> None:
         delay = 0.1
         while True:
             try:
-                if self.resource_version == 0:
+                if not self.positions:
                     await self._relist()
                 await self._watch()
-            except errors.Expired:
-                log.info("pod watch: resourceVersion %d too old, relisting", self.resource_version)
-                self.resource_version = 0
+            except errors.Expired as exc:
+                log.info("pod watch: %s, relisting", exc)
+                self.positions = {}
             except asyncio.CancelledError:
                 raise
             except Exception as exc:  # the bus or apistore is away: retry from where we are
@@ -111,11 +108,11 @@ class PodWatch:
 
         listed = await asyncio.gather(*(list_node(node) for node in self.nodes))
         fresh = {}
+        positions = {}
         for node, pods, rv in listed:
-            self._listed_at[node] = rv
+            positions[node] = rv
             fresh.update({_key(p): p for p in pods})
         old_cache, self.cache = self.cache, fresh
-        self.resource_version = min(self._listed_at.values(), default=0)
         # Pods already running first, oldest first: a restarted kubelet re-admits what it
         # ran before it admits anything new (upstream sorts by creation time).
         for pod in sorted(fresh.values(), key=_admission_order):
@@ -127,13 +124,12 @@ class PodWatch:
         for key, pod in old_cache.items():
             if key not in fresh:
                 self.handler("DELETED", pod, "")
+        self.positions = positions
         self.synced.set()
 
     async def _watch(self) -> None:
         decode = messages.watch_event_decoder.decode
-        msgs = _watch_nodes(
-            self.api.bus, "pods", self.nodes, resource_version=self.resource_version
-        )
+        msgs = _watch_nodes(self.api.bus, "pods", dict(self.positions))
         async with contextlib.aclosing(msgs):
             async for msg in msgs:
                 self._on_event(stream_sequence(msg), decode(msg.data), msg.headers)
@@ -141,10 +137,8 @@ class PodWatch:
     def _on_event(
         self, seq: int, event: messages.WatchEvent, headers: dict[str, str] | None
     ) -> None:
-        self.resource_version = seq
         pod = codec.decode(event.object, core_v1.Pod)
-        if seq <= self._listed_at.get(pod.spec.node_name, 0):
-            return  # that node's list already showed this change
+        self.positions[pod.spec.node_name] = seq
         traceparent = headers.get(TRACEPARENT, "") if headers else ""
         key = _key(pod)
         if event.type == "DELETED":

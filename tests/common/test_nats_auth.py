@@ -16,11 +16,12 @@ import pytest
 from drasim.apistore.server import ApiServer
 from drasim.common import codec, errors, nats_auth
 from drasim.common.api import core_v1, meta_v1
-from drasim.common.bus import headers, messages, subjects
+from drasim.common.bus import consumer, headers, messages, subjects
 from drasim.common.bus.client import Bus
-from drasim.common.client import ApiClient
+from drasim.common.client import ApiClient, watch_raw
 from drasim.common.embedded import EmbeddedNats
 from drasim.kubelet import control
+from drasim.kubelet.watch import watch_nodes_raw
 
 if TYPE_CHECKING:
     from tests.conftest import Fresh
@@ -187,6 +188,36 @@ async def test_a_kubelet_listens_on_its_own_nodes_only(
         assert seen == []
         await nc.subscribe(control.node_subject(prefix, "node-b"))
         assert "subscription" in await _violation(seen, nc)
+
+
+async def test_a_kubelet_watches_its_own_nodes_pods_only(
+    apistore: ApiServer, cluster_nats: EmbeddedNats, prefix: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A refused consumer is a request the server drops: no need to wait long for it.
+    monkeypatch.setattr(consumer, "_CREATE_TIMEOUT_S", 0.5)
+    async with _bus(cluster_nats, "admin", prefix) as admin:
+        api = ApiClient(admin, actor="admin")
+        for name, node in (("on-a", "node-a"), ("on-b", "node-b")):
+            pod = _pod(name)
+            pod.spec.node_name = node
+            await api.create(pod)
+    async with _bus(cluster_nats, "kubelet-0", prefix) as bus:
+        events = watch_nodes_raw(bus, "pods", ["node-a"], resource_version=0)
+        async with contextlib.aclosing(events):
+            _, event = await anext(events)
+        assert codec.decode(event.object, core_v1.Pod).metadata.name == "on-a"
+        # Another node's pods, the whole stream, stream info: refused by the server.
+        for refused in (
+            watch_nodes_raw(bus, "pods", ["node-b"], resource_version=0),
+            watch_raw(bus, "pods", resource_version=0),
+            watch_raw(bus, None, resource_version=0),
+        ):
+            async with contextlib.aclosing(refused):
+                with pytest.raises(nats.errors.TimeoutError):
+                    await anext(refused)
+        info = f"$JS.API.STREAM.INFO.{subjects.stream(prefix)}"
+        with pytest.raises(nats.errors.TimeoutError):
+            await bus.request(info, b"", timeout=0.5)
 
 
 async def test_fault_plans_need_the_flag(

@@ -1,0 +1,265 @@
+"""Ordered push consumers of the event stream, one per filter subject, made through the
+subject-filtered JetStream API so that NATS' permissions can bound what a client reads.
+
+A consumer made on `$JS.API.CONSUMER.CREATE.<stream>.<name>.<filter>` must filter exactly
+`<filter>` (the server refuses any other configuration), so a permission on that subject is
+a permission on what the consumer delivers: a kubelet may make consumers of its own nodes'
+pod events and of nothing else (`drasim.common.nats_auth`). The subject-less API
+(`CONSUMER.CREATE.<stream>`, which nats-py's ordered consumers use) and multi-filter
+consumers cannot be bounded that way, so every watch reads through this module instead.
+
+Each consumer is what nats-py calls an ordered consumer: ephemeral, in memory, no acks,
+flow control, idle heartbeats; made again from the next stream sequence when a consumer
+sequence is skipped, when heartbeats stop, or when the connection to NATS was made again
+(a restarted server has lost it). Messages of all filters come through one queue: in
+order per filter, interleaved between them. Unlike nats-py's, no task per consumer: one
+watchdog per watch checks every consumer's heartbeats.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import itertools
+import json
+import time
+import uuid
+from collections.abc import AsyncIterator, Mapping
+from dataclasses import dataclass, field
+
+import nats.errors
+from nats.aio.msg import Msg
+from nats.aio.subscription import Subscription
+
+from drasim.common import errors
+from drasim.common.bus import subjects
+from drasim.common.bus.client import Bus
+
+__all__ = ["create_subject", "ordered_messages"]
+
+# How long the server keeps a consumer nobody listens to any more (one replaced by a new
+# one, or left by a client that went away).
+_INACTIVE_THRESHOLD_S = 30.0
+# Heartbeats missed before a consumer is taken for lost (nats-py's figure).
+_MISSED_HEARTBEATS = 2
+_CREATE_TIMEOUT_S = 5.0
+_NANOS = 1_000_000_000
+
+
+def create_subject(prefix: str, filter_subject: str, consumer: str = "*") -> str:
+    """The JetStream API subject that makes a consumer of `filter_subject` (a permission
+    pattern with the default `consumer`; with the prefix `*`, of any cluster's stream)."""
+    stream = "*" if prefix == "*" else subjects.stream(prefix)
+    return f"$JS.API.CONSUMER.CREATE.{stream}.{consumer}.{filter_subject}"
+
+
+@dataclass(eq=False)
+class _Consumer:
+    filter: str
+    next_seq: int  # the stream sequence of the next message to give
+    generation: int = 0
+    delivered: int = 0  # consumer sequence of the last message taken
+    last_active: float = field(default_factory=time.monotonic)
+    sub: Subscription | None = None
+
+
+class _Watch:
+    """The consumers of one `ordered_messages` call and the queue they fill."""
+
+    def __init__(self, bus: Bus, starts: Mapping[str, int], heartbeat: float) -> None:
+        self.bus = bus
+        self.heartbeat = heartbeat
+        self.consumers = [_Consumer(f, start) for f, start in starts.items()]
+        # Messages to give, errors that end the watch, and the reply subjects of flow
+        # control requests (answered once the reader got that far, which is what flow
+        # control asks: the server holds back what the reader has not caught up with).
+        self.queue: asyncio.Queue[Msg | str | BaseException] = asyncio.Queue()
+        self._inbox = bus.nc.new_inbox()
+        self._ids = itertools.count()
+        self._tasks: set[asyncio.Task[None]] = set()
+
+    async def start(self) -> None:
+        """Make every consumer; raises `Expired` when the stream no longer holds the first
+        message asked for, and what the JetStream API answered otherwise."""
+        await asyncio.gather(*(self._create(c, c.generation) for c in self.consumers))
+
+    def renew(self, consumer: _Consumer) -> None:
+        """Replace `consumer` by a new one from its next message (in the background; a
+        failure ends the watch through the queue)."""
+        consumer.generation += 1
+        consumer.delivered = 0
+        consumer.last_active = time.monotonic()
+        if consumer.sub is not None:
+            self._unsubscribe(consumer.sub)
+            consumer.sub = None
+        task = asyncio.get_running_loop().create_task(self._renewed(consumer, consumer.generation))
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    def renew_all(self) -> None:
+        for consumer in self.consumers:
+            self.renew(consumer)
+
+    async def watchdog(self) -> None:
+        """Renew each consumer that sent nothing, not even a heartbeat, for too long."""
+        limit = self.heartbeat * _MISSED_HEARTBEATS
+        while True:
+            await asyncio.sleep(self.heartbeat)
+            now = time.monotonic()
+            for consumer in self.consumers:
+                if now - consumer.last_active > limit:
+                    self.renew(consumer)
+
+    async def close(self) -> None:
+        for task in list(self._tasks):
+            task.cancel()
+        for consumer in self.consumers:
+            if consumer.sub is not None:
+                self._unsubscribe(consumer.sub)
+                consumer.sub = None
+
+    async def _renewed(self, consumer: _Consumer, generation: int) -> None:
+        try:
+            await self._create(consumer, generation)
+        except asyncio.CancelledError:
+            raise
+        except BaseException as exc:
+            if generation == consumer.generation:
+                self.queue.put_nowait(exc)
+
+    async def _create(self, consumer: _Consumer, generation: int) -> None:
+        name = uuid.uuid4().hex
+        deliver = f"{self._inbox}.{next(self._ids)}"
+        sub = await self.bus.subscribe_direct(
+            deliver, lambda msg: self._on_message(consumer, generation, msg)
+        )
+        if generation != consumer.generation:  # renewed meanwhile
+            self._unsubscribe(sub)
+            return
+        consumer.sub = sub
+        start = consumer.next_seq
+        config = {
+            "name": name,
+            "deliver_subject": deliver,
+            "deliver_policy": "by_start_sequence",
+            "opt_start_seq": start,
+            "filter_subject": consumer.filter,
+            "ack_policy": "none",
+            "max_deliver": 1,
+            "replay_policy": "instant",
+            "flow_control": True,
+            "idle_heartbeat": int(self.heartbeat * _NANOS),
+            "inactive_threshold": int(_INACTIVE_THRESHOLD_S * _NANOS),
+            "mem_storage": True,
+            "num_replicas": 1,
+        }
+        stream = subjects.stream(self.bus.prefix)
+        request = json.dumps({"stream_name": stream, "config": config}).encode()
+        try:
+            answer = await self.bus.request(
+                create_subject(self.bus.prefix, consumer.filter, name),
+                request,
+                timeout=_CREATE_TIMEOUT_S,
+            )
+        except nats.errors.NoRespondersError as exc:
+            raise errors.ServiceUnavailable("JetStream is not available") from exc
+        info = json.loads(answer.data)
+        error = info.get("error")
+        if error:
+            if error.get("err_code") == 10059:  # stream not found
+                raise errors.ServiceUnavailable("the event stream does not exist yet")
+            raise errors.ServiceUnavailable(
+                f"could not watch {consumer.filter}: {error.get('description', error)}"
+            )
+        # A stream whose first message is past `start` starts the consumer there: the
+        # events in between are gone.
+        first_given = info["delivered"]["stream_seq"] + 1
+        if first_given > start:
+            raise errors.Expired(f"too old resource version: {start - 1} ({first_given - 1})")
+
+    def _on_message(self, consumer: _Consumer, generation: int, msg: Msg) -> None:
+        if generation != consumer.generation:
+            return  # from a consumer already replaced
+        consumer.last_active = time.monotonic()
+        hdrs = msg.headers
+        if hdrs and hdrs.get("Status") == "100":
+            if msg.reply:  # a flow control request
+                self.queue.put_nowait(msg.reply)
+                return
+            stalled = hdrs.get("Nats-Consumer-Stalled")
+            if stalled:
+                self._publish(stalled)
+            last = hdrs.get("Nats-Last-Consumer")
+            if last is not None and int(last) != consumer.delivered:
+                self.renew(consumer)  # the heartbeat says messages were sent we never got
+            return
+        if hdrs and "Status" in hdrs:
+            return  # another status (e.g. 409 consumer deleted): heartbeats end, renewed
+        stream_seq, consumer_seq = ack_sequences(msg.reply)
+        if consumer_seq != consumer.delivered + 1:
+            self.renew(consumer)
+            return
+        consumer.delivered = consumer_seq
+        consumer.next_seq = stream_seq + 1
+        self.queue.put_nowait(msg)
+
+    def _publish(self, subject: str) -> None:
+        task = asyncio.get_running_loop().create_task(self._publish_quietly(subject))
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def _publish_quietly(self, subject: str) -> None:
+        with contextlib.suppress(nats.errors.Error):
+            await self.bus.nc.publish(subject, b"")
+
+    def _unsubscribe(self, sub: Subscription) -> None:
+        task = asyncio.get_running_loop().create_task(self._unsubscribe_quietly(sub))
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    @staticmethod
+    async def _unsubscribe_quietly(sub: Subscription) -> None:
+        with contextlib.suppress(nats.errors.Error):
+            await sub.unsubscribe()
+
+
+def ack_sequences(reply: str) -> tuple[int, int]:
+    """(stream sequence, consumer sequence) of a delivered message, from its ack subject:
+    `$JS.ACK.<stream>.<consumer>.<delivered>.<stream seq>.<consumer seq>.<time>.<pending>`,
+    or with domain and account hash after `$JS.ACK` (12 tokens or more)."""
+    tokens = reply.split(".")
+    if len(tokens) == 9:
+        return int(tokens[5]), int(tokens[6])
+    if len(tokens) >= 12 and tokens[0] == "$JS" and tokens[1] == "ACK":
+        return int(tokens[7]), int(tokens[8])
+    raise errors.InternalError(f"not a JetStream message: {reply!r}")
+
+
+async def ordered_messages(
+    bus: Bus, starts: Mapping[str, int], *, idle_heartbeat: float = 2.0
+) -> AsyncIterator[Msg]:
+    """The event stream's messages on each filter subject of `starts` from the stream
+    sequence it maps to, each filter's in order, through one ordered consumer per filter.
+
+    Raises `Expired` when the stream no longer holds a sequence asked for (the caller
+    relists), `ServiceUnavailable` when it cannot make a consumer (the caller retries from
+    where each filter was)."""
+    watch = _Watch(bus, starts, idle_heartbeat)
+    stop = bus.on_reconnect(watch.renew_all)
+    watchdog: asyncio.Task[None] | None = None
+    try:
+        await watch.start()
+        watchdog = asyncio.create_task(watch.watchdog())
+        while True:
+            item = await watch.queue.get()
+            if isinstance(item, Msg):
+                yield item
+            elif isinstance(item, BaseException):
+                raise item
+            else:
+                await bus.nc.publish(item, b"")
+    finally:
+        stop()
+        if watchdog is not None:
+            watchdog.cancel()
+        await watch.close()
