@@ -21,13 +21,27 @@ from drasim.cli import (
     kubeconfig,
     node,
     replay,
+    secrets,
     up,
 )
 from drasim.common.config import ConfigError
 from drasim.common.embedded import EmbeddedServerError
 from drasim.common.errors import ApiError
 
-COMMANDS = (up, apply, get, describe, delete, events, replay, node, demo, bench, kubeconfig)
+COMMANDS = (
+    up,
+    apply,
+    get,
+    describe,
+    delete,
+    events,
+    replay,
+    node,
+    demo,
+    bench,
+    kubeconfig,
+    secrets,
+)
 
 
 def build_parser() -> argparse.ArgumentParser:
