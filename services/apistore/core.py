@@ -380,6 +380,7 @@ class ApiCore:
             first_seq=first_seq,
             fault_plan=self.fault_plan,
             priority_classes=self.priority_classes,
+            policy=self.rbac,
             max_object_bytes=self.max_object_bytes,
         )
         results: list[bytes | errors.ApiError] = []

@@ -18,7 +18,16 @@ from typing import Any
 
 import msgspec
 
-from drasim.apistore import admission, faults, limits, node_restriction, patches, strategy
+from drasim.apistore import (
+    admission,
+    faults,
+    limits,
+    node_restriction,
+    patches,
+    rbac,
+    rbac_escalation,
+    strategy,
+)
 from drasim.apistore.store import EventRow, Key, ObjectRow
 from drasim.common import codec, errors
 from drasim.common.api import meta_v1, registry, scheduling_v1, validation
@@ -78,11 +87,14 @@ def generate_name(base: str) -> str:
 
 @dataclass(slots=True)
 class Context:
-    """Who asked, under which trace, and when (the same for one request)."""
+    """Who asked, under which trace, and when (the same for one request). `groups` are an
+    HTTP user's, whose RBAC writes are checked for escalation (`rbac_escalation`); None for
+    the services on NATS and the apistore's own writes."""
 
     actor: str = ""
     traceparent: str = ""
     now: datetime = field(default_factory=lambda: datetime.now(UTC))
+    groups: tuple[str, ...] | None = None
 
 
 def resource_info(resource: str) -> registry.ResourceInfo:
@@ -234,9 +246,11 @@ class Batch:
         fault_plan: faults.FaultPlan | None = None,
         load_dependents: Callable[[list[str]], dict[Key, bytes]] | None = None,
         priority_classes: admission.PriorityClasses | None = None,
+        policy: rbac.Policy | None = None,
         max_object_bytes: int = limits.MAX_OBJECT_BYTES,
     ) -> None:
         self._rows: dict[Key, bytes | None] = dict(loaded)
+        self._policy = policy or rbac.Policy()  # the roles and bindings as committed
         self._max_object_bytes = max_object_bytes
         # While collecting garbage, writes are not refused for their size: they only drop
         # ownerReferences or stamp a deletion, and a refusal would fail the whole batch.
@@ -339,6 +353,8 @@ class Batch:
         _check_type_meta(info, obj)
         meta = obj.metadata
         meta.namespace = request_namespace(info, req.namespace, meta.namespace)
+        # Upstream's policy-based RBAC storage checks before the name is generated.
+        rbac_escalation.admit_create(self._policy, ctx.actor, ctx.groups, info, obj)
         if not meta.name and meta.generate_name:
             # The first candidate no object holds; a batch applied twice (see `ApiCore`)
             # sees the same rows and so picks the same name.
@@ -479,6 +495,9 @@ class Batch:
                     )
             if info.plural in strategy.GENERATION and _spec_changed(old, new):
                 new.metadata.generation = (old.metadata.generation or 0) + 1
+            rbac_escalation.admit_update(
+                self._policy, ctx.actor, ctx.groups, info, old, new, req.name
+            )
         node_restriction.admit_update(ctx.actor, info, old, new, req.subresource)
         if req.subresource == "status":
             errs = validation.validate_status(new, old=old)

@@ -32,6 +32,7 @@ from drasim.common.api import rbac_v1
 __all__ = [
     "BOOTSTRAP",
     "RESOURCES",
+    "SYSTEM_PRIVILEGED_GROUP",
     "Attributes",
     "Decision",
     "Policy",
@@ -47,6 +48,8 @@ _TYPES: dict[str, type[Any]] = {
 }
 ALL = "*"
 SERVICE_ACCOUNT_PREFIX = "system:serviceaccount:"
+# Upstream `user.SystemPrivilegedGroup`: its members may do everything, ahead of RBAC.
+SYSTEM_PRIVILEGED_GROUP = "system:masters"
 
 
 @dataclass(frozen=True, slots=True)
@@ -148,15 +151,50 @@ class Policy:
                 return Decision(True, f"RBAC: allowed by {_describe(binding, subject)}")
         return Decision(False)
 
-    def _rules(self, ref: rbac_v1.RoleRef, namespace: str) -> list[rbac_v1.PolicyRule]:
-        """The rules of the role a binding names (none when it does not exist)."""
+    def rules_for(
+        self, user: str, groups: Sequence[str], namespace: str
+    ) -> tuple[list[rbac_v1.PolicyRule], list[rbac_v1.RoleRef]]:
+        """Upstream `RulesFor`: the rules of every ClusterRoleBinding that applies to the
+        user, then of every RoleBinding of `namespace` that does (bindings in name order),
+        and the roles those bindings name that do not exist (upstream's resolution
+        errors: the rules found still count)."""
+        rules: list[rbac_v1.PolicyRule] = []
+        missing: list[rbac_v1.RoleRef] = []
+        bindings: list[tuple[str, Any]] = [
+            ("", b) for _, b in sorted(self._objects["clusterrolebindings"].items())
+        ]
+        if namespace:
+            bindings += [
+                (namespace, b)
+                for (ns, _), b in sorted(self._objects["rolebindings"].items())
+                if ns == namespace
+            ]
+        for binding_namespace, binding in bindings:
+            if _applies_to(binding.subjects, user, groups, binding_namespace) is None:
+                continue
+            found = self.role_reference_rules(binding.role_ref, binding_namespace)
+            if found is None:
+                missing.append(binding.role_ref)
+            else:
+                rules += found
+        return rules, missing
+
+    def role_reference_rules(
+        self, ref: rbac_v1.RoleRef, namespace: str
+    ) -> list[rbac_v1.PolicyRule] | None:
+        """Upstream `GetRoleReferenceRules`: the rules of the role a binding in `namespace`
+        ("" for a ClusterRoleBinding) names; None when that role does not exist."""
         if ref.kind == "ClusterRole":
             role = self._objects["clusterroles"].get(("", ref.name))
         elif ref.kind == "Role" and namespace:
             role = self._objects["roles"].get((namespace, ref.name))
         else:
             role = None
-        return role.rules if role is not None else []
+        return role.rules if role is not None else None
+
+    def _rules(self, ref: rbac_v1.RoleRef, namespace: str) -> list[rbac_v1.PolicyRule]:
+        """The rules of the role a binding names (none when it does not exist)."""
+        return self.role_reference_rules(ref, namespace) or []
 
 
 def _applies_to(

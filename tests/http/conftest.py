@@ -14,12 +14,14 @@ from pathlib import Path
 import aiohttp
 import pytest
 
+from drasim.apistore.http import authn
 from drasim.apistore.server import ApiServer
 from drasim.cli import kubeconfig
 from drasim.common.bus.client import Bus
 from drasim.common.client import ApiClient
 
 TOKEN = "test-token"
+JANE_TOKEN = "jane-token"  # of `users_cluster`'s jane, who is in no group
 KUBECTL = shutil.which("kubectl")
 # A kubectl command that does not finish by then has hung (a watch, a wait).
 KUBECTL_TIMEOUT = 20.0
@@ -70,6 +72,40 @@ async def cluster(fresh, certs, tmp_path) -> AsyncIterator[Cluster]:
     finally:
         await bus.close()
         await server.stop()
+
+
+@pytest.fixture
+async def users_cluster(fresh, certs, tmp_path) -> AsyncIterator[str]:
+    """An apistore whose token file has the admin (in system:masters) and jane, who is in no
+    group; its URL."""
+    token_file = tmp_path / "tokens.csv"
+    token_file.write_text(
+        f'{TOKEN},kubernetes-admin,uid-admin,"system:masters"\n{JANE_TOKEN},jane,uid-jane\n'
+    )
+    tls = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    tls.load_cert_chain(certs.cert, certs.key)
+    server = await ApiServer.start(
+        nats_url=fresh.nats_url,
+        database_url=fresh.database_url,
+        prefix=fresh.prefix,
+        http_port=0,
+        http_tokens=authn.Tokens.from_file(token_file),
+        http_tls=tls,
+    )
+    try:
+        assert server.http is not None
+        yield f"https://127.0.0.1:{server.http.port}"
+    finally:
+        await server.stop()
+
+
+def session(url: str, certs, token: str, **headers: str) -> aiohttp.ClientSession:
+    """An aiohttp session to `url` that authenticates with `token`."""
+    return aiohttp.ClientSession(
+        base_url=url,
+        headers={"Authorization": f"Bearer {token}", **headers},
+        connector=aiohttp.TCPConnector(ssl=ssl.create_default_context(cafile=certs.ca_cert)),
+    )
 
 
 @pytest.fixture

@@ -4,8 +4,6 @@ actor of its writes; what a user without RBAC bindings may do; `kubectl auth who
 
 from __future__ import annotations
 
-import ssl
-from collections.abc import AsyncIterator
 from pathlib import Path
 
 import aiohttp
@@ -13,49 +11,15 @@ import msgspec
 import pytest
 
 from drasim.apistore.http import authn
-from drasim.apistore.server import ApiServer
 from drasim.common.bus import messages
-from tests.http.conftest import TOKEN, Cluster
+from tests.http.conftest import JANE_TOKEN, TOKEN, Cluster, session
 
-JANE_TOKEN = "jane-token"
 POD = {
     "apiVersion": "v1",
     "kind": "Pod",
     "metadata": {"name": "p"},
     "spec": {"containers": [{"name": "c", "image": "registry.k8s.io/pause:3.10"}]},
 }
-
-
-@pytest.fixture
-async def users_cluster(fresh, certs, tmp_path) -> AsyncIterator[str]:
-    """An apistore whose token file has the admin and jane, who is in no group."""
-    token_file = tmp_path / "tokens.csv"
-    token_file.write_text(
-        f'{TOKEN},kubernetes-admin,uid-admin,"system:masters"\n{JANE_TOKEN},jane,uid-jane\n'
-    )
-    tls = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
-    tls.load_cert_chain(certs.cert, certs.key)
-    server = await ApiServer.start(
-        nats_url=fresh.nats_url,
-        database_url=fresh.database_url,
-        prefix=fresh.prefix,
-        http_port=0,
-        http_tokens=authn.Tokens.from_file(token_file),
-        http_tls=tls,
-    )
-    try:
-        assert server.http is not None
-        yield f"https://127.0.0.1:{server.http.port}"
-    finally:
-        await server.stop()
-
-
-def _session(url: str, certs, token: str, **headers: str) -> aiohttp.ClientSession:
-    return aiohttp.ClientSession(
-        base_url=url,
-        headers={"Authorization": f"Bearer {token}", **headers},
-        connector=aiohttp.TCPConnector(ssl=ssl.create_default_context(cafile=certs.ca_cert)),
-    )
 
 
 async def _actors(cluster: Cluster) -> list[str]:
@@ -90,7 +54,7 @@ async def test_an_admin_may_impersonate_and_the_write_is_the_impersonated_users(
 async def test_a_user_without_bindings_may_discover_and_nothing_else(
     users_cluster: str, certs
 ) -> None:
-    async with _session(users_cluster, certs, JANE_TOKEN) as jane:
+    async with session(users_cluster, certs, JANE_TOKEN) as jane:
         assert (await jane.get("/api")).status == 200
         assert (await jane.get("/apis/resource.k8s.io/v1")).status == 200
         response = await jane.get("/api/v1/namespaces/default/pods")
@@ -114,7 +78,7 @@ async def test_a_user_without_bindings_may_discover_and_nothing_else(
             'users "admin" is forbidden: User "jane" cannot impersonate resource "users" in API '
             'group "" at the cluster scope'
         )
-    async with _session(users_cluster, certs, "not-a-token") as nobody:
+    async with session(users_cluster, certs, "not-a-token") as nobody:
         assert (await nobody.get("/api")).status == 401
 
 
@@ -132,8 +96,8 @@ async def test_a_role_binding_of_view_lets_jane_read_its_namespace_only(
     users_cluster: str, certs
 ) -> None:
     async with (
-        _session(users_cluster, certs, TOKEN) as admin,
-        _session(users_cluster, certs, JANE_TOKEN) as jane,
+        session(users_cluster, certs, TOKEN) as admin,
+        session(users_cluster, certs, JANE_TOKEN) as jane,
     ):
         assert (await jane.get("/api/v1/namespaces/default/pods")).status == 403
         binding = _view_binding("default", {"kind": "User", "name": "jane"})
@@ -169,8 +133,8 @@ async def test_a_cluster_role_binding_to_a_group_applies_everywhere(
     users_cluster: str, certs
 ) -> None:
     async with (
-        _session(users_cluster, certs, TOKEN) as admin,
-        _session(users_cluster, certs, JANE_TOKEN) as jane,
+        session(users_cluster, certs, TOKEN) as admin,
+        session(users_cluster, certs, JANE_TOKEN) as jane,
     ):
         binding = _view_binding("", {"kind": "Group", "name": "system:authenticated"})
         binding["kind"] = "ClusterRoleBinding"
@@ -225,7 +189,7 @@ async def test_a_self_subject_access_review_names_what_allowed_it(
     users_cluster: str, certs
 ) -> None:
     review = "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews"
-    async with _session(users_cluster, certs, JANE_TOKEN) as jane:
+    async with session(users_cluster, certs, JANE_TOKEN) as jane:
         body = {"spec": {"nonResourceAttributes": {"path": "/apis/apps", "verb": "get"}}}
         response = await jane.post(review, json=body)
         assert response.status == 201

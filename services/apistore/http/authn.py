@@ -24,7 +24,7 @@ from aiohttp import web
 from drasim.apistore import rbac
 from drasim.common import errors
 
-MASTERS = "system:masters"
+MASTERS = rbac.SYSTEM_PRIVILEGED_GROUP
 AUTHENTICATED = "system:authenticated"
 ADMIN_USER = "kubernetes-admin"  # whom a single cluster token names (kubeadm's admin)
 IMPERSONATE_USER = "Impersonate-User"

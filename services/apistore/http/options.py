@@ -73,19 +73,20 @@ def target(request: web.Request) -> Target:
 
 def context(request: web.Request) -> Context:
     """Who asks: the authenticated (or impersonated) user, recorded with every write in the
-    event log; never a header or a field manager the client picks (a field manager given
-    must still be printable, as upstream checks). The trace is the request's server span
-    (tracing on), else its `traceparent` header, else a new one."""
+    event log, with its groups (by which RBAC writes are checked for escalation); never a
+    header or a field manager the client picks (a field manager given must still be
+    printable, as upstream checks). The trace is the request's server span (tracing on),
+    else its `traceparent` header, else a new one."""
     field_manager = request.query.get("fieldManager", "")
     if field_manager and request.method in _WRITE_OPTIONS:
         _check_field_manager(field_manager, _WRITE_OPTIONS[request.method])
-    actor = request[keys.USER].name
+    user = request[keys.USER]
     traceparent = (
         tracing.current_traceparent()
         or request.headers.get(tracing.TRACEPARENT, "")
         or tracing.mint()
     )
-    return Context(actor=actor, traceparent=traceparent)
+    return Context(actor=user.name, traceparent=traceparent, groups=user.groups)
 
 
 # The options kind each writing method's query is (and whose fieldManager is checked).
