@@ -1,6 +1,6 @@
-"""Who an HTTP request is: its bearer token's user (impersonated by admins), recorded as the
-actor of its writes; what a user without RBAC bindings may do; `kubectl auth whoami` and
-`kubectl auth can-i` truthful."""
+"""Who an HTTP request is: its bearer token's user (or whom RBAC lets it impersonate),
+recorded as the actor of its writes; what a user without RBAC bindings may do; `kubectl
+auth whoami` and `kubectl auth can-i` truthful."""
 
 from __future__ import annotations
 
@@ -146,6 +146,134 @@ async def test_a_cluster_role_binding_to_a_group_applies_everywhere(
         assert (await jane.get("/api/v1/namespaces/kube-system/pods")).status == 200
         assert (await jane.get("/api/v1/pods")).status == 200
         assert (await jane.get("/api/v1/nodes")).status == 403  # view has no cluster kinds
+
+
+WHOAMI = "/apis/authentication.k8s.io/v1/selfsubjectreviews"
+RBAC = "/apis/rbac.authorization.k8s.io/v1"
+
+
+async def _whoami(client: aiohttp.ClientSession, **headers: str) -> dict[str, object]:
+    response = await client.post(WHOAMI, json={}, headers=headers)
+    assert response.status == 201, await response.text()
+    return (await response.json())["status"]["userInfo"]
+
+
+async def _refusal(client: aiohttp.ClientSession, **headers: str) -> str:
+    response = await client.post(WHOAMI, json={}, headers=headers)
+    assert response.status == 403, await response.text()
+    return (await response.json())["message"]
+
+
+async def _grant(admin: aiohttp.ClientSession, name: str, namespace: str, *rules: object) -> None:
+    """A role of `rules` bound to jane: a ClusterRole and ClusterRoleBinding, or a Role and
+    RoleBinding in `namespace`."""
+    scope = f"{RBAC}/namespaces/{namespace}" if namespace else RBAC
+    kind = "Role" if namespace else "ClusterRole"
+    meta = {"name": name, "namespace": namespace} if namespace else {"name": name}
+    role = {"kind": kind, "apiVersion": "rbac.authorization.k8s.io/v1", "metadata": meta}
+    response = await admin.post(f"{scope}/{kind.lower()}s", json={**role, "rules": list(rules)})
+    assert response.status == 201, await response.text()
+    binding = {
+        **role,
+        "kind": f"{kind}Binding",
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": kind, "name": name},
+        "subjects": [{"kind": "User", "name": "jane"}],
+    }
+    response = await admin.post(f"{scope}/{kind.lower()}bindings", json=binding)
+    assert response.status == 201, await response.text()
+
+
+def _impersonate(resource: str, *names: str, group: str = "") -> dict[str, object]:
+    rule: dict[str, object] = {"verbs": ["impersonate"], "apiGroups": [group]}
+    return {**rule, "resources": [resource], **({"resourceNames": list(names)} if names else {})}
+
+
+async def test_rbac_decides_whom_a_user_may_impersonate(users_cluster: str, certs) -> None:
+    async with (
+        session(users_cluster, certs, TOKEN) as admin,
+        session(users_cluster, certs, JANE_TOKEN) as jane,
+    ):
+        await _grant(
+            admin,
+            "impersonator",
+            "",
+            _impersonate("users", "bob"),
+            _impersonate("groups", "devs"),
+        )
+        assert await _whoami(jane, **{"Impersonate-User": "bob"}) == {
+            "username": "bob",
+            "groups": ["system:authenticated"],
+        }
+        as_dev = await _whoami(jane, **{"Impersonate-User": "bob", "Impersonate-Group": "devs"})
+        assert as_dev["groups"] == ["devs", "system:authenticated"]
+        assert await _refusal(jane, **{"Impersonate-User": "alice"}) == (
+            'users "alice" is forbidden: User "jane" cannot impersonate resource "users" in API '
+            'group "" at the cluster scope'
+        )
+        assert await _refusal(
+            jane, **{"Impersonate-User": "bob", "Impersonate-Group": "admins"}
+        ) == (
+            'groups "admins" is forbidden: User "jane" cannot impersonate resource "groups" in '
+            'API group "" at the cluster scope'
+        )
+        # The request is then bob's, with bob's permissions.
+        response = await jane.get(
+            "/api/v1/namespaces/default/pods", headers={"Impersonate-User": "bob"}
+        )
+        assert response.status == 403
+        assert (await response.json())["message"] == (
+            'pods is forbidden: User "bob" cannot list resource "pods" in API group "" in the '
+            'namespace "default"'
+        )
+        # Groups, extras or a uid need a user.
+        response = await jane.post(WHOAMI, json={}, headers={"Impersonate-Group": "devs"})
+        assert response.status == 400
+        assert (await response.json())["message"] == (
+            "requested [{Group  devs    }] without impersonating a user"
+        )
+
+
+async def test_impersonating_service_accounts_extras_and_uids(users_cluster: str, certs) -> None:
+    robot = "system:serviceaccount:default:robot"
+    extras = {"Impersonate-User": "bob", "Impersonate-Extra-Scopes": "view"}
+    async with (
+        session(users_cluster, certs, TOKEN) as admin,
+        session(users_cluster, certs, JANE_TOKEN) as jane,
+    ):
+        assert await _refusal(jane, **{"Impersonate-User": robot}) == (
+            'serviceaccounts "robot" is forbidden: User "jane" cannot impersonate resource '
+            '"serviceaccounts" in API group "" in the namespace "default"'
+        )
+        await _grant(admin, "robot-impersonator", "default", _impersonate("serviceaccounts"))
+        groups = ["system:serviceaccounts", "system:serviceaccounts:default"]
+        assert await _whoami(jane, **{"Impersonate-User": robot}) == {
+            "username": robot,
+            "groups": [*groups, "system:authenticated"],
+        }
+
+        await _grant(admin, "bob-impersonator", "", _impersonate("users", "bob"))
+        assert await _refusal(jane, **extras) == (
+            'userextras.authentication.k8s.io "view" is forbidden: User "jane" cannot '
+            'impersonate resource "userextras/scopes" in API group "authentication.k8s.io" at '
+            "the cluster scope"
+        )
+        assert await _refusal(jane, **{"Impersonate-User": "bob", "Impersonate-Uid": "u-1"}) == (
+            'uids.authentication.k8s.io "u-1" is forbidden: User "jane" cannot impersonate '
+            'resource "uids" in API group "authentication.k8s.io" at the cluster scope'
+        )
+        await _grant(
+            admin,
+            "extras-impersonator",
+            "",
+            _impersonate("userextras/scopes", group="authentication.k8s.io"),
+            _impersonate("uids", "u-1", group="authentication.k8s.io"),
+        )
+        assert await _whoami(jane, **extras, **{"Impersonate-Uid": "u-1"}) == {
+            "username": "bob",
+            "uid": "u-1",
+            "groups": ["system:authenticated"],
+            "extra": {"scopes": ["view"]},
+        }
 
 
 async def test_kubectl_auth_whoami_and_can_i(cluster: Cluster, kubectl) -> None:

@@ -5,17 +5,24 @@ As kube-apiserver's `--token-auth-file`: a CSV file, one user a line,
 `system:authenticated`. The user is the request's actor (recorded with each write), never
 a header or a query parameter the client chooses.
 
-Authorization is RBAC (`drasim.apistore.rbac`): `system:masters` may do everything (and
-impersonate, `kubectl --as`); any other user what the Roles bound to it or its groups allow.
-Upstream's default bindings let every authenticated user read discovery and OpenAPI and
-ask who it is (`kubectl auth whoami`) and what it may do (`kubectl auth can-i`). A refusal
-is upstream's 403 message.
+Authorization is RBAC (`drasim.apistore.rbac`): `system:masters` may do everything; any
+other user what the Roles bound to it or its groups allow. Upstream's default bindings let
+every authenticated user read discovery and OpenAPI and ask who it is (`kubectl auth
+whoami`) and what it may do (`kubectl auth can-i`). A refusal is upstream's 403 message.
+
+Impersonation (`kubectl --as`, `--as-group`, `--as-uid`, `Impersonate-Extra-*`) is
+upstream's filter (`apiserver/pkg/endpoints/filters/impersonation.go`): each thing asked
+for must be allowed the verb `impersonate` on `users`, `groups` or `serviceaccounts` (core
+group, by name; a service account's username names its namespace), `userextras/<key>` or
+`uids` (group authentication.k8s.io); then the request is the impersonated user's.
 """
 
 from __future__ import annotations
 
 import csv
 import hmac
+import urllib.parse
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -23,13 +30,18 @@ from aiohttp import web
 
 from drasim.apistore import rbac
 from drasim.common import errors
+from drasim.common.api import validation
 
 MASTERS = rbac.SYSTEM_PRIVILEGED_GROUP
 AUTHENTICATED = "system:authenticated"
+UNAUTHENTICATED = "system:unauthenticated"
+ANONYMOUS = "system:anonymous"
 ADMIN_USER = "kubernetes-admin"  # whom a single cluster token names (kubeadm's admin)
 IMPERSONATE_USER = "Impersonate-User"
 IMPERSONATE_GROUP = "Impersonate-Group"
 IMPERSONATE_UID = "Impersonate-Uid"
+IMPERSONATE_EXTRA_PREFIX = "Impersonate-Extra-"
+AUTHENTICATION_GROUP = "authentication.k8s.io"
 
 
 @dataclass(frozen=True)
@@ -37,6 +49,7 @@ class UserInfo:
     name: str
     uid: str = ""
     groups: tuple[str, ...] = field(default_factory=tuple)
+    extra: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
 
     @property
     def is_master(self) -> bool:
@@ -85,28 +98,124 @@ class Tokens:
 
 
 def authenticate(request: web.Request, tokens: Tokens) -> UserInfo:
-    """The request's user (impersonated, if its user may), or 401."""
+    """The request's user, or 401."""
     scheme, _, token = request.headers.get("Authorization", "").partition(" ")
     user = tokens.authenticate(token.strip()) if scheme.lower() == "bearer" else None
     if user is None:
         raise errors.Unauthorized("Unauthorized")
-    as_user = request.headers.get(IMPERSONATE_USER, "")
-    as_groups = tuple(request.headers.getall(IMPERSONATE_GROUP, ()))
-    if not as_user:
-        if as_groups:
-            raise errors.InternalError(
-                "requested [" + ", ".join(f"{{Group {g}}}" for g in as_groups) + "] without "
-                "impersonating a user"
-            )
-        return user
-    if not user.is_master:
-        raise errors.forbidden(
-            "users",
-            as_user,
-            f'User "{user.name}" cannot impersonate resource "users" in API group "" at the '
-            "cluster scope",
+    return user
+
+
+@dataclass(frozen=True, slots=True)
+class _Asked:
+    """One thing a request asks to impersonate (upstream's ObjectReference of it)."""
+
+    kind: str  # ServiceAccount, User, Group, UserExtra or UID
+    name: str
+    namespace: str = ""
+    key: str = ""  # a UserExtra's key
+
+    def __str__(self) -> str:
+        """Go's `%v` of the ObjectReference: Kind, Namespace, Name, UID, APIVersion,
+        ResourceVersion, FieldPath."""
+        api_version = "authentication.k8s.io/v1" if self.kind in ("UserExtra", "UID") else ""
+        return f"{{{self.kind} {self.namespace} {self.name}  {api_version}  {self.key}}}"
+
+    def attributes(self) -> rbac.Attributes:
+        """What impersonating it takes: the verb `impersonate` on it."""
+        resource, group, subresource = {
+            "ServiceAccount": ("serviceaccounts", "", ""),
+            "User": ("users", "", ""),
+            "Group": ("groups", "", ""),
+            "UserExtra": ("userextras", AUTHENTICATION_GROUP, self.key),
+            "UID": ("uids", AUTHENTICATION_GROUP, ""),
+        }[self.kind]
+        return rbac.Attributes(
+            "impersonate",
+            namespace=self.namespace,
+            group=group,
+            resource=resource,
+            subresource=subresource,
+            name=self.name,
         )
-    return UserInfo(as_user, request.headers.get(IMPERSONATE_UID, ""), (*as_groups, AUTHENTICATED))
+
+
+def _service_account(username: str) -> tuple[str, str] | None:
+    """Upstream `serviceaccount.SplitUsername`: (namespace, name) of a valid
+    `system:serviceaccount:<namespace>:<name>`."""
+    if not username.startswith(rbac.SERVICE_ACCOUNT_PREFIX):
+        return None
+    parts = username.removeprefix(rbac.SERVICE_ACCOUNT_PREFIX).split(":")
+    if len(parts) != 2:
+        return None
+    namespace, name = parts
+    if validation.is_dns1123_label(namespace) or validation.is_dns1123_subdomain(name):
+        return None
+    return namespace, name
+
+
+def _asked(request: web.Request) -> list[_Asked]:
+    """Upstream `buildImpersonationRequests`; 400 for groups, extras or a uid without a
+    user."""
+    headers = request.headers
+    asked: list[_Asked] = []
+    as_user = headers.get(IMPERSONATE_USER, "")
+    if as_user:
+        account = _service_account(as_user)
+        if account is not None:
+            asked.append(_Asked("ServiceAccount", account[1], namespace=account[0]))
+        else:
+            asked.append(_Asked("User", as_user))
+    asked += [_Asked("Group", g) for g in headers.getall(IMPERSONATE_GROUP, ())]
+    prefix = IMPERSONATE_EXTRA_PREFIX.lower()
+    for header, value in headers.items():
+        if header.lower().startswith(prefix):
+            key = urllib.parse.unquote(header[len(prefix) :].lower())
+            asked.append(_Asked("UserExtra", value, key=key))
+    as_uid = headers.get(IMPERSONATE_UID, "")
+    if as_uid:
+        asked.append(_Asked("UID", as_uid))
+    if asked and not as_user:
+        raise errors.BadRequest(
+            f"requested [{' '.join(str(a) for a in asked)}] without impersonating a user"
+        )
+    return asked
+
+
+def impersonate(request: web.Request, user: UserInfo, policy: rbac.Policy) -> UserInfo:
+    """The user the request impersonates (itself when it asks for none); 403 naming the
+    first thing asked for that RBAC does not allow `user` to impersonate."""
+    asked = _asked(request)
+    if not asked:
+        return user
+    name, uid = "", ""
+    groups: list[str] = []
+    extra: dict[str, tuple[str, ...]] = {}
+    groups_given = IMPERSONATE_GROUP in request.headers
+    for thing in asked:
+        attrs = thing.attributes()
+        if not allowed(user, attrs, policy):
+            raise _refusal(attrs, user)
+        match thing.kind:
+            case "ServiceAccount":
+                name = f"{rbac.SERVICE_ACCOUNT_PREFIX}{thing.namespace}:{thing.name}"
+                if not groups_given:
+                    groups = ["system:serviceaccounts", f"system:serviceaccounts:{thing.namespace}"]
+            case "User":
+                name = thing.name
+            case "Group":
+                groups.append(thing.name)
+            case "UserExtra":
+                extra[thing.key] = (*extra.get(thing.key, ()), thing.name)
+            case "UID":
+                uid = thing.name
+    # Every user but the anonymous one is authenticated, unless it asked to be neither.
+    if name != ANONYMOUS:
+        if AUTHENTICATED not in groups and UNAUTHENTICATED not in groups:
+            groups.append(AUTHENTICATED)
+    elif UNAUTHENTICATED not in groups:
+        groups.append(UNAUTHENTICATED)
+    return UserInfo(name, uid, tuple(groups), extra)
 
 
 # What any user may ask about itself (RBAC's system:basic-user).
@@ -120,8 +229,13 @@ def authorize(request: web.Request, user: UserInfo, policy: rbac.Policy) -> None
     if user.is_master:
         return
     attrs = attributes(request)
-    if not policy.authorize(user.name, user.groups, attrs).allowed:
+    if not allowed(user, attrs, policy):
         raise _refusal(attrs, user)
+
+
+def allowed(user: UserInfo, attrs: rbac.Attributes, policy: rbac.Policy) -> bool:
+    """Upstream's authorizer chain: `system:masters` first, then RBAC."""
+    return user.is_master or policy.authorize(user.name, user.groups, attrs).allowed
 
 
 _VERBS = {"POST": "create", "PUT": "update", "PATCH": "patch", "GET": "get", "HEAD": "get"}

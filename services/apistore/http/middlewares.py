@@ -67,9 +67,12 @@ async def errors_to_status(request: web.Request, handler: Handler) -> web.Stream
 
 @web.middleware
 async def authenticate(request: web.Request, handler: Handler) -> web.StreamResponse:
-    """401 unless `Authorization: Bearer <token>` names a user; 403 unless the user may
-    (see `authn`). The user is then the request's actor."""
+    """401 unless `Authorization: Bearer <token>` names a user; 403 unless it may
+    impersonate whom it asks to be, and unless that user may make the request (see
+    `authn`). The user is then the request's actor."""
+    policy = request.app[keys.CORE].rbac
     user = authn.authenticate(request, request.app[keys.TOKENS])
-    authn.authorize(request, user, request.app[keys.CORE].rbac)
+    user = authn.impersonate(request, user, policy)
+    authn.authorize(request, user, policy)
     request[keys.USER] = user
     return await handler(request)

@@ -17,6 +17,8 @@ def _user_json(user: authn.UserInfo) -> dict[str, Any]:
     info: dict[str, Any] = {"username": user.name, "groups": list(user.groups)}
     if user.uid:
         info["uid"] = user.uid
+    if user.extra:
+        info["extra"] = {key: list(values) for key, values in user.extra.items()}
     return info
 
 
