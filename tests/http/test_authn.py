@@ -335,6 +335,76 @@ async def test_a_self_subject_access_review_names_what_allowed_it(
         )
 
 
+async def test_kubectl_auth_can_i_list_prints_the_rules_of_the_namespace(
+    cluster: Cluster, kubectl
+) -> None:
+    """`kubectl auth can-i --list` posts a SelfSubjectRulesReview (as protobuf) and prints
+    the rules: cluster-wide ones and the namespace's."""
+    binding = _view_binding("default", {"kind": "User", "name": "jane"})
+    await kubectl("apply", "-f", "-", input=msgspec.json.encode(binding).decode())
+
+    async def can_i_list(namespace: str) -> list[list[str]]:
+        done = await kubectl("auth", "can-i", "--list", "--as", "jane", "-n", namespace, "-v=8")
+        assert "Content-Type: application/vnd.kubernetes.protobuf" in done.stderr
+        return [line.split() for line in done.stdout.splitlines()]
+
+    rows = await can_i_list("default")
+    assert rows[0] == ["Resources", "Non-Resource", "URLs", "Resource", "Names", "Verbs"]
+    assert ["pods", "[]", "[]", "[get", "list", "watch]"] in rows
+    assert ["deployments.apps", "[]", "[]", "[get", "list", "watch]"] in rows
+    assert ["selfsubjectrulesreviews.authorization.k8s.io", "[]", "[]", "[create]"] in rows
+    assert ["[/healthz]", "[]", "[get]"] in rows
+    assert ["*.*", "[]", "[]", "[*]"] not in rows
+    elsewhere = await can_i_list("kube-system")
+    assert ["pods", "[]", "[]", "[get", "list", "watch]"] not in elsewhere
+    assert ["[/healthz]", "[]", "[get]"] in elsewhere
+    admin = (await kubectl("auth", "can-i", "--list")).stdout.splitlines()
+    assert admin[1].split() == ["*.*", "[]", "[]", "[*]"]  # cluster-admin's
+
+
+async def test_a_self_subject_rules_review_lists_rules_as_their_roles_have_them(
+    users_cluster: str, certs
+) -> None:
+    review = "/apis/authorization.k8s.io/v1/selfsubjectrulesreviews"
+    pod_p = {"verbs": ["get"], "apiGroups": [""], "resources": ["pods"], "resourceNames": ["p"]}
+    async with (
+        session(users_cluster, certs, TOKEN) as admin,
+        session(users_cluster, certs, JANE_TOKEN) as jane,
+    ):
+        await _grant(admin, "pod-p", "default", pod_p)
+        ghost = _view_binding("", {"kind": "User", "name": "jane"})
+        ghost.update(kind="ClusterRoleBinding", metadata={"name": "a-ghost"})
+        ghost["roleRef"] = {"kind": "ClusterRole", "name": "ghost"}
+        response = await admin.post(f"{RBAC}/clusterrolebindings", json=ghost)
+        assert response.status == 201, await response.text()
+
+        response = await jane.post(review, json={"spec": {"namespace": "default"}})
+        assert response.status == 201
+        answer = await response.json()
+        assert (answer["kind"], answer["apiVersion"]) == (
+            "SelfSubjectRulesReview",
+            "authorization.k8s.io/v1",
+        )
+        status = answer["status"]
+        assert status["resourceRules"][0] == {
+            "verbs": ["create"],
+            "apiGroups": ["authorization.k8s.io"],
+            "resources": ["selfsubjectaccessreviews", "selfsubjectrulesreviews"],
+        }
+        assert status["resourceRules"][-1] == pod_p  # the namespace's, after the cluster's
+        assert {
+            "verbs": ["get"],
+            "nonResourceURLs": ["/healthz", "/livez", "/readyz", "/version", "/version/"],
+        } in status["nonResourceRules"]
+        assert status["incomplete"] is False
+        assert status["evaluationError"] == (
+            'clusterrole.rbac.authorization.k8s.io "ghost" not found'
+        )
+        response = await jane.post(review, json={"spec": {}})
+        assert response.status == 400
+        assert (await response.json())["message"] == "no namespace on request"
+
+
 def test_a_bad_token_file_names_its_line(tmp_path: Path) -> None:
     path = tmp_path / "tokens.csv"
     path.write_text("# users\ngood,alice,uid-a\nonly-a-token\n")

@@ -221,6 +221,7 @@ def impersonate(request: web.Request, user: UserInfo, policy: rbac.Policy) -> Us
 # What any user may ask about itself (RBAC's system:basic-user).
 SELF_SUBJECT_REVIEW = "/apis/authentication.k8s.io/v1/selfsubjectreviews"
 SELF_SUBJECT_ACCESS_REVIEW = "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews"
+SELF_SUBJECT_RULES_REVIEW = "/apis/authorization.k8s.io/v1/selfsubjectrulesreviews"
 
 
 def authorize(request: web.Request, user: UserInfo, policy: rbac.Policy) -> None:

@@ -3,7 +3,8 @@
 kubectl's typed clients send some bodies only as protobuf: `kubectl create namespace`,
 `kubectl create deployment`, `kubectl create quota`, `kubectl create poddisruptionbudget`,
 `kubectl create priorityclass`, `kubectl create role` (clusterrole, rolebinding,
-clusterrolebinding), the SelfSubjectAccessReview of `kubectl auth can-i`,
+clusterrolebinding), the SelfSubjectAccessReview of `kubectl auth can-i` (and the
+SelfSubjectRulesReview of its `--list`),
 and the DeleteOptions and Evictions of `kubectl drain`. There is no fallback to JSON for
 protobuf, so drasim reads the messages those commands send: a decoder of the
 wire format driven by tables of field numbers (taken from upstream's `generated.proto`,
@@ -179,6 +180,13 @@ MESSAGES: dict[str, dict[int, F]] = {
         2: F("requirements", "LabelSelectorRequirement", repeated=True),
     },
     "NonResourceAttributes": {1: F("path", "str"), 2: F("verb", "str")},
+    # `kubectl auth can-i --list`.
+    "SelfSubjectRulesReview": {
+        1: F("metadata", "ObjectMeta"),
+        2: F("spec", "SelfSubjectRulesReviewSpec"),
+        3: F("status", "status"),
+    },
+    "SelfSubjectRulesReviewSpec": {1: F("namespace", "str")},
     "Namespace": {
         1: F("metadata", "ObjectMeta"),
         2: F("spec", "NamespaceSpec"),
@@ -296,6 +304,7 @@ TOP_LEVEL = frozenset(
         "PodDisruptionBudget",
         "PriorityClass",
         "SelfSubjectAccessReview",
+        "SelfSubjectRulesReview",
         "Role",
         "ClusterRole",
         "RoleBinding",

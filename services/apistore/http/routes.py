@@ -25,6 +25,7 @@ def setup_routes(app: web.Application) -> None:
     router.add_get("/openapi/v3/{path:.+}", openapi.serve_document)
     router.add_post(authn.SELF_SUBJECT_REVIEW, reviews.self_subject_review)
     router.add_post(authn.SELF_SUBJECT_ACCESS_REVIEW, reviews.self_subject_access_review)
+    router.add_post(authn.SELF_SUBJECT_RULES_REVIEW, reviews.self_subject_rules_review)
     for prefix in ("/api/{version:v1}", "/apis/{group}/{version}"):
         resource = router.add_resource(prefix + "/{path:.+}")
         resource.add_route("GET", handlers.get)
