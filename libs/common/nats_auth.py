@@ -112,6 +112,7 @@ def cluster_users(prefix: str, kubelet_shards: Sequence[Iterable[str]] = ()) -> 
                 "replicaset-controller",
                 "resourceclaim-controller",
                 "disruption-controller",
+                "clusterrole-aggregation-controller",
             ),
         ),
     ]

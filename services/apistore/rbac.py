@@ -26,7 +26,7 @@ from typing import Any
 import msgspec
 
 from drasim.apistore.store import EventRow
-from drasim.common import codec
+from drasim.common import codec, rbac_aggregation
 from drasim.common.api import rbac_v1
 
 __all__ = [
@@ -296,11 +296,23 @@ _ADMIN = [
     _rule(["create"], ["authorization.k8s.io"], ["localsubjectaccessreviews"]),
     *_EDIT,
 ]
+
+
+def _own(rules: list[dict[str, Any]], inherited: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The rules of `rules` that are not `inherited`."""
+    return [r for r in rules if r not in inherited]
+
+
 _CLUSTER_ROLES: dict[str, list[dict[str, Any]]] = {
     "cluster-admin": [_rule([ALL], [ALL], [ALL]), _urls([ALL], [ALL])],
-    "admin": _ADMIN,
-    "edit": _EDIT,
-    "view": _VIEW,
+    # Aggregated, as upstream's (see `_AGGREGATED`): `admin` gathers edit and
+    # system:aggregate-to-admin, `edit` view and system:aggregate-to-edit.
+    "admin": [],
+    "edit": [],
+    "view": [],
+    "system:aggregate-to-admin": _own(_ADMIN, _EDIT),
+    "system:aggregate-to-edit": _own(_EDIT, _VIEW),
+    "system:aggregate-to-view": _VIEW,
     "system:basic-user": [
         _rule(
             ["create"],
@@ -346,22 +358,57 @@ _METADATA = {
     "labels": {"kubernetes.io/bootstrapping": "rbac-defaults"},
     "annotations": {"rbac.authorization.kubernetes.io/autoupdate": "true"},
 }
+# Upstream's aggregated ClusterRoles: each selects the ClusterRoles labelled
+# `aggregate-to-<its name>`; and which role each bootstrap role is aggregated into.
+_AGGREGATE_TO = "rbac.authorization.k8s.io/aggregate-to-"
+_AGGREGATED = ("admin", "edit", "view")
+_AGGREGATED_INTO = {
+    "edit": "admin",
+    "view": "edit",
+    "system:aggregate-to-admin": "admin",
+    "system:aggregate-to-edit": "edit",
+    "system:aggregate-to-view": "view",
+}
+
+
+def _cluster_role(name: str, rules: list[dict[str, Any]]) -> dict[str, Any]:
+    labels = dict(_METADATA["labels"])
+    if name in _AGGREGATED_INTO:
+        labels[_AGGREGATE_TO + _AGGREGATED_INTO[name]] = "true"
+    role: dict[str, Any] = {
+        "apiVersion": rbac_v1.ClusterRole.API_VERSION,
+        "kind": "ClusterRole",
+        "metadata": {"name": name, **_METADATA, "labels": labels},
+        "rules": rules,
+    }
+    if name in _AGGREGATED:
+        selector = {"matchLabels": {_AGGREGATE_TO + name: "true"}}
+        role["aggregationRule"] = {"clusterRoleSelectors": [selector]}
+    return role
+
+
+def _aggregate(roles: list[dict[str, Any]]) -> None:
+    """Give the aggregated roles the rules the aggregation controller would (until nothing
+    changes: edit's go on to admin), so that they grant from the start, with or without a
+    controller manager running."""
+    typed = [codec.convert(r, rbac_v1.ClusterRole) for r in roles]
+    changed = True
+    while changed:
+        changed = False
+        for role in typed:
+            rules = rbac_aggregation.aggregated_rules(role, typed)
+            if role.aggregation_rule is not None and rules != role.rules:
+                role.rules, changed = rules, True
+    for obj, role in zip(roles, typed, strict=True):
+        if role.aggregation_rule is not None:
+            obj["rules"] = codec.to_builtins(role.rules)
 
 
 def _bootstrap() -> list[tuple[str, dict[str, Any]]]:
     api_version = rbac_v1.ClusterRole.API_VERSION
-    objects: list[tuple[str, dict[str, Any]]] = [
-        (
-            "clusterroles",
-            {
-                "apiVersion": api_version,
-                "kind": "ClusterRole",
-                "metadata": {"name": name, **_METADATA},
-                "rules": rules,
-            },
-        )
-        for name, rules in _CLUSTER_ROLES.items()
-    ]
+    roles = [_cluster_role(name, rules) for name, rules in _CLUSTER_ROLES.items()]
+    _aggregate(roles)
+    objects: list[tuple[str, dict[str, Any]]] = [("clusterroles", role) for role in roles]
     objects += [
         (
             "clusterrolebindings",

@@ -13,11 +13,12 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from drasim.common.api import apps_v1, core_v1, policy_v1, resource_v1
+from drasim.common.api import apps_v1, core_v1, policy_v1, rbac_v1, resource_v1
 from drasim.common.bus.client import Bus
 from drasim.common.client import ApiClient
 from drasim.common.informer import Informer
 from drasim.controllers import events, owners
+from drasim.controllers.clusterroleaggregation import ClusterRoleAggregationController
 from drasim.controllers.deployment import DeploymentController
 from drasim.controllers.disruption import DisruptionController
 from drasim.controllers.metrics import ControllerMetrics
@@ -27,8 +28,8 @@ from drasim.controllers.resourceclaim import ResourceClaimController
 
 
 class ControllerManager:
-    """Deployment, ReplicaSet, ResourceClaim and disruption controllers over shared
-    informers."""
+    """Deployment, ReplicaSet, ResourceClaim, disruption and ClusterRole aggregation
+    controllers over shared informers."""
 
     def __init__(self, bus: Bus, *, resource_claim_concurrency: int = 256) -> None:
         informer_client = ApiClient(bus, actor="controller-manager")
@@ -38,6 +39,7 @@ class ControllerManager:
         self.replica_sets = Informer(informer_client, apps_v1.ReplicaSet)
         self.deployments = Informer(informer_client, apps_v1.Deployment)
         self.pod_disruption_budgets = Informer(informer_client, policy_v1.PodDisruptionBudget)
+        self.cluster_roles = Informer(informer_client, rbac_v1.ClusterRole)
         pods_by_replica_set = owners.attached_pod_index(self.pods)
         self.deployment = DeploymentController(
             ApiClient(bus, actor="deployment-controller"),
@@ -66,6 +68,10 @@ class ControllerManager:
             replica_sets=self.replica_sets,
             deployments=self.deployments,
         )
+        self.cluster_role_aggregation = ClusterRoleAggregationController(
+            ApiClient(bus, actor="clusterrole-aggregation-controller"),
+            cluster_roles=self.cluster_roles,
+        )
         self.metrics = ControllerMetrics(claims=self.resource_claim.gauge)
 
     @property
@@ -77,6 +83,7 @@ class ControllerManager:
             self.replica_sets,
             self.deployments,
             self.pod_disruption_budgets,
+            self.cluster_roles,
         ]
 
     @property
@@ -86,6 +93,7 @@ class ControllerManager:
             self.replica_set.queue,
             self.resource_claim.queue,
             self.disruption.queue,
+            self.cluster_role_aggregation.queue,
         ]
 
     @property

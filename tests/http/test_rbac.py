@@ -1,7 +1,17 @@
-"""The rbac.authorization.k8s.io/v1 kinds over the HTTP API, with kubectl."""
+"""The rbac.authorization.k8s.io/v1 kinds over the HTTP API, with kubectl, and ClusterRole
+aggregation by the controller manager."""
 
 from __future__ import annotations
 
+import asyncio
+from collections.abc import AsyncIterator
+
+import pytest
+
+from drasim.common.api import rbac_v1
+from drasim.common.bus.client import Bus
+from drasim.controllers import ControllerManager
+from tests.controllers.conftest import TIMEOUT, Changes
 from tests.http.conftest import Cluster
 
 ROLE_AND_BINDING = """\
@@ -123,3 +133,60 @@ async def test_kubectl_create_rbac_objects_sends_protobuf(cluster: Cluster, kube
     assert subjects.stdout == "User Group ServiceAccount view"
     listed = (await kubectl("get", "clusterrolebindings")).stdout
     assert "jane-urls" in listed and "cluster-admin" in listed  # with the defaults
+
+
+@pytest.fixture
+async def manager(cluster: Cluster, fresh) -> AsyncIterator[ControllerManager]:
+    bus = await Bus.connect(fresh.nats_url, prefix=fresh.prefix, name="controllers")
+    manager = ControllerManager(bus)
+    try:
+        await asyncio.wait_for(manager.start(), TIMEOUT)
+        yield manager
+    finally:
+        await manager.stop()
+        await bus.close()
+
+
+SLICE_READER = """\
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata:
+  name: slice-reader
+  labels:
+    rbac.authorization.k8s.io/aggregate-to-edit: "true"
+rules:
+- apiGroups: ["resource.k8s.io"]
+  resources: ["resourceslices"]
+  verbs: ["get", "list"]
+"""
+
+
+async def test_a_cluster_role_labelled_aggregate_to_edit_extends_edit_and_admin(
+    cluster: Cluster, kubectl, manager: ControllerManager
+) -> None:
+    changes = Changes(manager.cluster_roles)
+    slices = rbac_v1.PolicyRule(
+        verbs=["get", "list"], api_groups=["resource.k8s.io"], resources=["resourceslices"]
+    )
+
+    def aggregated() -> list[bool]:
+        return [
+            slices in getattr(manager.cluster_roles.get(name), "rules", [])
+            for name in ("view", "edit", "admin")
+        ]
+
+    async def can_i() -> str:
+        args = ("list", "resourceslices.resource.k8s.io", "--as", "jane", "-n", "default")
+        return (await kubectl("auth", "can-i", *args, check=False)).stdout.strip()
+
+    await kubectl("create", "rolebinding", "jane-edits", "--clusterrole=edit", "--user=jane")
+    assert await can_i() == "no"
+    await kubectl("apply", "-f", "-", input=SLICE_READER)
+    await changes.until(lambda: aggregated() == [False, True, True])
+    assert await can_i() == "yes"
+    resources = await kubectl("get", "clusterrole", "edit", "-o", "jsonpath={.rules[*].resources}")
+    assert '["resourceslices"]' in resources.stdout
+
+    await kubectl("delete", "clusterrole", "slice-reader")
+    await changes.until(lambda: aggregated() == [False, False, False])
+    assert await can_i() == "no"

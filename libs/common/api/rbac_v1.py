@@ -45,8 +45,8 @@ class PolicyRule(KubeStruct):
 
 
 class AggregationRule(KubeStruct):
-    """Stored as given; drasim runs no aggregation controller, so an aggregated role's
-    `rules` are what its writer put there."""
+    """Which ClusterRoles an aggregated ClusterRole gathers its rules from (the controller
+    manager's clusterrole-aggregation controller writes them)."""
 
     cluster_role_selectors: list[LabelSelector] = []
 
