@@ -13,9 +13,9 @@ apistore as its own process, it measures:
 2. isolation: the same figures while a second kubelet process hosts as many other nodes,
    and while pods come and go on those other nodes: what this process receives must not
    grow with nodes it does not host (and, for contrast, with pods on its own nodes);
-3. watch strategy: one JetStream consumer filtering on N node subjects (what the kubelet
-   uses) against N ordered consumers of one node each: consumers on the server, set-up
-   time, and the idle traffic (each consumer sends heartbeats);
+3. watch: the kubelet's watch of N nodes (one consumer per node, 30 s heartbeats, what
+   NATS' permissions can bound) against N watches of one node each (2 s heartbeats):
+   set-up time, idle traffic (each consumer sends heartbeats), CPU, NATS' memory;
 4. `drasim up --cluster <2,000 nodes> --kubelets 2`: seconds until `ready:`.
 
 Targets (issue 4): < 200 KiB resident memory per hosted node; `drasim up` ready < 60 s.
@@ -39,6 +39,7 @@ from pathlib import Path
 
 import psutil
 
+from drasim.apistore.outbox import ensure_stream
 from drasim.cli import cluster
 from drasim.cli.bench import fresh_database
 from drasim.common import cluster_file, codec, errors
@@ -209,54 +210,54 @@ async def bench_hosting(
 # --- 3: watch strategies --------------------------------------------------------------------
 
 
-async def bench_watch(nats_url: str, database_url: str, nodes: int, idle: float) -> dict:
-    prefix = f"bench{uuid.uuid4().hex[:6]}"
-    apistore = await start_process(
-        sys.executable, "-m", "drasim.apistore", "--nats-url", nats_url,
-        "--database-url", database_url, "--prefix", prefix, "--log-level", "WARNING",
-    )  # fmt: skip
+async def bench_watch(nats_url: str, nodes: int, idle: float, nats_pid: int | None) -> dict:
+    """The kubelet's watch of `nodes` nodes: one consumer per node (all NATS permissions
+    can bound), against one watch per node with the 2 s heartbeats of other watches. Each
+    on an event stream of its own (no apistore needed: the consumers only need it)."""
     names = [f"node-{i}" for i in range(nodes)]
+    server = psutil.Process(nats_pid) if nats_pid else None
     results = {}
-    try:
-        for strategy in ("one_consumer_n_filters", "n_consumers_one_filter_each"):
-            bus = await Bus.connect(nats_url, prefix=prefix, name=strategy)
-            _, rv = await ApiClient(bus, actor="bench").list(core_v1.Pod)
+    for strategy in ("kubelet_watch_nodes_raw", "watch_raw_per_node"):
+        bus = await Bus.connect(nats_url, prefix=f"bench{uuid.uuid4().hex[:6]}", name=strategy)
+        await ensure_stream(bus)
+        rss_before = server.memory_info().rss if server else 0
 
-            async def drain(events: object) -> None:
-                async for _ in events:  # type: ignore[attr-defined]
-                    pass
+        async def drain(events: object) -> None:
+            async for _ in events:  # type: ignore[attr-defined]
+                pass
 
-            t0 = time.perf_counter()
-            if strategy == "one_consumer_n_filters":
-                tasks = [
-                    asyncio.create_task(
-                        drain(watch_nodes_raw(bus, "pods", names, resource_version=rv))
-                    )
-                ]
-            else:
-                tasks = [
-                    asyncio.create_task(drain(watch_raw(bus, "pods", resource_version=rv, node=n)))
-                    for n in names
-                ]
-            # The consumers exist on the server once the generators have subscribed; no
-            # client-side event says so, hence the poll.
-            stream = subjects.stream(prefix)
-            while (await bus.js.stream_info(stream)).state.consumer_count < len(tasks):  # noqa: ASYNC110
-                await asyncio.sleep(0.05)
-            setup = time.perf_counter() - t0
-            await asyncio.sleep(2)
-            figures = await measure(bus, idle)
-            results[strategy] = {
-                "consumers": len(tasks),
-                "setup_s": round(setup, 2),
-                "idle_bus_msgs_received_per_s": figures["bus_msgs_received_per_s"],
-            }
-            for task in tasks:
-                task.cancel()
-            await asyncio.gather(*tasks, return_exceptions=True)
-            await bus.close()
-    finally:
-        await stop_process(apistore)
+        t0 = time.perf_counter()
+        if strategy == "kubelet_watch_nodes_raw":
+            tasks = [
+                asyncio.create_task(drain(watch_nodes_raw(bus, "pods", names, resource_version=0)))
+            ]
+        else:
+            tasks = [
+                asyncio.create_task(drain(watch_raw(bus, "pods", resource_version=0, node=n)))
+                for n in names
+            ]
+        # The consumers exist on the server once the generators have made them; no
+        # client-side event says so, hence the poll.
+        stream = subjects.stream(bus.prefix)
+        while (await bus.js.stream_info(stream)).state.consumer_count < nodes:  # noqa: ASYNC110
+            await asyncio.sleep(0.05)
+        setup = time.perf_counter() - t0
+        await asyncio.sleep(2)
+        figures = await measure(bus, idle)
+        results[strategy] = {
+            "consumers": nodes,
+            "setup_s": round(setup, 2),
+            "idle_bus_msgs_received_per_s": figures["bus_msgs_received_per_s"],
+            "client_cpu_percent": figures["cpu_percent"],
+        }
+        if server is not None:
+            grown = server.memory_info().rss - rss_before
+            results[strategy]["nats_server_rss_growth_mib"] = round(grown / KIB / KIB, 1)
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        await bus.js.delete_stream(stream)
+        await bus.close()
     return results
 
 
@@ -315,7 +316,13 @@ async def count_nodes(api: ApiClient) -> int:
 # --- main ---------------------------------------------------------------------------------
 
 
-async def run(args: argparse.Namespace, nats_url: str, database_url: str, workdir: Path) -> dict:
+async def run(
+    args: argparse.Namespace,
+    nats_url: str,
+    database_url: str,
+    workdir: Path,
+    nats_pid: int | None = None,
+) -> dict:
     results: dict = {}
     if "hosting" in args.phases:
         database = await fresh_database(database_url)
@@ -324,8 +331,9 @@ async def run(args: argparse.Namespace, nats_url: str, database_url: str, workdi
         )
         print(json.dumps({"hosting": results["hosting"]}), file=sys.stderr, flush=True)
     if "watch" in args.phases:
-        database = await fresh_database(database_url)
-        results["watch_strategies"] = await bench_watch(nats_url, database, args.nodes, idle=10)
+        results["watch_strategies"] = await bench_watch(
+            nats_url, args.nodes, idle=10, nats_pid=nats_pid
+        )
         print(json.dumps(results["watch_strategies"]), file=sys.stderr, flush=True)
     if "up" in args.phases:
         results["drasim_up"] = await bench_up(2 * args.nodes, 2, workdir)
@@ -355,11 +363,15 @@ def main() -> None:
     ):
         workdir = Path(tmp)
         (workdir / "infra").mkdir()
-        nats_url = config.nats_url or stack.enter_context(EmbeddedNats(workdir / "infra")).admin_url
+        nats_pid = None
+        nats_url = config.nats_url
+        if nats_url is None:
+            nats = stack.enter_context(EmbeddedNats(workdir / "infra"))
+            nats_url, nats_pid = nats.admin_url, nats.pid
         database_url = config.database_url
         if database_url is None:
             database_url = stack.enter_context(EmbeddedPostgres(workdir / "infra")).admin_url
-        results = asyncio.run(run(args, nats_url, database_url, workdir))
+        results = asyncio.run(run(args, nats_url, database_url, workdir, nats_pid))
     text = json.dumps(results, indent=2)
     print(text)
     if args.json:

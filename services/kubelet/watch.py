@@ -41,7 +41,7 @@ what a list showed), in event order."""
 LIST_CONCURRENCY = 32
 # Idle heartbeat of each node's consumer: how soon a consumer lost without a reconnection
 # (a clustered NATS server gone) is noticed, against N heartbeats a period when idle.
-HEARTBEAT_S = 10.0
+HEARTBEAT_S = 30.0
 
 Key = tuple[str, str]  # (namespace, name)
 
