@@ -16,7 +16,7 @@ from collections.abc import Callable
 
 import msgspec
 
-from drasim.apistore import admission, faults, limits, mutations, rbac, strategy
+from drasim.apistore import admission, faults, limits, mutations, node_authorizer, rbac, strategy
 from drasim.apistore.mutations import Context
 from drasim.apistore.store import EventRow, ObjectRow, Store, WriteSession
 from drasim.common import codec, errors, selection
@@ -137,11 +137,21 @@ class ApiCore:
         `max_bytes`: what the front door can carry in one answer (NATS' max payload); a
         list page or a page of the event log ends early to fit, and says where the rest
         continues."""
+        node = node_authorizer.node_of(ctx.actor, ctx.groups)
         if isinstance(req, messages.Get):
+            if node is not None:
+                info = mutations.resource_info(req.resource)
+                return await node_authorizer.authorize_get(
+                    node, info, req, self._object, self._node_pods
+                )
             return await self.get(req)
         if isinstance(req, messages.List):
+            if node is not None:
+                node_authorizer.authorize_list(node, mutations.resource_info(req.resource), req)
             return await self.list(req, max_bytes=max_bytes)
         if isinstance(req, messages.EventLog):
+            if node is not None:
+                raise node_authorizer.refuse_event_log(node)
             return await self.event_log(req, max_bytes=max_bytes)
         return await self.submit(req, ctx)
 
@@ -154,6 +164,15 @@ class ApiCore:
         return fut
 
     # -- reads ----------------------------------------------------------------------
+    async def _object(self, resource: str, namespace: str, name: str) -> bytes:
+        return await self.get(messages.Get(resource=resource, namespace=namespace, name=name))
+
+    async def _node_pods(self, namespace: str, node: str) -> bytes:
+        selector = f"spec.nodeName={node}"
+        return await self.list(
+            messages.List(resource="pods", namespace=namespace, field_selector=selector)
+        )
+
     async def get(self, req: messages.Get) -> bytes:
         info = mutations.resource_info(req.resource)
         key = mutations.key_of(info, req.namespace or "default", req.name)

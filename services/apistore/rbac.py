@@ -26,7 +26,7 @@ from typing import Any
 import msgspec
 
 from drasim.apistore.store import EventRow
-from drasim.common import codec, rbac_aggregation
+from drasim.common import codec, errors, rbac_aggregation
 from drasim.common.api import rbac_v1
 
 __all__ = [
@@ -72,6 +72,25 @@ class Attributes:
 class Decision:
     allowed: bool
     reason: str = ""  # what allowed it, as upstream words it ("RBAC: allowed by ...")
+
+
+def refusal(attrs: Attributes, user: str, why: str = "") -> errors.Forbidden:
+    """The authorizer's 403, phrased as upstream's for a resource request (its verb,
+    resource, group and scope, and the reason an authorizer gave) or for any other path."""
+    if not attrs.resource_request:
+        return errors.Forbidden(f'forbidden: User "{user}" cannot {attrs.verb} path "{attrs.path}"')
+    scope = f'in the namespace "{attrs.namespace}"' if attrs.namespace else "at the cluster scope"
+    qualified = f"{attrs.resource}.{attrs.group}" if attrs.group else attrs.resource
+    what = f'{qualified} "{attrs.name}"' if attrs.name else qualified
+    full = f"{attrs.resource}/{attrs.subresource}" if attrs.subresource else attrs.resource
+    reason = f": {why}" if why else ""
+    return errors.Forbidden(
+        f'{what} is forbidden: User "{user}" cannot {attrs.verb} resource "{full}" in API '
+        f'group "{attrs.group}" {scope}{reason}',
+        kind=attrs.resource,
+        name=attrs.name,
+        group=attrs.group,
+    )
 
 
 def rule_allows(attrs: Attributes, rule: rbac_v1.PolicyRule) -> bool:

@@ -29,6 +29,7 @@ from drasim.common.bus.client import Bus
 from drasim.common.bus.consumer import ordered_messages
 from drasim.common.bus.headers import TRACEPARENT
 from drasim.common.client import ApiClient, stream_sequence
+from drasim.common.nats_auth import node_identity
 
 __all__ = ["PodHandler", "PodWatch", "watch_nodes_raw"]
 
@@ -102,8 +103,10 @@ class PodWatch:
         limit = asyncio.Semaphore(LIST_CONCURRENCY)
 
         async def list_node(node: str) -> tuple[str, list[core_v1.Pod], int]:
+            # As that node: a node may list the pods bound to it alone (the Node authorizer).
+            api = ApiClient(self.api.bus, actor=node_identity(node), timeout=self.api.timeout)
             async with limit:
-                pods, rv = await self.api.list(core_v1.Pod, field_selector=f"spec.nodeName={node}")
+                pods, rv = await api.list(core_v1.Pod, field_selector=f"spec.nodeName={node}")
             return node, pods, rv
 
         listed = await asyncio.gather(*(list_node(node) for node in self.nodes))

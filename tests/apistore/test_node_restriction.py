@@ -60,12 +60,14 @@ async def _forbidden(call) -> str:  # noqa: ANN001 - an awaitable
     return str(caught.value)
 
 
-async def test_a_node_writes_its_own_node_and_not_another(cluster: dict[str, ApiClient]) -> None:
+async def test_a_node_writes_its_own_node_and_not_another(
+    cluster: dict[str, ApiClient], api: ApiClient
+) -> None:
     a = cluster["a"]
     node = await a.get(core_v1.Node, "a")
     node.metadata.labels["drasim.io/probe"] = "ok"
     await a.update(node)
-    other = await a.get(core_v1.Node, "b")
+    other = await api.get(core_v1.Node, "b")  # not a's to read (`node_authorizer`)
     other.metadata.labels["x"] = "y"
     assert await _forbidden(a.update(other)) == (
         'nodes "b" is forbidden: node "a" is not allowed to modify node "b"'

@@ -172,10 +172,11 @@ async def test_a_kubelet_acts_as_its_own_nodes_only(
     apistore: ApiServer, cluster_nats: EmbeddedNats, prefix: str
 ) -> None:
     async with _bus(cluster_nats, "kubelet-0", prefix) as bus:
-        await ApiClient(bus, actor="system:node:node-a").get(core_v1.Namespace, "default")
+        with pytest.raises(errors.NotFound):  # its own Node is its to read
+            await ApiClient(bus, actor="system:node:node-a").get(core_v1.Node, "node-a")
         posing = ApiClient(bus, actor="system:node:node-b", timeout=0.5)
         with pytest.raises(errors.Timeout):  # the server drops what it may not publish
-            await posing.get(core_v1.Namespace, "default")
+            await posing.get(core_v1.Node, "node-b")
 
 
 async def test_a_kubelet_listens_on_its_own_nodes_only(

@@ -28,9 +28,10 @@ from pathlib import Path
 
 from aiohttp import web
 
-from drasim.apistore import rbac
+from drasim.apistore import node_authorizer, rbac
 from drasim.common import errors
-from drasim.common.api import validation
+from drasim.common.api import registry, validation
+from drasim.common.bus import messages
 
 MASTERS = rbac.SYSTEM_PRIVILEGED_GROUP
 AUTHENTICATED = "system:authenticated"
@@ -195,7 +196,7 @@ def impersonate(request: web.Request, user: UserInfo, policy: rbac.Policy) -> Us
     for thing in asked:
         attrs = thing.attributes()
         if not allowed(user, attrs, policy):
-            raise _refusal(attrs, user)
+            raise rbac.refusal(attrs, user.name)
         match thing.kind:
             case "ServiceAccount":
                 name = f"{rbac.SERVICE_ACCOUNT_PREFIX}{thing.namespace}:{thing.name}"
@@ -230,8 +231,24 @@ def authorize(request: web.Request, user: UserInfo, policy: rbac.Policy) -> None
     if user.is_master:
         return
     attrs = attributes(request)
-    if not allowed(user, attrs, policy):
-        raise _refusal(attrs, user)
+    if allowed(user, attrs, policy):
+        return
+    node = node_authorizer.node_of(user.name, user.groups)
+    if node is not None and attrs.resource_request:
+        # The Node authorizer's: lists and watches here, the rest where the object is read
+        # or written (`ApiCore.handle`, NodeRestriction).
+        if attrs.verb in ("list", "watch"):
+            node_authorizer.authorize_list(
+                node,
+                registry.by_plural(attrs.resource),
+                messages.List(
+                    resource=attrs.resource,
+                    namespace=attrs.namespace,
+                    field_selector=request.query.get("fieldSelector", ""),
+                ),
+            )
+        return
+    raise rbac.refusal(attrs, user.name)
 
 
 def allowed(user: UserInfo, attrs: rbac.Attributes, policy: rbac.Policy) -> bool:
@@ -276,21 +293,4 @@ def attributes(request: web.Request) -> rbac.Attributes:
         subresource=subresource,
         name=name,
         path=path,
-    )
-
-
-def _refusal(attrs: rbac.Attributes, user: UserInfo) -> errors.Forbidden:
-    """The RBAC authorizer's 403, phrased as upstream's for a resource request (its verb,
-    resource, group and scope) or for any other path."""
-    if not attrs.resource_request:
-        return errors.Forbidden(
-            f'forbidden: User "{user.name}" cannot {attrs.verb} path "{attrs.path}"'
-        )
-    scope = f'in the namespace "{attrs.namespace}"' if attrs.namespace else "at the cluster scope"
-    qualified = f"{attrs.resource}.{attrs.group}" if attrs.group else attrs.resource
-    what = f'{qualified} "{attrs.name}"' if attrs.name else qualified
-    full = f"{attrs.resource}/{attrs.subresource}" if attrs.subresource else attrs.resource
-    return errors.Forbidden(
-        f'{what} is forbidden: User "{user.name}" cannot {attrs.verb} resource "{full}" in API '
-        f'group "{attrs.group}" {scope}'
     )

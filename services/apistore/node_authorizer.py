@@ -1,0 +1,185 @@
+"""The Node authorizer's part for reads: what a kubelet may read of the API.
+
+Writes by a node are `node_restriction`'s. For reads, as upstream's
+`plugin/pkg/auth/authorizer/node` with `AuthorizeNodeWithSelectors` (on since 1.32), a
+node may read:
+
+- its own Node (get by name, list or watch with `metadata.name=<node>`) and its own Lease;
+- pods bound to it: get one, or list with the field selector `spec.nodeName=<node>`;
+- ResourceSlices of its own (`spec.nodeName`): get one, or list with that field selector;
+- a ResourceClaim a pod bound to it names (upstream's graph edges pod → claim: the pod's
+  `spec.resourceClaims`, `status.resourceClaimStatuses` and
+  `status.extendedResourceClaimStatus`), reserved for it or not;
+
+and nothing else: not other nodes' objects, not the event log. Where upstream decides by
+its graph, this decides by the object read: a missing object has no relationship either
+(403, as upstream, not 404). A refusal is the authorizer's 403 with upstream's reason.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Sequence
+
+import msgspec
+
+from drasim.apistore import rbac
+from drasim.common import errors
+from drasim.common.api import registry
+from drasim.common.bus import messages
+from drasim.common.nats_auth import NODE_USER_PREFIX, node_identity
+
+__all__ = ["authorize_get", "authorize_list", "node_of", "refuse_event_log"]
+
+NODE_LEASE_NAMESPACE = "kube-node-lease"
+NODES_GROUP = "system:nodes"
+_BY_OBJECT = ("pods", "resourceslices", "resourceclaims")
+
+
+class _PodClaim(msgspec.Struct):
+    resource_claim_name: str | None = msgspec.field(default=None, name="resourceClaimName")
+
+
+class _Spec(msgspec.Struct):
+    node_name: str = msgspec.field(default="", name="nodeName")
+    resource_claims: list[_PodClaim] = msgspec.field(default_factory=list, name="resourceClaims")
+
+
+class _ExtendedClaim(msgspec.Struct):
+    resource_claim_name: str = msgspec.field(default="", name="resourceClaimName")
+
+
+class _Status(msgspec.Struct):
+    resource_claim_statuses: list[_PodClaim] = msgspec.field(
+        default_factory=list, name="resourceClaimStatuses"
+    )
+    extended_resource_claim_status: _ExtendedClaim | None = msgspec.field(
+        default=None, name="extendedResourceClaimStatus"
+    )
+
+
+class _Object(msgspec.Struct):
+    """What deciding needs of a pod or slice."""
+
+    spec: _Spec = msgspec.field(default_factory=_Spec)
+    status: _Status = msgspec.field(default_factory=_Status)
+
+    def claims(self) -> set[str]:
+        """The ResourceClaims a pod names."""
+        names = {c.resource_claim_name for c in self.spec.resource_claims}
+        names |= {c.resource_claim_name for c in self.status.resource_claim_statuses}
+        if self.status.extended_resource_claim_status is not None:
+            names.add(self.status.extended_resource_claim_status.resource_claim_name)
+        return {n for n in names if n}
+
+
+class _Listed(msgspec.Struct):
+    items: list[_Object] = msgspec.field(default_factory=list)
+
+
+_decode = msgspec.json.Decoder(_Object).decode
+_decode_list = msgspec.json.Decoder(_Listed).decode
+
+GetObject = Callable[[str, str, str], Awaitable[bytes]]
+"""Reads (resource, namespace, name); raises `NotFound`."""
+ListPods = Callable[[str, str], Awaitable[bytes]]
+"""Lists the pods of (namespace, node)."""
+
+
+def node_of(user: str, groups: Sequence[str] | None) -> str | None:
+    """The node a user is (upstream's `NodeIdentity`: `system:node:<name>` in the group
+    `system:nodes`), else None. `groups` None: an actor NATS vouched for, whose name alone
+    says it (only a kubelet's connection may act as a node)."""
+    if not user.startswith(NODE_USER_PREFIX):
+        return None
+    if groups is not None and NODES_GROUP not in groups:
+        return None
+    return user.removeprefix(NODE_USER_PREFIX) or None
+
+
+def _refusal(
+    node: str, info: registry.ResourceInfo, verb: str, namespace: str, name: str, why: str
+) -> errors.Forbidden:
+    attrs = rbac.Attributes(
+        verb,
+        namespace=namespace if info.namespaced else "",
+        group=info.group,
+        resource=info.plural,
+        name=name,
+    )
+    return rbac.refusal(attrs, node_identity(node), why)
+
+
+def _no_relationship(node: str) -> str:
+    return f"no relationship found between node '{node}' and this object"
+
+
+async def authorize_get(
+    node: str,
+    info: registry.ResourceInfo,
+    req: messages.Get,
+    data: GetObject,
+    pods: ListPods,
+) -> bytes:
+    """The object `req` asks for, if `node` may read it; `data` reads it, `pods` lists the
+    pods bound to a node."""
+    namespace = req.namespace or ("default" if info.namespaced else "")
+    if info.plural == "nodes":
+        if req.name != node:
+            why = f"node '{node}' cannot read '{req.name}', only its own Node object"
+            raise _refusal(node, info, "get", "", req.name, why)
+        return await data(info.plural, "", req.name)
+    if info.plural == "leases":
+        if namespace != NODE_LEASE_NAMESPACE or req.name != node:
+            why = "can only access node lease with the same name as the requesting node"
+            raise _refusal(node, info, "get", namespace, req.name, why)
+        return await data(info.plural, namespace, req.name)
+    if info.plural not in _BY_OBJECT:
+        raise _refusal(node, info, "get", namespace, req.name, "")
+    denied = _refusal(node, info, "get", namespace, req.name, _no_relationship(node))
+    if info.plural == "resourceclaims":
+        listed = _decode_list(await pods(namespace, node))
+        if not any(req.name in pod.claims() for pod in listed.items):
+            raise denied
+    try:
+        body = await data(info.plural, namespace, req.name)
+    except errors.NotFound:
+        raise denied from None
+    if info.plural != "resourceclaims" and _decode(body).spec.node_name != node:
+        raise denied
+    return body
+
+
+def authorize_list(node: str, info: registry.ResourceInfo, req: messages.List) -> None:
+    """403 unless `node` may list (or watch) what `req` asks for."""
+    terms = _equalities(req.field_selector)
+    namespace = req.namespace if info.namespaced else ""
+    if info.plural == "nodes":
+        if terms.get("metadata.name") == node:
+            return
+        why = f"node '{node}' cannot read all nodes, only its own Node object"
+    elif info.plural == "pods":
+        if terms.get("spec.nodeName") == node:
+            return
+        why = "can only list/watch pods with spec.nodeName field selector"
+    elif info.plural == "resourceslices":
+        if terms.get("spec.nodeName") == node:
+            return
+        why = "can only list/watch/deletecollection resourceslices with nodeName field selector"
+    else:
+        why = ""
+    raise _refusal(node, info, "list", namespace, "", why)
+
+
+def refuse_event_log(node: str) -> errors.Forbidden:
+    """The event log holds every object's history: no node's to read."""
+    return errors.Forbidden(f'forbidden: User "{node_identity(node)}" cannot read the event log')
+
+
+def _equalities(selector: str) -> dict[str, str]:
+    """The `field=value` (or `==`) terms of a field selector."""
+    found = {}
+    for term in selector.split(","):
+        field, sep, value = term.partition("=")
+        if sep and not field.endswith("!"):
+            found[field.strip()] = value.removeprefix("=").strip()
+    return found
