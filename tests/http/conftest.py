@@ -47,9 +47,9 @@ def certs(tmp_path_factory: pytest.TempPathFactory) -> kubeconfig.ServingCerts:
     return kubeconfig.ensure_serving_certs(tmp_path_factory.mktemp("pki"))
 
 
-@pytest.fixture
-async def cluster(fresh, certs, tmp_path) -> AsyncIterator[Cluster]:
-    """An apistore with the HTTP API on a free port, and a kubeconfig for it."""
+async def start_https_apistore(fresh, certs, **auth: object) -> ApiServer:  # noqa: ANN001
+    """An apistore serving HTTPS on a free port with `certs`; `auth` is `http_token=` or
+    `http_tokens=`."""
     tls = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
     tls.load_cert_chain(certs.cert, certs.key)
     server = await ApiServer.start(
@@ -57,12 +57,19 @@ async def cluster(fresh, certs, tmp_path) -> AsyncIterator[Cluster]:
         database_url=fresh.database_url,
         prefix=fresh.prefix,
         http_port=0,
-        http_token=TOKEN,
         http_tls=tls,
+        **auth,
     )
+    assert server.http is not None
+    return server
+
+
+@pytest.fixture
+async def cluster(fresh, certs, tmp_path) -> AsyncIterator[Cluster]:
+    """An apistore with the HTTP API on a free port, and a kubeconfig for it."""
+    server = await start_https_apistore(fresh, certs, http_token=TOKEN)
     bus = await Bus.connect(fresh.nats_url, prefix=fresh.prefix, name="test")
     try:
-        assert server.http is not None
         url = f"https://127.0.0.1:{server.http.port}"
         path = tmp_path / "kubeconfig"
         kubeconfig.write(path, url, TOKEN, certs.ca_cert, name="drasim-test")
@@ -82,18 +89,10 @@ async def users_cluster(fresh, certs, tmp_path) -> AsyncIterator[str]:
     token_file.write_text(
         f'{TOKEN},kubernetes-admin,uid-admin,"system:masters"\n{JANE_TOKEN},jane,uid-jane\n'
     )
-    tls = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
-    tls.load_cert_chain(certs.cert, certs.key)
-    server = await ApiServer.start(
-        nats_url=fresh.nats_url,
-        database_url=fresh.database_url,
-        prefix=fresh.prefix,
-        http_port=0,
-        http_tokens=authn.Tokens.from_file(token_file),
-        http_tls=tls,
+    server = await start_https_apistore(
+        fresh, certs, http_tokens=authn.Tokens.from_file(token_file)
     )
     try:
-        assert server.http is not None
         yield f"https://127.0.0.1:{server.http.port}"
     finally:
         await server.stop()

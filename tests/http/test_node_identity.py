@@ -4,17 +4,15 @@ and NodeRestriction to its own writes."""
 
 from __future__ import annotations
 
-import ssl
 from collections.abc import AsyncIterator
 
 import pytest
 
 from drasim.apistore.http import authn
-from drasim.apistore.server import ApiServer
 from drasim.common.bus.client import Bus
 from drasim.common.client import ApiClient
 from tests.builders import make_node, make_pod
-from tests.http.conftest import session
+from tests.http.conftest import session, start_https_apistore
 
 NODE_TOKEN = "node-a-token"
 
@@ -24,15 +22,8 @@ async def node_url(fresh, certs, tmp_path, bus: Bus) -> AsyncIterator[str]:  # n
     """An apistore whose token file has node a's kubelet; nodes a and b with a pod each."""
     token_file = tmp_path / "tokens.csv"
     token_file.write_text(f'{NODE_TOKEN},system:node:a,uid-a,"system:nodes"\n')
-    tls = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
-    tls.load_cert_chain(certs.cert, certs.key)
-    server = await ApiServer.start(
-        nats_url=fresh.nats_url,
-        database_url=fresh.database_url,
-        prefix=fresh.prefix,
-        http_port=0,
-        http_tokens=authn.Tokens.from_file(token_file),
-        http_tls=tls,
+    server = await start_https_apistore(
+        fresh, certs, http_tokens=authn.Tokens.from_file(token_file)
     )
     try:
         api = ApiClient(bus, actor="admin")
@@ -40,7 +31,6 @@ async def node_url(fresh, certs, tmp_path, bus: Bus) -> AsyncIterator[str]:  # n
             await api.create(make_node(name, cpu="4", pods="10"))
             pod = await api.create(make_pod(f"pod-{name}").container("c").obj())
             await api.bind(pod, name)
-        assert server.http is not None
         yield f"https://127.0.0.1:{server.http.port}"
     finally:
         await server.stop()
