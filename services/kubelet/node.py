@@ -74,8 +74,12 @@ class PodRecord:
     written: int = 0
     # ... unless something of the node's own changed since (a device's health): then the
     # pod is synced again whatever its version (a flag here, since the pod's work queue
-    # keeps only the newest event, which may be such an echo).
+    # keeps only the newest event, which may be such an echo) ...
     resync: bool = False
+    # ... or the last sync did not complete: whatever failed in it (a driver, a checkpoint,
+    # a write whose answer was lost), the retry and the echoes of the writes it made are
+    # not finished work.
+    settled: bool = False
     # The trace of the event that admitted the pod (its binding): preparing and starting
     # it continue that trace.
     traceparent: str = ""
@@ -462,9 +466,15 @@ class NodeAgent:
         record = self.pods.get(uid)
         if record is None:
             return
-        if int(pod.metadata.resource_version) <= record.written and not record.resync:
+        echo = int(pod.metadata.resource_version) <= record.written
+        if echo and record.settled and not record.resync:
             return
-        record.resync = False
+        record.resync = record.settled = False
+        await self._sync_admitted(pod, record)
+        record.settled = True
+
+    async def _sync_admitted(self, pod: core_v1.Pod, record: PodRecord) -> None:
+        uid = pod.metadata.uid
         if record.rejection is not None:
             await self._reject(pod, record.rejection)
             return
@@ -532,18 +542,13 @@ class NodeAgent:
                 if span.is_recording():
                     span.set_attribute("k8s.node.name", self.name)
                     span.set_attribute("k8s.pod.name", pod.metadata.name)
-                try:
-                    written = await self.api.patch(
-                        core_v1.Pod,
-                        pod.metadata.name,
-                        {"status": codec.to_builtins(status)},
-                        namespace=pod.metadata.namespace,
-                        subresource="status",
-                    )
-                except BaseException:
-                    # The echo of the annotation just written (or the next event) retries.
-                    record.resync = True
-                    raise
+                written = await self.api.patch(
+                    core_v1.Pod,
+                    pod.metadata.name,
+                    {"status": codec.to_builtins(status)},
+                    namespace=pod.metadata.namespace,
+                    subresource="status",
+                )
             record.written = int(written.metadata.resource_version)
 
     def _pod_ip(self) -> str:

@@ -293,3 +293,31 @@ async def test_a_failed_running_status_write_is_made_again(
     assert pod is not None
     assert server.core.fault_plan.rules[0].seen >= 2  # the failed write, then the one that ran
     assert resource_status(pod) == {"con0": {"example.com/gpu": ["gpu-0"]}}
+
+
+async def test_a_sync_failing_after_a_lost_status_write_is_made_again(
+    api: ApiClient, server, kubelet: KubeletProcess, monkeypatch
+) -> None:
+    """The Running status write fails after the devices annotation went through; then the
+    retry fails earlier (here saving the device plugin's checkpoint). Neither the retry's
+    value nor the annotation's echo is finished work: the pod must still start."""
+    server.core.fault_plan = FaultPlan(
+        rules=[FaultRule(resource="pods", verb="patch", subresource="status", code=503)]
+    )
+    plugin = kubelet.agents[DP_NODE].plugins["example.com/gpu"]
+    real_save = plugin.save
+    saves = 0
+
+    async def save_failing_the_second_time() -> None:
+        nonlocal saves
+        saves += 1
+        if saves == 2:
+            raise OSError("disk full")
+        await real_save()
+
+    monkeypatch.setattr(plugin, "save", save_failing_the_second_time)
+    await api.create(make_pod("p").limits({"example.com/gpu": "1"}).node(DP_NODE).obj())
+    pod = await wait_for(api, core_v1.Pod, "p", running, namespace="default")
+    assert pod is not None
+    assert saves >= 3  # the first sync, the retry that failed, the one that ran
+    assert resource_status(pod) == {"con0": {"example.com/gpu": ["gpu-0"]}}
