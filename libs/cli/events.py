@@ -26,7 +26,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--kind", default="", help="only this resource type (pods, resourceclaims…)")
     p.add_argument("--name", default="", help="only objects with this name")
     p.add_argument("-n", "--namespace", default="")
-    p.add_argument("--actor", default="", help="only writes by this actor (scheduler, kubelet…)")
+    p.add_argument("--actor", default="", help="only writes by this actor (system:kube-scheduler…)")
     p.add_argument("--trace-id", default="", help="only writes made under this trace")
     p.add_argument("-f", "--follow", action="store_true", help="keep printing new events")
     p.add_argument("-o", "--output", choices=["", "json"], default="")

@@ -1,7 +1,7 @@
 """Typed async client of the apistore over NATS: every service talks to the cluster through it.
 
 bus = await Bus.connect(url, prefix="drasim", name="scheduler")
-api = ApiClient(bus, actor="scheduler")
+api = ApiClient(bus, actor="system:kube-scheduler")
 pod = await api.get(core_v1.Pod, "my-pod", namespace="default")
 await api.bind(pod, "worker-1")
 """

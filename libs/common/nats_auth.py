@@ -7,9 +7,10 @@ the apistore's queue group, publish into the event stream, or pose as any actor.
   fault plans; everything else is refused by the server itself;
 - a request's actor is the token after `<prefix>.api.` in its subject
   (`subjects.api`), and a user may publish requests only as the actors listed for it
-  (a kubelet process as `system:node:<name>` of each node it hosts, the controller manager
-  as its controllers); an admin may act
-  as anyone, as Kubernetes' impersonation lets system:masters;
+  (a kubelet process as `system:node:<name>` of each node it hosts, the scheduler as
+  `system:kube-scheduler`, the controller manager as `system:kube-controller-manager` and
+  its controllers' service accounts); an admin may act as anyone, as Kubernetes'
+  impersonation lets system:masters.;
 - a user's inboxes are `_INBOX_<user>.…` and only it may subscribe to them, so nobody
   reads another's replies; a kubelet subscribes only to its own nodes' control and DRA
   driver subjects, and watches only its own nodes' pod events (consumers of other
@@ -47,11 +48,41 @@ _JETSTREAM_READER = (
 AUTH_DIR = "nats-auth"
 # The user a kubelet acts as for a node (`drasim.apistore.node_restriction`).
 NODE_USER_PREFIX = "system:node:"
+# Whom the scheduler and the controller manager act as, named as upstream's
+# (`user.KubeScheduler`, `user.KubeControllerManager`): the controller manager's shared
+# informers list as it; each controller writes as its own service account in kube-system,
+# as kube-controller-manager does with `--use-service-account-credentials`.
+KUBE_SCHEDULER = "system:kube-scheduler"
+KUBE_CONTROLLER_MANAGER = "system:kube-controller-manager"
+SERVICE_ACCOUNT_PREFIX = "system:serviceaccount:"
+CONTROLLERS_NAMESPACE = "kube-system"
+DEPLOYMENT_CONTROLLER = "deployment-controller"
+REPLICASET_CONTROLLER = "replicaset-controller"
+RESOURCE_CLAIM_CONTROLLER = "resource-claim-controller"
+DISRUPTION_CONTROLLER = "disruption-controller"
+CLUSTERROLE_AGGREGATION_CONTROLLER = "clusterrole-aggregation-controller"
+CONTROLLERS = (
+    DEPLOYMENT_CONTROLLER,
+    REPLICASET_CONTROLLER,
+    RESOURCE_CLAIM_CONTROLLER,
+    DISRUPTION_CONTROLLER,
+    CLUSTERROLE_AGGREGATION_CONTROLLER,
+)
 
 
 def node_identity(node: str) -> str:
     """Whom a kubelet acts as for `node` (Kubernetes' node user name)."""
     return NODE_USER_PREFIX + node
+
+
+def service_account(namespace: str, name: str) -> str:
+    """A service account's user name (upstream `serviceaccount.MakeUsername`)."""
+    return f"{SERVICE_ACCOUNT_PREFIX}{namespace}:{name}"
+
+
+def controller_identity(controller: str) -> str:
+    """Whom a controller of the controller manager acts as: its service account."""
+    return service_account(CONTROLLERS_NAMESPACE, controller)
 
 
 @dataclass(frozen=True)
@@ -103,17 +134,10 @@ def cluster_users(prefix: str, kubelet_shards: Sequence[Iterable[str]] = ()) -> 
     users = [
         NatsUser("admin", admin=True),
         NatsUser("apistore", admin=True),
-        NatsUser("scheduler", actors=("scheduler",)),
+        NatsUser("scheduler", actors=(KUBE_SCHEDULER,)),
         NatsUser(
             "controllers",
-            actors=(
-                "controller-manager",
-                "deployment-controller",
-                "replicaset-controller",
-                "resourceclaim-controller",
-                "disruption-controller",
-                "clusterrole-aggregation-controller",
-            ),
+            actors=(KUBE_CONTROLLER_MANAGER, *(controller_identity(c) for c in CONTROLLERS)),
         ),
     ]
     for i, shard in enumerate(kubelet_shards):

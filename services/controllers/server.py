@@ -1,11 +1,14 @@
 """The controller manager: every drasim controller in one process, as kube-controller-manager.
 
 Controllers share one informer per kind (the handlers of all controllers run on each
-event) and each has its own work queue, API client (its actor in the event log) and Event
-recorder (its `source` in Events, named as upstream's). `start()` returns once every cache
-is synced and the queues run; `stop()` ends them in reverse order, letting the Events
-already recorded be written. Tests run it in-process; `python -m drasim.controllers` runs
-it as a service.
+event), which lists as `system:kube-controller-manager`, and each has its own work queue,
+API client and Event recorder (its `source` in Events, named as upstream's). A controller
+acts as its service account, `system:serviceaccount:kube-system:<controller>` (its actor
+in the event log), as kube-controller-manager's do with
+`--use-service-account-credentials`; RBAC holds each to its bootstrap role. `start()`
+returns once every cache is synced and the queues run; `stop()` ends them in reverse
+order, letting the Events already recorded be written. Tests run it in-process;
+`python -m drasim.controllers` runs it as a service.
 """
 
 from __future__ import annotations
@@ -13,6 +16,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+from drasim.common import nats_auth
 from drasim.common.api import apps_v1, core_v1, policy_v1, rbac_v1, resource_v1
 from drasim.common.bus.client import Bus
 from drasim.common.client import ApiClient
@@ -27,12 +31,17 @@ from drasim.controllers.replicaset import ReplicaSetController
 from drasim.controllers.resourceclaim import ResourceClaimController
 
 
+def _client(bus: Bus, controller: str) -> ApiClient:
+    """A controller's API client: it acts as its service account."""
+    return ApiClient(bus, actor=nats_auth.controller_identity(controller))
+
+
 class ControllerManager:
     """Deployment, ReplicaSet, ResourceClaim, disruption and ClusterRole aggregation
     controllers over shared informers."""
 
     def __init__(self, bus: Bus, *, resource_claim_concurrency: int = 256) -> None:
-        informer_client = ApiClient(bus, actor="controller-manager")
+        informer_client = ApiClient(bus, actor=nats_auth.KUBE_CONTROLLER_MANAGER)
         self.pods = Informer(informer_client, core_v1.Pod)
         self.resource_claims = Informer(informer_client, resource_v1.ResourceClaim)
         self.resource_claim_templates = Informer(informer_client, resource_v1.ResourceClaimTemplate)
@@ -42,34 +51,34 @@ class ControllerManager:
         self.cluster_roles = Informer(informer_client, rbac_v1.ClusterRole)
         pods_by_replica_set = owners.attached_pod_index(self.pods)
         self.deployment = DeploymentController(
-            ApiClient(bus, actor="deployment-controller"),
+            _client(bus, nats_auth.DEPLOYMENT_CONTROLLER),
             deployments=self.deployments,
             replica_sets=self.replica_sets,
             pods=self.pods,
             pods_by_owner=pods_by_replica_set,
         )
         self.replica_set = ReplicaSetController(
-            ApiClient(bus, actor="replicaset-controller"),
+            _client(bus, nats_auth.REPLICASET_CONTROLLER),
             pods=self.pods,
             replica_sets=self.replica_sets,
             pods_by_owner=pods_by_replica_set,
         )
         self.resource_claim = ResourceClaimController(
-            ApiClient(bus, actor="resourceclaim-controller"),
+            _client(bus, nats_auth.RESOURCE_CLAIM_CONTROLLER),
             pods=self.pods,
             claims=self.resource_claims,
             templates=self.resource_claim_templates,
             concurrency=resource_claim_concurrency,
         )
         self.disruption = DisruptionController(
-            ApiClient(bus, actor="disruption-controller"),
+            _client(bus, nats_auth.DISRUPTION_CONTROLLER),
             budgets=self.pod_disruption_budgets,
             pods=self.pods,
             replica_sets=self.replica_sets,
             deployments=self.deployments,
         )
         self.cluster_role_aggregation = ClusterRoleAggregationController(
-            ApiClient(bus, actor="clusterrole-aggregation-controller"),
+            _client(bus, nats_auth.CLUSTERROLE_AGGREGATION_CONTROLLER),
             cluster_roles=self.cluster_roles,
         )
         self.metrics = ControllerMetrics(claims=self.resource_claim.gauge)

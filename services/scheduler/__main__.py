@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 
-from drasim.common import service
+from drasim.common import nats_auth, service
 from drasim.common.client import ApiClient
 from drasim.scheduler.server import Scheduler
 
@@ -15,7 +15,7 @@ def main(argv: list[str] | None = None) -> int:
         "scheduler",
         config,
         args,
-        lambda bus: Scheduler(ApiClient(bus, actor="scheduler")),
+        lambda bus: Scheduler(ApiClient(bus, actor=nats_auth.KUBE_SCHEDULER)),
         f"scheduler nats={config.nats_url} prefix={config.prefix}",
         freeze=True,  # the synced caches stay: the collector need not scan them
     )

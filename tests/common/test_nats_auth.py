@@ -104,9 +104,18 @@ def _pod(name: str) -> core_v1.Pod:
     )
 
 
-async def _actors(bus: Bus) -> list[str]:
+def _event(name: str) -> core_v1.Event:
+    return core_v1.Event(
+        metadata=meta_v1.ObjectMeta(name=name, namespace="default"),
+        involved_object=core_v1.ObjectReference(kind="Pod", namespace="default", name="p"),
+        reason="Scheduled",
+        message="probe",
+    )
+
+
+async def _actors(bus: Bus, resource: str) -> list[str]:
     api = ApiClient(bus, actor="admin")
-    body = await api.request(messages.EventLog(resource="pods"))
+    body = await api.request(messages.EventLog(resource=resource))
     result = msgspec.json.decode(body, type=messages.EventLogResult)
     return [event.actor for event in result.events]
 
@@ -125,12 +134,12 @@ async def test_the_actor_is_the_identity_not_a_header(
     async with _bus(cluster_nats, "scheduler", prefix) as bus:
         # A header saying otherwise is ignored: the subject names the actor.
         msg = await bus.request(
-            subjects.api(prefix, "scheduler"),
+            subjects.api(prefix, nats_auth.KUBE_SCHEDULER),
             messages.encoder.encode(
                 messages.Create(
-                    resource="pods",
+                    resource="events",
                     namespace="default",
-                    object=msgspec.Raw(codec.encode(_pod("a"))),
+                    object=msgspec.Raw(codec.encode(_event("a"))),
                 )
             ),
             timeout=5,
@@ -140,12 +149,12 @@ async def test_the_actor_is_the_identity_not_a_header(
         # Acting as someone else is not this user's to do: the server drops the request.
         posing = ApiClient(bus, actor="kubelet", timeout=0.5)
         with pytest.raises(errors.Timeout):
-            await posing.create(_pod("b"))
+            await posing.create(_event("b"))
     async with _bus(cluster_nats, "admin", prefix) as admin:
-        assert await _actors(admin) == ["scheduler"]
+        assert await _actors(admin, "events") == [nats_auth.KUBE_SCHEDULER]
         # An admin may act as anyone (impersonation).
-        await ApiClient(admin, actor="kubelet").create(_pod("c"))
-        assert await _actors(admin) == ["scheduler", "kubelet"]
+        await ApiClient(admin, actor="kubelet").create(_event("c"))
+        assert await _actors(admin, "events") == [nats_auth.KUBE_SCHEDULER, "kubelet"]
 
 
 async def test_only_the_apistore_publishes_events_and_serves_the_api(
@@ -238,6 +247,15 @@ def test_cluster_users_name_every_service() -> None:
     users = {user.name: user for user in nats_auth.cluster_users("drasim", [["n1", "n2"]])}
     assert set(users) == {"admin", "apistore", "scheduler", "controllers", "kubelet-0"}
     assert users["apistore"].admin and users["admin"].admin
+    assert users["scheduler"].actors == ("system:kube-scheduler",)
+    assert users["controllers"].actors == (
+        "system:kube-controller-manager",
+        "system:serviceaccount:kube-system:deployment-controller",
+        "system:serviceaccount:kube-system:replicaset-controller",
+        "system:serviceaccount:kube-system:resource-claim-controller",
+        "system:serviceaccount:kube-system:disruption-controller",
+        "system:serviceaccount:kube-system:clusterrole-aggregation-controller",
+    )
     kubelet = users["kubelet-0"].permissions("drasim")
     assert kubelet is not None
     assert {"drasim.api.system:node:n1", "drasim.api.system:node:n2"} <= set(

@@ -23,7 +23,7 @@ DRA_NODE, DP_NODE = "dra-gpu-0", "dp-gpu-0"
 
 @pytest.fixture
 async def kep_cluster(api: ApiClient, bus: Bus) -> AsyncIterator[KubeletProcess]:
-    scheduler = Scheduler(ApiClient(bus, actor="scheduler"))
+    scheduler = Scheduler(ApiClient(bus, actor="system:kube-scheduler"))
     controllers = ControllerManager(bus)
     kubelet = KubeletProcess(api=api, nodes=cluster_file.load().nodes)
     await kubelet.start()

@@ -59,7 +59,7 @@ async def cluster(
     kubelet = KubeletProcess(
         api=ApiClient(bus, actor="kubelet"), nodes=cluster_file.load(path).nodes
     )
-    scheduler = Scheduler(ApiClient(bus, actor="scheduler"))
+    scheduler = Scheduler(ApiClient(bus, actor="system:kube-scheduler"))
     controllers = ControllerManager(bus)
     events = Informer(api, core_v1.Event)
     await kubelet.start()

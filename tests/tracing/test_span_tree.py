@@ -64,7 +64,7 @@ async def cluster(
     kubelet = KubeletProcess(
         api=ApiClient(bus, actor="kubelet"), nodes=cluster_file.load(path).nodes
     )
-    scheduler = Scheduler(ApiClient(bus, actor="scheduler"), rng=random.Random(0))
+    scheduler = Scheduler(ApiClient(bus, actor="system:kube-scheduler"), rng=random.Random(0))
     controllers = ControllerManager(bus)
     await kubelet.start()
     await scheduler.start(timeout=10)
@@ -222,7 +222,11 @@ async def test_a_pods_life_is_one_trace(api: ApiClient, cluster: KubeletProcess,
     data = await api.request(messages.EventLog(trace_id=f"{trace_id:032x}"))
     logged = messages.event_log_decoder.decode(data).events
     written = {(e.resource, e.actor) for e in logged}
-    assert written >= {("pods", "test"), ("resourceclaims", "scheduler"), ("pods", "scheduler")}
+    assert written >= {
+        ("pods", "test"),
+        ("resourceclaims", "system:kube-scheduler"),
+        ("pods", "system:kube-scheduler"),
+    }
     # The kubelet writes as the node the pod runs on.
     assert any(r == "pods" and a.startswith("system:node:dra-") for r, a in written)
 
@@ -235,7 +239,7 @@ async def test_filter_shows_why_each_rejected_node_was(
     for i in range(25):
         await api.create(make_node(f"small-{i:02}", cpu="1", memory="1Gi", pods="10"))
     await api.create(make_node("big", cpu="8", memory="8Gi", pods="10"))
-    scheduler = Scheduler(ApiClient(bus, actor="scheduler"), rng=random.Random(0))
+    scheduler = Scheduler(ApiClient(bus, actor="system:kube-scheduler"), rng=random.Random(0))
     await scheduler.start(timeout=10)
     try:
         await api.create(make_pod("p").requests({"cpu": "2"}).obj())
@@ -382,7 +386,7 @@ async def test_without_an_sdk_trace_ids_still_travel(
     kubelet = KubeletProcess(
         api=ApiClient(bus, actor="kubelet"), nodes=cluster_file.load(path).nodes
     )
-    scheduler = Scheduler(ApiClient(bus, actor="scheduler"), rng=random.Random(0))
+    scheduler = Scheduler(ApiClient(bus, actor="system:kube-scheduler"), rng=random.Random(0))
     await kubelet.start()
     await scheduler.start(timeout=10)
     try:
@@ -405,5 +409,9 @@ async def test_without_an_sdk_trace_ids_still_travel(
     rows = [line.split() for line in out.splitlines()[1:]]
     assert all(row[-1] == trace_id for row in rows)
     written = {(row[3], row[-2]) for row in rows}
-    assert written >= {("pods", "test"), ("resourceclaims", "scheduler"), ("pods", "scheduler")}
+    assert written >= {
+        ("pods", "test"),
+        ("resourceclaims", "system:kube-scheduler"),
+        ("pods", "system:kube-scheduler"),
+    }
     assert any(r == "pods" and a.startswith("system:node:dra-") for r, a in written)

@@ -116,7 +116,7 @@ async def start_scheduler(api: ApiClient, bus: Bus) -> AsyncIterator[StartSchedu
     started: list[Scheduler] = []
 
     async def start() -> Scheduler:
-        sched = Scheduler(ApiClient(bus, actor="scheduler"), rng=random.Random(0))
+        sched = Scheduler(ApiClient(bus, actor="system:kube-scheduler"), rng=random.Random(0))
         started.append(sched)
         await sched.start(timeout=TIMEOUT)
         return sched

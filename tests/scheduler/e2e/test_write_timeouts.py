@@ -34,7 +34,7 @@ async def impatient_scheduler(bus: Bus) -> AsyncIterator[Callable[[], Awaitable[
     started: list[Scheduler] = []
 
     async def start() -> Scheduler:
-        api = ApiClient(bus, actor="scheduler", timeout=CLIENT_TIMEOUT)
+        api = ApiClient(bus, actor="system:kube-scheduler", timeout=CLIENT_TIMEOUT)
         sched = Scheduler(api, rng=random.Random(0))
         started.append(sched)
         await sched.start(timeout=TIMEOUT)
