@@ -14,7 +14,8 @@ binding at start, follows each committed batch (before the batch's answers go ou
 client that saw its binding created is allowed by it), and reloads now and then for other
 replicas' writes. `BOOTSTRAP` holds upstream's default roles and bindings that matter
 here (`plugin/pkg/auth/authorizer/rbac/bootstrappolicy`), which the apistore creates
-when missing, as kube-apiserver does.
+when missing, as kube-apiserver does: among them those of the scheduler and the
+controller manager's controllers.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from typing import Any
 import msgspec
 
 from drasim.apistore.store import EventRow
-from drasim.common import codec, errors, rbac_aggregation
+from drasim.common import codec, errors, nats_auth, rbac_aggregation
 from drasim.common.api import rbac_v1
 
 __all__ = [
@@ -47,7 +48,7 @@ _TYPES: dict[str, type[Any]] = {
     "rolebindings": rbac_v1.RoleBinding,
 }
 ALL = "*"
-SERVICE_ACCOUNT_PREFIX = "system:serviceaccount:"
+SERVICE_ACCOUNT_PREFIX = nats_auth.SERVICE_ACCOUNT_PREFIX
 # Upstream `user.SystemPrivilegedGroup`: its members may do everything, ahead of RBAC.
 SYSTEM_PRIVILEGED_GROUP = "system:masters"
 
@@ -254,8 +255,13 @@ _WRITE = ["create", "update", "patch", "delete", "deletecollection"]
 _READ_WRITE = _READ + _WRITE
 
 
-def _rule(verbs: list[str], groups: list[str], resources: list[str]) -> dict[str, Any]:
-    return {"apiGroups": groups, "resources": resources, "verbs": verbs}
+def _rule(
+    verbs: list[str], groups: list[str], resources: list[str], *, names: list[str] | None = None
+) -> dict[str, Any]:
+    rule: dict[str, Any] = {"apiGroups": groups, "resources": resources, "verbs": verbs}
+    if names:
+        rule["resourceNames"] = names
+    return rule
 
 
 def _urls(verbs: list[str], urls: list[str]) -> dict[str, Any]:
@@ -322,6 +328,93 @@ def _own(rules: list[dict[str, Any]], inherited: list[dict[str, Any]]) -> list[d
     return [r for r in rules if r not in inherited]
 
 
+# The control plane's own roles, upstream's (`policy.go`, `controller_policy.go`; as their
+# testdata `cluster-roles.yaml` and `controller-roles.yaml` list them) for the kinds drasim
+# serves: no services, endpoints, secrets, service accounts, volumes, statefulsets or
+# replication controllers, no `events.k8s.io`, and no `finalizers` subresources (upstream's
+# OwnerReferencesPermissionEnforcement, which drasim does not have). Where a drasim
+# component needs more than upstream's role grants, a rule of its own follows, commented.
+_EVENTS = _rule(["create", "patch", "update"], [""], ["events"])
+_READ_UPDATE = [*_READ, "update", "patch"]
+_DRA = "resource.k8s.io"
+_CONTROLLER_ROLE_PREFIX = "system:controller:"  # upstream's `saRolePrefix`
+
+_KUBE_SCHEDULER = [
+    _EVENTS,
+    # Leader election (drasim's scheduler runs alone and takes no lease).
+    _rule(["create"], ["coordination.k8s.io"], ["leases"]),
+    _rule(["get", "update"], ["coordination.k8s.io"], ["leases"], names=["kube-scheduler"]),
+    _rule(_READ, [""], ["nodes"]),
+    _rule(["delete", *_READ], [""], ["pods"]),  # delete: preemption's victims
+    _rule(["create"], [""], ["pods/binding"]),
+    _rule(["patch", "update"], [""], ["pods/status"]),
+    _rule(_READ, ["apps"], ["replicasets"]),
+    _rule(_READ, ["policy"], ["poddisruptionbudgets"]),
+    _rule(_READ, [""], ["namespaces"]),
+    # DynamicResources (policy.go's rules for DynamicResourceAllocation).
+    _rule(_READ, [_DRA], ["deviceclasses"]),
+    _rule(_READ_UPDATE, [_DRA], ["resourceclaims"]),
+    _rule(_READ_UPDATE, [_DRA], ["resourceclaims/status"]),
+    _rule(_READ, [_DRA], ["resourceslices"]),
+    # drasim's own: the scheduler makes a pod's special ResourceClaim in PreBind and
+    # deletes it in Unreserve and PostFilter (KEP-5004), which upstream's role, as far as
+    # its newest bootstrap policy at hand shows, grants nobody but the claim controller.
+    _rule(["create", "delete"], [_DRA], ["resourceclaims"]),
+]
+_KUBE_CONTROLLER_MANAGER = [
+    _EVENTS,
+    _rule(["create"], ["coordination.k8s.io"], ["leases"]),
+    _rule(
+        ["get", "update"], ["coordination.k8s.io"], ["leases"], names=["kube-controller-manager"]
+    ),
+    _rule(["get"], [""], ["namespaces"]),
+    # The shared informers, of every kind.
+    _rule(["list", "watch"], [ALL], [ALL]),
+]
+# Each controller's role, `system:controller:<its service account>`.
+_CONTROLLER_ROLES: dict[str, list[dict[str, Any]]] = {
+    nats_auth.CLUSTERROLE_AGGREGATION_CONTROLLER: [
+        _rule(
+            ["escalate", "get", "list", "patch", "update", "watch"],
+            [rbac_v1.GROUP],
+            ["clusterroles"],
+        ),
+    ],
+    nats_auth.DEPLOYMENT_CONTROLLER: [
+        _rule(["get", "list", "update", "watch"], ["apps"], ["deployments"]),
+        _rule(["update"], ["apps"], ["deployments/status"]),
+        _rule(["create", "delete", *_READ_UPDATE], ["apps"], ["replicasets"]),
+        _rule(["get", "list", "update", "watch"], [""], ["pods"]),
+        _EVENTS,
+        # drasim's own: its deployment controller patches where upstream's updates (the
+        # revision annotation, and the status through its subresource).
+        _rule(["patch"], ["apps"], ["deployments", "deployments/status"]),
+    ],
+    nats_auth.DISRUPTION_CONTROLLER: [
+        _rule(_READ, ["apps"], ["deployments"]),
+        _rule(_READ, ["apps"], ["replicasets"]),
+        _rule(_READ, ["policy"], ["poddisruptionbudgets"]),
+        _rule(["update"], ["policy"], ["poddisruptionbudgets/status"]),
+        _rule(["patch", "update"], [""], ["pods/status"]),
+        _rule(["get"], [ALL], ["*/scale"]),
+        _EVENTS,
+    ],
+    nats_auth.REPLICASET_CONTROLLER: [
+        _rule(["get", "list", "update", "watch"], ["apps"], ["replicasets"]),
+        _rule(["update"], ["apps"], ["replicasets/status"]),
+        _rule(["create", "delete", "list", "patch", "watch"], [""], ["pods"]),
+        _EVENTS,
+        # drasim's own: its ReplicaSet controller writes the status as a patch.
+        _rule(["patch"], ["apps"], ["replicasets/status"]),
+    ],
+    nats_auth.RESOURCE_CLAIM_CONTROLLER: [
+        _rule(_READ, [""], ["pods"]),
+        _rule(["create", "delete", *_READ], [_DRA], ["resourceclaims"]),
+        _rule(["patch", "update"], [_DRA], ["resourceclaims", "resourceclaims/status"]),
+        _rule(["patch", "update"], [""], ["pods/status"]),
+        _EVENTS,
+    ],
+}
 _CLUSTER_ROLES: dict[str, list[dict[str, Any]]] = {
     "cluster-admin": [_rule([ALL], [ALL], [ALL]), _urls([ALL], [ALL])],
     # Aggregated, as upstream's (see `_AGGREGATED`): `admin` gathers edit and
@@ -361,16 +454,46 @@ _CLUSTER_ROLES: dict[str, list[dict[str, Any]]] = {
     "system:public-info-viewer": [
         _urls(["get"], ["/healthz", "/livez", "/readyz", "/version", "/version/"])
     ],
+    nats_auth.KUBE_SCHEDULER: _KUBE_SCHEDULER,
+    nats_auth.KUBE_CONTROLLER_MANAGER: _KUBE_CONTROLLER_MANAGER,
+    **{_CONTROLLER_ROLE_PREFIX + name: rules for name, rules in _CONTROLLER_ROLES.items()},
 }
-# ClusterRoleBinding name → (ClusterRole, groups).
-_CLUSTER_ROLE_BINDINGS: dict[str, tuple[str, list[str]]] = {
-    "cluster-admin": ("cluster-admin", ["system:masters"]),
-    "system:basic-user": ("system:basic-user", ["system:authenticated"]),
-    "system:discovery": ("system:discovery", ["system:authenticated"]),
+
+
+def _group(name: str) -> dict[str, Any]:
+    return {"apiGroup": rbac_v1.GROUP, "kind": rbac_v1.GROUP_KIND, "name": name}
+
+
+def _user(name: str) -> dict[str, Any]:
+    return {"apiGroup": rbac_v1.GROUP, "kind": rbac_v1.USER_KIND, "name": name}
+
+
+def _service_account(namespace: str, name: str) -> dict[str, Any]:
+    return {"kind": rbac_v1.SERVICE_ACCOUNT_KIND, "name": name, "namespace": namespace}
+
+
+# ClusterRoleBinding name → (ClusterRole, subjects).
+_CLUSTER_ROLE_BINDINGS: dict[str, tuple[str, list[dict[str, Any]]]] = {
+    "cluster-admin": ("cluster-admin", [_group("system:masters")]),
+    "system:basic-user": ("system:basic-user", [_group("system:authenticated")]),
+    "system:discovery": ("system:discovery", [_group("system:authenticated")]),
     "system:public-info-viewer": (
         "system:public-info-viewer",
-        ["system:authenticated", "system:unauthenticated"],
+        [_group("system:authenticated"), _group("system:unauthenticated")],
     ),
+    nats_auth.KUBE_SCHEDULER: (nats_auth.KUBE_SCHEDULER, [_user(nats_auth.KUBE_SCHEDULER)]),
+    nats_auth.KUBE_CONTROLLER_MANAGER: (
+        nats_auth.KUBE_CONTROLLER_MANAGER,
+        [_user(nats_auth.KUBE_CONTROLLER_MANAGER)],
+    ),
+    # Upstream's `addControllerRole`: each controller's role to its service account.
+    **{
+        _CONTROLLER_ROLE_PREFIX + name: (
+            _CONTROLLER_ROLE_PREFIX + name,
+            [_service_account(nats_auth.CONTROLLERS_NAMESPACE, name)],
+        )
+        for name in _CONTROLLER_ROLES
+    },
 }
 # What upstream marks its bootstrap objects with.
 _METADATA = {
@@ -436,12 +559,10 @@ def _bootstrap() -> list[tuple[str, dict[str, Any]]]:
                 "kind": "ClusterRoleBinding",
                 "metadata": {"name": name, **_METADATA},
                 "roleRef": {"apiGroup": rbac_v1.GROUP, "kind": "ClusterRole", "name": role},
-                "subjects": [
-                    {"apiGroup": rbac_v1.GROUP, "kind": "Group", "name": g} for g in groups
-                ],
+                "subjects": subjects,
             },
         )
-        for name, (role, groups) in _CLUSTER_ROLE_BINDINGS.items()
+        for name, (role, subjects) in _CLUSTER_ROLE_BINDINGS.items()
     ]
     return objects
 
