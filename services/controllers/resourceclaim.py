@@ -13,6 +13,8 @@ One queue, two kinds of work:
   (allocation cleared through the status) and the finalizer removed; a claim whose
   controlling pod is done or was replaced (UID differs) is deleted. A claim whose pod is
   gone is left to the garbage collector, which deletes it through the ownerReference.
+  A special claim that its bound pod's status does not name is released and deleted
+  too (`is_superseded`; upstream leaves it until the pod ends).
 
 Claims are synced when their pod is done (Succeeded/Failed), deleted before it was
 scheduled, or removed, including the scheduler's special claim named in
@@ -79,6 +81,25 @@ def is_pod_done(pod: core_v1.Pod) -> bool:
     return podutil.is_pod_terminal(pod) or (
         pod.metadata.deletion_timestamp is not None and not pod.spec.node_name
     )
+
+
+def is_superseded(claim: resource_v1.ResourceClaim, pod: core_v1.Pod) -> bool:
+    """A special claim of `pod` that the pod, bound, does not name: left over from a
+    binding attempt whose create answer was lost (the next attempt, not finding it yet in
+    its cache, made another), or from one that bound the pod to a device-plugin node.
+
+    The scheduler names the claim in the status before it binds, and never changes the
+    status of a bound pod, so a bound pod's status is final and any other claim is
+    unused. Upstream leaves such a claim until its pod ends (its quota then counts the
+    pod's oldest special claim only, kubernetes#135434); drasim releases and deletes it,
+    so that each pod on a DRA node has exactly one special claim.
+    """
+    if not pod.spec.node_name or not claimutil.is_extended_resource_claim(claim):
+        return False
+    if not claimutil.is_for_pod(pod, claim):
+        return False
+    status = pod.status.extended_resource_claim_status
+    return status is None or status.resource_claim_name != claim.metadata.name
 
 
 def pod_needs_claims(pod: core_v1.Pod, *, deleted: bool) -> bool:
@@ -178,10 +199,15 @@ class ResourceClaimController:
     def enqueue_pod(self, pod: core_v1.Pod, *, deleted: bool) -> None:
         """Upstream `enqueuePod`: queue the pod's claims once it no longer needs them, and
         the pod itself when it has claims to make or reserve."""
+        namespace = pod.metadata.namespace
+        if pod.spec.node_name and not deleted:
+            for claim_namespace, name in self._claims_by_pod.keys(pod.metadata.uid):
+                claim = self.claims.get(name, claim_namespace)
+                if claim is not None and is_superseded(claim, pod):
+                    self._enqueue((CLAIM, claim_namespace, name))
         extended = pod.status.extended_resource_claim_status
         if not pod.spec.resource_claims and extended is None:
             return
-        namespace = pod.metadata.namespace
         if deleted:
             self._deleted_pods.add(pod.metadata.uid)
         if not pod_needs_claims(pod, deleted=deleted):
@@ -488,8 +514,10 @@ class ResourceClaimController:
                 pod = await self.api.get(core_v1.Pod, ref.name, namespace=claim.metadata.namespace)
             except errors.NotFound:
                 return False
-            return pod.metadata.uid == ref.uid
-        return pod.metadata.uid == ref.uid and not is_pod_done(pod)
+            return pod.metadata.uid == ref.uid and not is_superseded(claim, pod)
+        return (
+            pod.metadata.uid == ref.uid and not is_pod_done(pod) and not is_superseded(claim, pod)
+        )
 
     async def _remove_finalizer(self, claim: resource_v1.ResourceClaim) -> None:
         finalizers = [
@@ -504,15 +532,15 @@ class ResourceClaimController:
     async def _delete_if_pod_done(
         self, namespace: str, name: str, claim: resource_v1.ResourceClaim
     ) -> None:
-        """An unused claim made for a pod that will not run (again) goes now, rather than
-        when the pod object is removed."""
+        """An unused claim made for a pod that will not run (again), or a superseded special
+        claim, goes now, rather than when the pod object is removed."""
         pod_name, pod_uid = claimutil.owning_pod(claim)
         if not pod_name:
             return
         pod = self.pods.get(pod_name, namespace)
         if pod is None:
             return  # maybe not in the cache yet: the garbage collector handles a gone pod
-        if pod.metadata.uid != pod_uid or is_pod_done(pod):
+        if pod.metadata.uid != pod_uid or is_pod_done(pod) or is_superseded(claim, pod):
             try:
                 with tracing.span("delete claim", attributes=_claim_attributes(claim)):
                     await self.api.delete(

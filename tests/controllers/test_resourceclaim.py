@@ -263,18 +263,17 @@ async def running_pod_with_special_claim(
     """A bound, running pod whose `example.com/gpu` came from DRA, as the scheduler and
     kubelet leave it; returned once the controllers have handled all of it."""
     pod = await api.create(make_pod("my-pod").limits({"example.com/gpu": "1"}).obj())
-    await api.bind(pod, "worker")
+    # The scheduler's PreBind, then its binding; then the kubelet.
     claim = await allocate(api, await special_claim_for(api, pod), pod)
+    status = {"extendedResourceClaimStatus": extended_resource_claim_status(claim)}
+    await api.patch(
+        core_v1.Pod, "my-pod", {"status": status}, namespace="default", subresource="status"
+    )
+    await api.bind(pod, "worker")
     pod = await api.patch(
         core_v1.Pod,
         "my-pod",
-        {
-            "status": {
-                "phase": "Running",
-                "conditions": [{"type": "Ready", "status": "True"}],
-                "extendedResourceClaimStatus": extended_resource_claim_status(claim),
-            }
-        },
+        {"status": {"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}]}},
         namespace="default",
         subresource="status",
     )
@@ -338,13 +337,43 @@ async def test_the_special_claim_is_released_when_its_pod_ends_and_untouched_whi
     assert history[-1].status.allocation is None
 
 
+async def test_a_special_claim_its_bound_pod_does_not_name_is_released_and_deleted(
+    api: ApiClient, manager: ControllerManager, changes: Changes
+) -> None:
+    """A binding attempt's special claim whose create answer was lost, found by nothing
+    before the next attempt made and bound another: the pod, bound, names the other one.
+    The leftover goes (released, deallocated, deleted); the named claim stays as it is."""
+    pod, named = await running_pod_with_special_claim(api, manager, changes)
+    # Made before the named one, as the lost attempt made it; allocated and reserved.
+    leftover = await allocate(api, await special_claim_for(api, pod), pod)
+    await changes.until(
+        lambda: manager.resource_claims.get(leftover.metadata.name, "default") is None
+    )
+    await manager.resource_claim.queue.join()
+    await assert_untouched(api, named)
+    assert [c.metadata.name for c in claims_of(manager, pod)] == [named.metadata.name]
+
+
+async def test_a_special_claim_of_a_pod_bound_to_a_device_plugin_node_is_deleted(
+    api: ApiClient, manager: ControllerManager, changes: Changes
+) -> None:
+    """An attempt made a special claim, then the pod bound to a node whose device plugin
+    serves `example.com/gpu` (no status names a claim): the claim is deleted once the
+    pod is bound, not before."""
+    pod = await api.create(make_pod("my-pod").limits({"example.com/gpu": "1"}).obj())
+    claim = await special_claim_for(api, pod)
+    await settled(manager, changes, pod, claim)
+    assert manager.resource_claims.get(claim.metadata.name, "default") is not None
+    await api.bind(pod, "worker")
+    await changes.until(lambda: manager.resource_claims.get(claim.metadata.name, "default") is None)
+
+
 async def test_the_special_claim_gauge_follows_allocation_and_deletion(
     api: ApiClient, manager: ControllerManager, changes: Changes
 ) -> None:
     """Spec §10 F2."""
     gauge = manager.resource_claim.gauge
     pod = await api.create(make_pod("my-pod").limits({"example.com/gpu": "1"}).obj())
-    await api.bind(pod, "worker")
     claim = await special_claim_for(api, pod)
     await changes.until(lambda: gauge.value(allocated=False, source=SOURCE_EXTENDED_RESOURCE) == 1)
     assert len(gauge.samples()) == 1
@@ -353,15 +382,15 @@ async def test_the_special_claim_gauge_follows_allocation_and_deletion(
     await changes.until(lambda: gauge.value(allocated=True, source=SOURCE_EXTENDED_RESOURCE) == 1)
     assert len(gauge.samples()) == 1  # the allocated=false series is gone, not 0
 
+    status = {"extendedResourceClaimStatus": extended_resource_claim_status(claim)}
+    await api.patch(
+        core_v1.Pod, "my-pod", {"status": status}, namespace="default", subresource="status"
+    )
+    await api.bind(pod, "worker")
     await api.patch(
         core_v1.Pod,
         "my-pod",
-        {
-            "status": {
-                "phase": "Succeeded",
-                "extendedResourceClaimStatus": extended_resource_claim_status(claim),
-            }
-        },
+        {"status": {"phase": "Succeeded"}},
         namespace="default",
         subresource="status",
     )
