@@ -12,10 +12,11 @@ denies: no rule, no access.
 `Policy` plays the part of upstream's informers: the apistore loads every role and
 binding at start, follows each committed batch (before the batch's answers go out, so a
 client that saw its binding created is allowed by it), and reloads now and then for other
-replicas' writes. `BOOTSTRAP` holds upstream's default roles and bindings that matter
-here (`plugin/pkg/auth/authorizer/rbac/bootstrappolicy`), which the apistore creates
-when missing, as kube-apiserver does: among them those of the scheduler and the
-controller manager's controllers.
+replicas' writes. Its decisions are kept until the roles or bindings change: the
+scheduler's requests pass here thousands of times a second. `BOOTSTRAP` holds upstream's
+default roles and bindings that matter here (`plugin/pkg/auth/authorizer/rbac/
+bootstrappolicy`), which the apistore creates when missing, as kube-apiserver does: among
+them those of the scheduler and the controller manager's controllers.
 """
 
 from __future__ import annotations
@@ -120,12 +121,30 @@ class _Listed(msgspec.Struct):
     items: list[msgspec.Raw] = []
 
 
+# Decisions kept at most (the cache starts over beyond): users times what they do.
+MAX_DECISIONS = 65536
+
+
 class Policy:
     """Every Role, ClusterRole and binding, indexed for `authorize`."""
 
     def __init__(self) -> None:
         self._objects: dict[str, dict[tuple[str, str], Any]] = {r: {} for r in RESOURCES}
         self._observed: dict[str, int] = dict.fromkeys(RESOURCES, 0)
+        # Decisions by (user, groups, what was asked): valid until a role or binding
+        # changes. A name counts only for resources that some rule names objects of
+        # (`_named`, None until computed; ALL in it: every resource's names count).
+        self._decisions: dict[tuple[Any, ...], Decision] = {}
+        self._named: frozenset[str] | None = None
+
+    @classmethod
+    def of(cls, objects: Iterable[tuple[str, dict[str, Any]]]) -> Policy:
+        """A policy of these (resource, object) pairs, e.g. `BOOTSTRAP`."""
+        policy = cls()
+        for resource, obj in objects:
+            o = codec.convert(obj, _TYPES[resource])
+            policy._objects[resource][(o.metadata.namespace, o.metadata.name)] = o
+        return policy
 
     def replace(self, resource: str, answer: bytes) -> None:
         """Take a list answer of every object of `resource`, unless a write this index
@@ -136,6 +155,7 @@ class Policy:
         type_ = _TYPES[resource]
         objects = (codec.decode(raw, type_) for raw in listed.items)
         self._objects[resource] = {(o.metadata.namespace, o.metadata.name): o for o in objects}
+        self._changed()
 
     def observe(self, events: Iterable[EventRow]) -> None:
         """Follow a committed batch's writes."""
@@ -149,10 +169,55 @@ class Policy:
                 self._objects[ev.resource].pop(key, None)
             else:
                 self._objects[ev.resource][key] = codec.decode(ev.object, type_)
+            self._changed()
+
+    def _changed(self) -> None:
+        self._decisions.clear()
+        self._named = None
 
     def authorize(self, user: str, groups: Sequence[str], attrs: Attributes) -> Decision:
         """Upstream `RBACAuthorizer.Authorize`: the first binding whose role has a rule
-        that allows the request, else no."""
+        that allows the request, else no. Decided once per user and request until the
+        policy changes."""
+        named = self._named
+        if named is None:
+            named = self._named = self._named_resources()
+        name = attrs.name if ALL in named or attrs.resource in named else ""
+        key = (
+            user,
+            tuple(groups),
+            attrs.verb,
+            attrs.resource_request,
+            attrs.namespace,
+            attrs.group,
+            attrs.resource,
+            attrs.subresource,
+            name,
+            attrs.path,
+        )
+        decision = self._decisions.get(key)
+        if decision is None:
+            decision = self._authorize(user, groups, attrs)
+            if len(self._decisions) >= MAX_DECISIONS:
+                self._decisions.clear()
+            self._decisions[key] = decision
+        return decision
+
+    def _named_resources(self) -> frozenset[str]:
+        """The resources (without subresource) of every rule that lists resource names;
+        ALL when such a rule names any group or resource by a wildcard."""
+        named: set[str] = set()
+        for resource in ("clusterroles", "roles"):
+            for role in self._objects[resource].values():
+                for rule in role.rules:
+                    if not rule.resource_names:
+                        continue
+                    for r in rule.resources:
+                        base = r.partition("/")[0]
+                        named.add(ALL if ALL in rule.api_groups else base)
+        return frozenset(named)
+
+    def _authorize(self, user: str, groups: Sequence[str], attrs: Attributes) -> Decision:
         for binding in self._objects["clusterrolebindings"].values():
             subject = _applies_to(binding.subjects, user, groups, "")
             if subject is None:

@@ -69,3 +69,36 @@ def test_rule_allows(the_rule: rbac_v1.PolicyRule, attrs: rbac.Attributes, allow
 def test_the_bootstrap_policy_is_valid(resource: str, obj: dict[str, Any]) -> None:
     typed = codec.convert(obj, registry.by_plural(resource).type)
     assert validation.validate(typed) == []
+
+
+def test_decisions_are_kept_until_the_policy_changes() -> None:
+    policy = rbac.Policy.of(rbac.BOOTSTRAP)
+    groups = ("system:authenticated",)
+    bind = rbac.Attributes("create", namespace="a", resource="pods", subresource="binding")
+    assert policy.authorize("system:kube-scheduler", groups, bind).allowed
+    # One decision for every pod bound: no rule names pods.
+    for name in ("p", "q"):
+        named = rbac.Attributes(
+            "create", namespace="a", resource="pods", subresource="binding", name=name
+        )
+        assert policy.authorize("system:kube-scheduler", groups, named).allowed
+    assert len(policy._decisions) == 1
+    # Leases are named in a rule: their names count.
+    lease = rbac.Attributes(
+        "get", namespace="kube-system", group="coordination.k8s.io", resource="leases"
+    )
+    ours = rbac.Attributes(
+        "get", namespace="kube-system", group="coordination.k8s.io", resource="leases",
+        name="kube-scheduler",
+    )  # fmt: skip
+    theirs = rbac.Attributes(
+        "get", namespace="kube-system", group="coordination.k8s.io", resource="leases",
+        name="kube-controller-manager",
+    )  # fmt: skip
+    assert not policy.authorize("system:kube-scheduler", groups, lease).allowed
+    assert policy.authorize("system:kube-scheduler", groups, ours).allowed
+    assert not policy.authorize("system:kube-scheduler", groups, theirs).allowed
+    # A change of the roles or bindings starts the decisions over: without its binding,
+    # the scheduler may bind no pod.
+    policy.replace("clusterrolebindings", b'{"resource_version": 1, "items": []}')
+    assert not policy.authorize("system:kube-scheduler", groups, bind).allowed
