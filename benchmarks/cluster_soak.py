@@ -46,7 +46,7 @@ from pathlib import Path
 
 import psutil
 
-from drasim.cli import cluster
+from drasim.cli import cluster, supervisor
 from drasim.common import codec
 from drasim.common.api import apps_v1, core_v1, resource_v1
 from drasim.common.bus.client import Bus
@@ -334,6 +334,8 @@ async def running_up(
         drasim, "up", "--data-dir", str(data_dir), "--cluster", str(path),
         "--kubelets", str(kubelets),
         stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT, env=env,
+        # A benchmark stopped by a signal must not leave a cluster running.
+        preexec_fn=supervisor.die_with_parent if sys.platform == "linux" else None,
     )  # fmt: skip
     log = UpLog(workdir / "up.log")
     copying = asyncio.create_task(log.copy(up))

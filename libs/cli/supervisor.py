@@ -134,8 +134,9 @@ def lock_data_dir(data_dir: Path) -> IO[str]:
     return lock
 
 
-def _die_with_parent() -> None:
-    """In the child before exec: SIGTERM when `up` dies, however it dies."""
+def die_with_parent() -> None:
+    """In the child before exec (`preexec_fn`): SIGTERM when its parent (`up`, or a
+    benchmark running `up`) dies, however it dies."""
     with contextlib.suppress(OSError, AttributeError):
         libc = ctypes.CDLL(None, use_errno=True)
         libc.prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
@@ -161,7 +162,7 @@ class ServiceProcess:
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.STDOUT,
             start_new_session=True,
-            preexec_fn=_die_with_parent if sys.platform == "linux" else None,
+            preexec_fn=die_with_parent if sys.platform == "linux" else None,
             env={**os.environ, "PYTHONUNBUFFERED": "1"},
             limit=2**20,  # bytes per line; the default 64 KiB is short for a traceback
         )
