@@ -10,7 +10,9 @@ the apistore's queue group, publish into the event stream, or pose as any actor.
   (a kubelet process as `system:node:<name>` of each node it hosts, the scheduler as
   `system:kube-scheduler`, the controller manager as `system:kube-controller-manager` and
   its controllers' service accounts); an admin may act as anyone, as Kubernetes'
-  impersonation lets system:masters.;
+  impersonation lets system:masters. The apistore holds each identity to what upstream
+  holds it to: nodes by the Node authorizer and NodeRestriction, the scheduler and the
+  controllers by RBAC with upstream's bootstrap roles (`drasim.apistore.nats_authz`);
 - a user's inboxes are `_INBOX_<user>.…` and only it may subscribe to them, so nobody
   reads another's replies; a kubelet subscribes only to its own nodes' control and DRA
   driver subjects, and watches only its own nodes' pod events (consumers of other
@@ -68,6 +70,9 @@ CONTROLLERS = (
     DISRUPTION_CONTROLLER,
     CLUSTERROLE_AGGREGATION_CONTROLLER,
 )
+# Upstream's groups: every authenticated user's, and a service account's own.
+AUTHENTICATED_GROUP = "system:authenticated"
+SERVICE_ACCOUNTS_GROUP = "system:serviceaccounts"
 
 
 def node_identity(node: str) -> str:
@@ -83,6 +88,26 @@ def service_account(namespace: str, name: str) -> str:
 def controller_identity(controller: str) -> str:
     """Whom a controller of the controller manager acts as: its service account."""
     return service_account(CONTROLLERS_NAMESPACE, controller)
+
+
+def rbac_groups(actor: str) -> tuple[str, ...] | None:
+    """The groups of an identity RBAC governs on the bus, as upstream's authenticators
+    give them: the scheduler and the controller manager are `system:authenticated`, a
+    service account also `system:serviceaccounts` and `system:serviceaccounts:<ns>`.
+    None for any other actor: a node (held by the Node authorizer and NodeRestriction
+    instead), and the names only an admin connection may publish as (`drasim up`, the
+    CLI, tests), which stay unrestricted, as members of system:masters are."""
+    if actor in (KUBE_SCHEDULER, KUBE_CONTROLLER_MANAGER):
+        return (AUTHENTICATED_GROUP,)
+    if actor.startswith(SERVICE_ACCOUNT_PREFIX):
+        namespace, sep, name = actor.removeprefix(SERVICE_ACCOUNT_PREFIX).partition(":")
+        if namespace and sep and name and ":" not in name:
+            return (
+                SERVICE_ACCOUNTS_GROUP,
+                f"{SERVICE_ACCOUNTS_GROUP}:{namespace}",
+                AUTHENTICATED_GROUP,
+            )
+    return None
 
 
 @dataclass(frozen=True)

@@ -88,8 +88,9 @@ def generate_name(base: str) -> str:
 @dataclass(slots=True)
 class Context:
     """Who asked, under which trace, and when (the same for one request). `groups` are an
-    HTTP user's, whose RBAC writes are checked for escalation (`rbac_escalation`); None for
-    the services on NATS and the apistore's own writes."""
+    HTTP user's or a NATS identity's that RBAC governs (`nats_authz`), whose RBAC writes
+    are checked for escalation (`rbac_escalation`); None for the other actors on NATS
+    (nodes, admins) and the apistore's own writes."""
 
     actor: str = ""
     traceparent: str = ""

@@ -19,7 +19,7 @@ import msgspec
 from nats.aio.msg import Msg
 from opentelemetry.trace import Span
 
-from drasim.apistore import limits, outbox, spans
+from drasim.apistore import limits, nats_authz, outbox, spans
 from drasim.apistore.core import ApiCore
 from drasim.apistore.mutations import Context, resource_info
 from drasim.common import errors
@@ -110,7 +110,16 @@ class NatsApi:
         span, traceparent = spans.start_request(
             req, hdrs.get(headers.TRACEPARENT, ""), actor=actor, write=not read
         )
-        ctx = Context(actor=actor, traceparent=traceparent)
+        # What the actor may do, decided once for reads and writes alike.
+        try:
+            groups = nats_authz.authorize(self._core.rbac, actor, req)
+        except errors.ApiError as exc:
+            spans.end_request(span, req, error=exc)
+            if self._metrics is not None:
+                self._metrics.observe_nats(req, started, exc)
+            self._answer(msg.reply, *_error_reply(exc))
+            return
+        ctx = Context(actor=actor, traceparent=traceparent, groups=groups)
         if read:
             task = asyncio.create_task(self._serve_read(msg.reply, req, ctx, span, started))
             self._inflight.add(task)

@@ -172,7 +172,7 @@ def authorize_list(node: str, info: registry.ResourceInfo, req: messages.List) -
 
 def refuse_event_log(node: str) -> errors.Forbidden:
     """The event log holds every object's history: no node's to read."""
-    return errors.Forbidden(f'forbidden: User "{node_identity(node)}" cannot read the event log')
+    return rbac.event_log_refusal(node_identity(node))
 
 
 def _equalities(selector: str) -> dict[str, str]:

@@ -16,7 +16,8 @@ replicas' writes. Its decisions are kept until the roles or bindings change: the
 scheduler's requests pass here thousands of times a second. `BOOTSTRAP` holds upstream's
 default roles and bindings that matter here (`plugin/pkg/auth/authorizer/rbac/
 bootstrappolicy`), which the apistore creates when missing, as kube-apiserver does: among
-them those of the scheduler and the controller manager's controllers.
+them those of the scheduler and the controller manager's controllers, which act on the bus
+as upstream's identities and are held to them (`drasim.apistore.nats_authz`).
 """
 
 from __future__ import annotations
@@ -38,6 +39,8 @@ __all__ = [
     "Attributes",
     "Decision",
     "Policy",
+    "event_log_refusal",
+    "refusal",
     "rule_allows",
 ]
 
@@ -93,6 +96,12 @@ def refusal(attrs: Attributes, user: str, why: str = "") -> errors.Forbidden:
         name=attrs.name,
         group=attrs.group,
     )
+
+
+def event_log_refusal(user: str) -> errors.Forbidden:
+    """The event log holds every object's history: only an admin reads it (it is
+    drasim's own, no Kubernetes resource a role could grant)."""
+    return errors.Forbidden(f'forbidden: User "{user}" cannot read the event log')
 
 
 def rule_allows(attrs: Attributes, rule: rbac_v1.PolicyRule) -> bool:

@@ -19,8 +19,9 @@ rolebinding,clusterrolebinding}/policybased`, `pkg/registry/rbac/escalation_chec
 Coverage is upstream's `Covers` (`component-helpers/auth/rbac/validation`): every rule is
 broken down into one verb on one group's resource (and name), or one verb on one URL, and
 each piece must be covered by one rule held. What is not is listed in the 403, compacted
-and sorted as upstream's message has it. The writes of services on NATS and the apistore's
-own (no groups in their `Context`) are not RBAC's to judge.
+and sorted as upstream's message has it. The writes of nodes and admins on NATS and the
+apistore's own (no groups in their `Context`) are not RBAC's to judge; the scheduler's and
+the controllers' are (`nats_authz`).
 """
 
 from __future__ import annotations
@@ -214,7 +215,8 @@ def _forbidden(resource: str, name: str, why: str) -> errors.Forbidden:
 
 
 def _governed(groups: Sequence[str] | None) -> bool:
-    """Whether RBAC judges the writer: an HTTP user, not of `system:masters`."""
+    """Whether RBAC judges the writer: an HTTP user or a governed NATS identity, not of
+    `system:masters`."""
     return groups is not None and rbac.SYSTEM_PRIVILEGED_GROUP not in groups
 
 

@@ -157,6 +157,33 @@ async def test_the_actor_is_the_identity_not_a_header(
         assert await _actors(admin, "events") == [nats_auth.KUBE_SCHEDULER, "kubelet"]
 
 
+async def test_the_scheduler_and_the_controllers_are_held_to_their_roles(
+    apistore: ApiServer, cluster_nats: EmbeddedNats, prefix: str
+) -> None:
+    async with _bus(cluster_nats, "admin", prefix) as admin:
+        await ApiClient(admin, actor="admin").create(_pod("p"))
+    async with _bus(cluster_nats, "scheduler", prefix) as bus:
+        scheduler = ApiClient(bus, actor=nats_auth.KUBE_SCHEDULER)
+        pods, _ = await scheduler.list(core_v1.Pod)
+        assert [p.metadata.name for p in pods] == ["p"]
+        with pytest.raises(errors.Forbidden) as caught:
+            await scheduler.create(_pod("q"))
+        assert str(caught.value) == (
+            'pods is forbidden: User "system:kube-scheduler" cannot create resource "pods" '
+            'in API group "" in the namespace "default"'
+        )
+    async with _bus(cluster_nats, "controllers", prefix) as bus:
+        deployments = ApiClient(
+            bus, actor=nats_auth.controller_identity(nats_auth.DEPLOYMENT_CONTROLLER)
+        )
+        with pytest.raises(errors.Forbidden, match='cannot delete resource "pods"'):
+            await deployments.delete(core_v1.Pod, "p", namespace="default")
+        replica_sets = ApiClient(
+            bus, actor=nats_auth.controller_identity(nats_auth.REPLICASET_CONTROLLER)
+        )
+        await replica_sets.delete(core_v1.Pod, "p", namespace="default")
+
+
 async def test_only_the_apistore_publishes_events_and_serves_the_api(
     apistore: ApiServer, cluster_nats: EmbeddedNats, prefix: str
 ) -> None:
