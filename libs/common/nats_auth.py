@@ -15,8 +15,10 @@ the apistore's queue group, publish into the event stream, or pose as any actor.
   controllers by RBAC with upstream's bootstrap roles (`drasim.apistore.nats_authz`);
 - a user's inboxes are `_INBOX_<user>.…` and only it may subscribe to them, so nobody
   reads another's replies; a kubelet subscribes only to its own nodes' control and DRA
-  driver subjects, and watches only its own nodes' pod events (consumers of other
-  subjects are refused by JetStream's API permissions, `drasim.common.bus.consumer`).
+  driver subjects, and watches only its own nodes' pod events; the scheduler and the
+  controller manager watch only the kinds their bootstrap roles let them watch (consumers
+  of other subjects are refused by JetStream's API permissions,
+  `drasim.common.bus.consumer`).
 
 Each user's password is generated once into `<data-dir>/nats-auth/<user>` (mode 0600,
 `user:password`, what `Bus.connect(credentials=...)` reads), so services keep their
@@ -159,10 +161,11 @@ def cluster_users(prefix: str, kubelet_shards: Sequence[Iterable[str]] = ()) -> 
     users = [
         NatsUser("admin", admin=True),
         NatsUser("apistore", admin=True),
-        NatsUser("scheduler", actors=(KUBE_SCHEDULER,)),
-        NatsUser(
+        _governed("scheduler", prefix, (KUBE_SCHEDULER,)),
+        _governed(
             "controllers",
-            actors=(KUBE_CONTROLLER_MANAGER, *(controller_identity(c) for c in CONTROLLERS)),
+            prefix,
+            (KUBE_CONTROLLER_MANAGER, *(controller_identity(c) for c in CONTROLLERS)),
         ),
     ]
     for i, shard in enumerate(kubelet_shards):
@@ -181,6 +184,19 @@ def cluster_users(prefix: str, kubelet_shards: Sequence[Iterable[str]] = ()) -> 
             )
         )
     return users
+
+
+def _governed(name: str, prefix: str, actors: tuple[str, ...]) -> NatsUser:
+    """A user whose actors RBAC governs: it may watch the kinds their bootstrap roles let
+    them watch, and no others. The roles are the one source of both: the apistore
+    authorizes its requests by them, and its consumers are bounded by what they allow."""
+    from drasim.apistore import rbac  # the bootstrap policy (not a dependency of the rest)
+
+    resources: dict[str, None] = {}
+    for actor in actors:
+        resources.update(dict.fromkeys(rbac.bootstrap_watchable(actor, rbac_groups(actor) or ())))
+    watches = tuple(subjects.events_of(prefix, resource) for resource in resources)
+    return NatsUser(name, actors=actors, watches=watches)
 
 
 def credentials_path(data_dir: Path, user: str) -> Path:

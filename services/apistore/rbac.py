@@ -22,15 +22,18 @@ as upstream's identities and are held to them (`drasim.apistore.nats_authz`).
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 
-from drasim.apistore.store import EventRow
 from drasim.common import codec, errors, nats_auth, rbac_aggregation
-from drasim.common.api import rbac_v1
+from drasim.common.api import rbac_v1, registry
+
+if TYPE_CHECKING:
+    from drasim.apistore.store import EventRow
 
 __all__ = [
     "BOOTSTRAP",
@@ -39,6 +42,7 @@ __all__ = [
     "Attributes",
     "Decision",
     "Policy",
+    "bootstrap_watchable",
     "event_log_refusal",
     "refusal",
     "rule_allows",
@@ -643,3 +647,22 @@ def _bootstrap() -> list[tuple[str, dict[str, Any]]]:
 
 # (resource, object) for each default role and binding, created at start when missing.
 BOOTSTRAP: list[tuple[str, dict[str, Any]]] = _bootstrap()
+
+
+@functools.cache
+def _bootstrap_policy() -> Policy:
+    return Policy.of(BOOTSTRAP)
+
+
+def bootstrap_watchable(user: str, groups: Sequence[str]) -> list[str]:
+    """The resources the bootstrap policy lets `user` watch cluster-wide: those its NATS
+    user may make consumers of (`drasim.common.nats_auth`), as a watch reads the event
+    stream without asking the apistore."""
+    policy = _bootstrap_policy()
+    return [
+        info.plural
+        for info in registry.RESOURCES
+        if policy.authorize(
+            user, groups, Attributes("watch", group=info.group, resource=info.plural)
+        ).allowed
+    ]

@@ -270,6 +270,34 @@ async def test_fault_plans_need_the_flag(
         assert "publish" in await _violation(seen, nc)
 
 
+async def test_the_scheduler_watches_what_its_role_lets_it_watch(
+    apistore: ApiServer, cluster_nats: EmbeddedNats, prefix: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A refused consumer is a request the server drops: no need to wait long for it.
+    monkeypatch.setattr(consumer, "_CREATE_TIMEOUT_S", 0.5)
+    async with _bus(cluster_nats, "admin", prefix) as admin:
+        await ApiClient(admin, actor="admin").create(_pod("p"))
+    async with _bus(cluster_nats, "scheduler", prefix) as bus:
+        events = watch_raw(bus, "pods", resource_version=0)
+        async with contextlib.aclosing(events):
+            _, event = await anext(events)
+        assert codec.decode(event.object, core_v1.Pod).metadata.name == "p"
+        # Its role lets it watch no ClusterRoles, and not the whole stream.
+        for refused in (
+            watch_raw(bus, "clusterroles", resource_version=0),
+            watch_raw(bus, None, resource_version=0),
+        ):
+            async with contextlib.aclosing(refused):
+                with pytest.raises(nats.errors.TimeoutError):
+                    await anext(refused)
+    # The controller manager's informers watch every kind, ClusterRoles among them.
+    async with _bus(cluster_nats, "controllers", prefix) as bus:
+        events = watch_raw(bus, "clusterroles", resource_version=0)
+        async with contextlib.aclosing(events):
+            _, event = await anext(events)
+        assert event.type == "ADDED"
+
+
 def test_cluster_users_name_every_service() -> None:
     users = {user.name: user for user in nats_auth.cluster_users("drasim", [["n1", "n2"]])}
     assert set(users) == {"admin", "apistore", "scheduler", "controllers", "kubelet-0"}
@@ -283,6 +311,21 @@ def test_cluster_users_name_every_service() -> None:
         "system:serviceaccount:kube-system:disruption-controller",
         "system:serviceaccount:kube-system:clusterrole-aggregation-controller",
     )
+    # What each may watch is what its bootstrap roles let it watch.
+    assert set(users["scheduler"].watches or ()) == {
+        f"drasim.ev.{kind}.>"
+        for kind in (
+            "namespaces",
+            "nodes",
+            "pods",
+            "replicasets",
+            "poddisruptionbudgets",
+            "deviceclasses",
+            "resourceslices",
+            "resourceclaims",
+        )
+    }
+    assert "drasim.ev.clusterroles.>" in (users["controllers"].watches or ())
     kubelet = users["kubelet-0"].permissions("drasim")
     assert kubelet is not None
     assert {"drasim.api.system:node:n1", "drasim.api.system:node:n2"} <= set(
