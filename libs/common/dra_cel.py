@@ -21,20 +21,34 @@ upstream's checker refuses and can be told without one is refused here with upst
 Upstream-valid expressions the scheduler cannot evaluate (Kubernetes library functions drasim
 lacks, `cel.bind`, the optional syntax `.?`) are refused too, naming what is missing: accepted,
 every pod needing the class would stay Pending with the same error. Not checked: operand types
-(`"a" + 1` fails when evaluated) and upstream's estimated cost limit
-(`SELECTOR_EXPRESSION_MAX_COST`), for which the parser gives no syntax tree to estimate on.
+(`"a" + 1` fails when evaluated).
+
+With `cost_limit` (admission passes `SELECTOR_EXPRESSION_MAX_COST`, upstream's
+`CELSelectorExpressionMaxCost`), an expression that compiles is also refused when its
+estimated worst-case cost exceeds the limit, with upstream's words, `too complex, exceeds
+cost limit` (`CostLimitExceeded`, which admission reports as Forbidden where other refusals
+are Invalid). The estimate is upstream's (`drasim.common.cel_cost`, on the syntax tree of
+`drasim.common.cel_ast`, since the `cel` package exposes none). The scheduler compiles
+without a limit, as upstream's scheduler compiles with cost estimation disabled: a stored
+selector is evaluated whatever its estimate.
 """
 
 from __future__ import annotations
 
+import contextlib
 import datetime
 import functools
+import logging
 import re
+import sys
+import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
 import cel
+
+from drasim.common import cel_ast, cel_cost
 
 __all__ = [
     "DEVICE_FIELDS",
@@ -42,11 +56,15 @@ __all__ = [
     "SELECTOR_EXPRESSION_MAX_COST",
     "SELECTOR_EXPRESSION_MAX_LENGTH",
     "CompileError",
+    "CostLimitExceeded",
     "compile_expression",
+    "max_cost",
 ]
 
+log = logging.getLogger(__name__)
+
 # resource.k8s.io `CELSelectorExpressionMaxLength` (bytes) and `CELSelectorExpressionMaxCost`
-# (CEL cost units; enforced upstream from the checker's estimate, which drasim cannot make).
+# (CEL cost units, compared with the estimated worst case).
 SELECTOR_EXPRESSION_MAX_LENGTH = 10 * 1024
 SELECTOR_EXPRESSION_MAX_COST = 1_000_000
 
@@ -97,13 +115,59 @@ class CompileError(Exception):
     the detail of the field error, as upstream's `CompilationResult.Error.Detail`."""
 
 
-def compile_expression(expression: str) -> cel.Program:
-    """The compiled expression, or `CompileError`. Answers are remembered: a cluster has few
-    distinct selectors, and every claim made from a template brings its selectors again."""
+class CostLimitExceeded(CompileError):
+    """An expression that compiles but whose estimated worst-case cost exceeds the limit
+    (upstream `validateCELSelector`: `field.Forbidden`, not `field.Invalid`)."""
+
+    def __init__(self) -> None:
+        super().__init__("too complex, exceeds cost limit")
+
+
+def compile_expression(expression: str, *, cost_limit: int | None = None) -> cel.Program:
+    """The compiled expression, or `CompileError`; with `cost_limit`, `CostLimitExceeded`
+    when the estimated worst-case cost is above it. Answers are remembered: a cluster has
+    few distinct selectors, and every claim made from a template brings its selectors
+    again."""
     result = _compile(expression)
     if isinstance(result, CompileError):
         raise result
+    if cost_limit is not None:
+        cost = max_cost(expression)
+        if cost is not None and cost > cost_limit:
+            raise CostLimitExceeded()
     return result
+
+
+@functools.lru_cache(maxsize=1024)
+def max_cost(expression: str) -> int | None:
+    """Upstream's estimate of the worst-case cost of evaluating `expression` (which must
+    compile) for any device (`CompilationResult.MaxCost`), or None (logged) for one
+    `cel_ast` cannot parse: admission then accepts what the `cel` package accepts."""
+    try:
+        with _deep_recursion():
+            return cel_cost.estimate_max_cost(cel_ast.parse(expression))
+    except (cel_ast.CELSyntaxError, RecursionError) as err:
+        log.warning("no cost estimate for CEL expression %.200r: %s", expression, err)
+        return None
+
+
+# Syntax trees nest as deep as the expression is long: a chain of `+` nests to the left (the
+# `cel` package accepts 2,500 terms in 10 KiB), and each parenthesis is ten parser frames.
+# That is deeper than Python's default recursion limit of 1,000; Python 3.11 runs Python
+# calls without growing the C stack, so a higher limit while parsing and estimating is safe.
+_RECURSION_LIMIT = 50_000
+_recursion_lock = threading.Lock()
+
+
+@contextlib.contextmanager
+def _deep_recursion() -> Iterator[None]:
+    with _recursion_lock:
+        limit = sys.getrecursionlimit()
+        sys.setrecursionlimit(max(limit, _RECURSION_LIMIT))
+        try:
+            yield
+        finally:
+            sys.setrecursionlimit(limit)
 
 
 @functools.lru_cache(maxsize=1024)

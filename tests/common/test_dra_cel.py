@@ -84,3 +84,43 @@ def test_upstream_limits() -> None:
     # resource.k8s.io CELSelectorExpressionMaxLength and CELSelectorExpressionMaxCost.
     assert dra_cel.SELECTOR_EXPRESSION_MAX_LENGTH == 10 * 1024
     assert dra_cel.SELECTOR_EXPRESSION_MAX_COST == 1_000_000
+
+
+# --- The estimated cost limit (upstream `validateCELSelector`) ------------------------------
+
+LIMIT = dra_cel.SELECTOR_EXPRESSION_MAX_COST
+# Upstream estimates 9,673,956 (32^4 iterations over attribute identifiers; test_cel_cost.py).
+TOO_COMPLEX = (
+    'device.attributes["d"].all(a, device.attributes["d"].all(b, device.attributes["d"]'
+    '.all(c, device.attributes["d"].all(x, a == x))))'
+)
+# A string of 600 drivers (up to 63 characters each): the `+`s cost 1,137,354, and the tree
+# nests 600 deep.
+LONG_CHAIN = " + ".join(["device.driver"] * 600) + ' == "x"'
+
+
+@pytest.mark.parametrize("expression", [TOO_COMPLEX, LONG_CHAIN], ids=["nested-all", "chain"])
+def test_an_expression_over_the_cost_limit_is_refused(expression: str) -> None:
+    with pytest.raises(dra_cel.CostLimitExceeded) as refused:
+        dra_cel.compile_expression(expression, cost_limit=LIMIT)
+    assert str(refused.value) == "too complex, exceeds cost limit"
+
+
+@pytest.mark.parametrize("expression", ACCEPTED)
+def test_accepted_expressions_are_estimated_below_the_limit(expression: str) -> None:
+    cost = dra_cel.max_cost(expression)
+    assert cost is not None and cost < 1000
+    dra_cel.compile_expression(expression, cost_limit=LIMIT)
+
+
+def test_deep_expressions_are_estimated() -> None:
+    """As deep as the `cel` package parses: 94 parentheses, 2,500 terms of `+` in 10 KiB."""
+    assert dra_cel.max_cost("(" * 94 + 'device.driver == "a"' + ")" * 94) == 3
+    assert dra_cel.max_cost(" + ".join(["1"] * 2500) + " > 0") == 2500
+
+
+def test_the_scheduler_does_not_estimate() -> None:
+    """Upstream's scheduler compiles with cost estimation disabled: a stored selector over
+    the limit still runs (it is refused when written, not when used)."""
+    dra_cel.compile_expression(TOO_COMPLEX)
+    assert cel_env.compile_selector(TOO_COMPLEX).expression == TOO_COMPLEX

@@ -99,6 +99,14 @@ def _with(doc: dict[str, Any], changes: dict[str, Any]) -> dict[str, Any]:
     return doc
 
 
+# Upstream estimates 9,673,956 CEL cost units (32^4 iterations over attribute identifiers),
+# above CELSelectorExpressionMaxCost (1,000,000).
+TOO_COMPLEX = (
+    'device.attributes["d"].all(a, device.attributes["d"].all(b, device.attributes["d"]'
+    '.all(c, device.attributes["d"].all(x, a == x))))'
+)
+
+
 @dataclass
 class Case:
     id: str
@@ -236,6 +244,10 @@ CASES = [
       _with(TEMPLATE, {"spec.spec.devices.requests.0.exactly.selectors": [
           {"cel": {"expression": "x"}}]}),
       ["spec.spec.devices.requests[0].exactly.selectors[0].cel.expression"]),
+    C("template-cel-cost", "POST", TEMPLATES,
+      _with(TEMPLATE, {"spec.spec.devices.requests.0.exactly.selectors": [
+          {"cel": {"expression": TOO_COMPLEX}}]}),
+      ["spec.spec.devices.requests[0].exactly.selectors[0].cel.expression"]),
     C("template-labels", "POST", TEMPLATES,
       _with(TEMPLATE, {"spec.metadata": {"labels": {"a": "-"}}}), ["spec.metadata.labels"]),
     # ResourceSlice
@@ -370,6 +382,36 @@ async def test_a_device_class_whose_cel_does_not_compile_is_refused(http):
         'DeviceClass "gpu.example.com" is invalid: spec.selectors[0].cel.expression: '
     )
     await call(http, "GET", f"{CLASSES}/gpu.example.com", 404)
+
+
+COST_CASES = [
+    (CLASSES, _with(CLASS, {"spec.selectors.0.cel.expression": TOO_COMPLEX}),
+     "spec.selectors[0].cel.expression", 'DeviceClass "gpu.example.com"'),
+    (CLAIMS, _with(CLAIM, {"spec.devices.requests.0.exactly.selectors": [
+        {"cel": {"expression": 'device.driver == "gpu.example.com"'}},
+        {"cel": {"expression": TOO_COMPLEX}}]}),
+     "spec.devices.requests[0].exactly.selectors[1].cel.expression", 'ResourceClaim "c"'),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("path", "body", "field", "kind"), COST_CASES, ids=["class", "claim"])
+async def test_a_selector_over_the_cost_limit_is_refused(http, path, body, field, kind):
+    """Upstream `validateCELSelector`: `field.Forbidden(<path>.expression, "too complex,
+    exceeds cost limit")` when the estimated worst case exceeds the limit, instead of
+    storing a selector that could keep the scheduler busy for every device."""
+    status, _ = await call(http, "POST", path, 422, json=body)
+    assert status["reason"] == "Invalid"
+    assert status["details"]["causes"] == [
+        {
+            "reason": "FieldValueForbidden",
+            "field": field,
+            "message": "Forbidden: too complex, exceeds cost limit",
+        }
+    ]
+    assert status["message"] == (
+        f"{kind} is invalid: {field}: Forbidden: too complex, exceeds cost limit"
+    )
+    await call(http, "GET", f"{path}/{body['metadata']['name']}", 404)
 
 
 async def test_a_nul_in_a_continue_token_is_a_bad_request(http):

@@ -1367,15 +1367,18 @@ def _cel_expression_errors(expression: str, path: str) -> tuple[FieldError, ...]
         # Too long expressions are not compiled at all, as upstream.
         return (field_too_long(path, dra_cel.SELECTOR_EXPRESSION_MAX_LENGTH),)
     try:
-        dra_cel.compile_expression(expression)
+        dra_cel.compile_expression(expression, cost_limit=dra_cel.SELECTOR_EXPRESSION_MAX_COST)
+    except dra_cel.CostLimitExceeded as err:
+        return (field_forbidden(path, str(err)),)
     except dra_cel.CompileError as err:
         return (field_invalid(path, expression, str(err)),)
     return ()
 
 
 def _validate_cel_expression(expression: str, path: str) -> list[FieldError]:
-    """Upstream `validateCELExpression`: the expression must compile as the scheduler will
-    compile it (a class that does not leaves every pod of its extended resource Pending)."""
+    """Upstream `validateCELSelector`: the expression must compile as the scheduler will
+    compile it (a class that does not leaves every pod of its extended resource Pending),
+    and its estimated worst-case cost must not exceed `CELSelectorExpressionMaxCost`."""
     return list(_cel_expression_errors(expression, path))
 
 

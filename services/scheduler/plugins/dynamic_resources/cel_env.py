@@ -23,7 +23,16 @@ library functions on top: `quantity`, `isQuantity`, `compareTo`, `isGreaterThan`
 operators (`<`) on quantities fail, as upstream, where they do not type-check.
 
 Expressions compile with `drasim.common.dra_cel`, as admission compiles them; what it does
-not support (`cel.bind`, the optional-value syntax, upstream's cost limits) is said there.
+not support (`cel.bind`, the optional-value syntax) is said there. As upstream's scheduler,
+compiling here estimates no cost: a stored selector runs whatever its estimate.
+
+Upstream also bounds each evaluation at run time (`cel.CostLimit(CELSelectorExpressionMaxCost)`:
+an evaluation that exceeds it stops with `operation cancelled: actual cost limit exceeded`, a
+CEL runtime error for the allocation). drasim cannot: the `cel` package evaluates in one call
+that neither counts its steps nor can be interrupted. What keeps evaluation bounded instead is
+admission: the estimate is an upper bound of the actual cost, so a selector admitted under the
+estimated limit never reaches the runtime one. Only selectors stored before the estimate was
+enforced (or that `dra_cel` could not estimate) run unbounded.
 """
 
 from __future__ import annotations
