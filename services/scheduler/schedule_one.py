@@ -173,7 +173,13 @@ async def scheduling_cycle(
             )
             fit_error.diagnosis.post_filter_msg = status.message() if status else ""
             if status is not None and status.code == Code.ERROR:
+                # What PostFilter had to do for a later fit failed (deleting a leftover
+                # special claim while the apistore is away): no event will come of a
+                # write that did not happen, so the pod is retried after a backoff, as
+                # for any error. Upstream waits among the unschedulable pods, up to
+                # podMaxInUnschedulablePodsDuration.
                 log.error("PostFilter for pod %s: %s", _name(pod), status.message())
+                return ScheduleResult(), pod_info, Status.error(str(fit_error))
         return ScheduleResult(), pod_info, Status(Code.UNSCHEDULABLE, err=fit_error)
 
     # Tell the cache the pod runs on the host before it is bound there, so the next cycles

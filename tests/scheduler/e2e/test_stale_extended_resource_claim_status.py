@@ -134,3 +134,38 @@ async def test_scheduler_killed_mid_binding_then_the_pod_binds_to_a_device_plugi
     # PostFilter deletes the claim the pod's status names, then the pod goes elsewhere.
     await runs_with_the_device_plugin(watch, "p")
     assert watch.claims.get(status.resource_claim_name, "default") is None
+
+
+async def test_a_failed_deletion_of_a_leftover_claim_is_tried_again_after_backoff(
+    server: ApiServer,
+    api: ApiClient,
+    kubelet: KubeletProcess,
+    watch: ClusterWatch,
+    start_scheduler: StartScheduler,
+) -> None:
+    """As above, but PostFilter's deletion of the leftover claim fails (the apistore went
+    away): no event will come of a deletion that did not happen, so the pod must be tried
+    again after a backoff rather than wait among the unschedulable pods."""
+    first = await start_scheduler()
+    [binder] = first.framework.bind_plugins
+    never = asyncio.Event()
+
+    async def bind_never(*args: Any) -> None:
+        await never.wait()
+
+    binder.bind = bind_never  # type: ignore[method-assign]
+    await api.create(make_pod("p").limits({GPU: "1"}).obj())
+    status = await watch.wait_for(
+        lambda: (p := watch.pods.get("p", "default")) and p.status.extended_resource_claim_status
+    )
+    await first.stop()
+    await move_to_the_device_plugin_node(api)
+    # PostFilter first removes the claim's finalizer: that write fails once.
+    rule = FaultRule(resource="resourceclaims", verb="update", code=503)
+    server.core.fault_plan = FaultPlan(rules=[rule])
+
+    await start_scheduler()
+
+    await runs_with_the_device_plugin(watch, "p")
+    assert rule.seen >= 2  # the failed removal, then the one that went through
+    assert watch.claims.get(status.resource_claim_name, "default") is None
