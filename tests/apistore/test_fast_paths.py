@@ -16,6 +16,7 @@ from drasim.apistore import mutations
 from drasim.apistore.mutations import Batch, Context
 from drasim.common import codec, errors
 from drasim.common.api import core_v1, resource_v1, validation
+from drasim.common.api.validation import pod as pod_validation
 from drasim.common.bus import messages
 from drasim.common.quantity import Quantity, parse_quantity
 from tests.builders import make_claim, make_pod
@@ -138,7 +139,7 @@ def test_pod_spec_update_rule_matches_the_deep_copy_formulation(change):
     new = codec.decode(codec.encode(old), core_v1.PodSpec)
     change(new)
     before = codec.encode(new)
-    assert validation._same_but_mutable_fields(new, old) == _deep_copy_rule(new, old)
+    assert pod_validation._same_but_mutable_fields(new, old) == _deep_copy_rule(new, old)
     assert codec.encode(new) == before  # the new spec is left as it was
 
 

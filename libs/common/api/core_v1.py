@@ -63,7 +63,11 @@ __all__ = [
     "ResourceStatus",
     "Taint",
     "Toleration",
+    "POD_PHASES",
 ]
+
+# `v1.PodPhase`'s values.
+POD_PHASES = ["Pending", "Running", "Succeeded", "Failed", "Unknown"]
 
 ResourceList = dict[str, Quantity]
 """Resource name → quantity (`v1.ResourceList`), e.g. `{"cpu": 500m, "example.com/gpu": 1}`."""

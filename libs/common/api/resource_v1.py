@@ -13,11 +13,20 @@ from drasim.common.quantity import Quantity
 __all__ = [
     "ALLOCATION_MODE_ALL",
     "ALLOCATION_MODE_EXACT_COUNT",
+    "ALLOCATION_MODES",
+    "ALLOCATION_RESULTS_MAX_SIZE",
+    "ATTRIBUTES_AND_CAPACITIES_MAX_PER_DEVICE",
     "AllocatedDeviceStatus",
     "AllocationResult",
     "CELDeviceSelector",
     "CapacityRequirements",
     "DELETE_PROTECTION_FINALIZER",
+    "DEVICE_ATTRIBUTE_MAX_VALUE_LENGTH",
+    "DEVICE_CONFIG_MAX_SIZE",
+    "DEVICE_MAX_ID_LENGTH",
+    "DEVICE_REQUESTS_MAX_SIZE",
+    "DEVICE_TAINT_EFFECTS",
+    "DRIVER_NAME_MAX_LENGTH",
     "Counter",
     "CounterSet",
     "Device",
@@ -41,8 +50,12 @@ __all__ = [
     "EXTENDED_RESOURCE_CLAIM_ANNOTATION",
     "EXTENDED_RESOURCE_CLAIM_ANNOTATION_VALUE",
     "ExactDeviceRequest",
+    "FIRST_AVAILABLE_MAX_SIZE",
     "OpaqueDeviceConfiguration",
     "POD_CLAIM_NAME_ANNOTATION",
+    "POOL_NAME_MAX_LENGTH",
+    "RESERVED_FOR_MAX_SIZE",
+    "RESOURCE_SLICE_MAX_DEVICES",
     "ResourceClaim",
     "ResourceClaimConsumerReference",
     "ResourceClaimSpec",
@@ -52,11 +65,29 @@ __all__ = [
     "ResourcePool",
     "ResourceSlice",
     "ResourceSliceSpec",
+    "SELECTORS_MAX_SIZE",
 ]
 
 GROUP_VERSION = "resource.k8s.io/v1"
 ALLOCATION_MODE_EXACT_COUNT = "ExactCount"
 ALLOCATION_MODE_ALL = "All"
+ALLOCATION_MODES = [ALLOCATION_MODE_ALL, ALLOCATION_MODE_EXACT_COUNT]
+DEVICE_TAINT_EFFECTS = ["NoSchedule", "NoExecute"]
+
+# The API's limits (upstream's `pkg/apis/resource/types.go`: `DriverNameMaxLength`,
+# `PoolNameMaxLength`, `DeviceRequestsMaxSize`, ...), which validation enforces.
+DRIVER_NAME_MAX_LENGTH = 63
+POOL_NAME_MAX_LENGTH = 253
+DEVICE_MAX_ID_LENGTH = 32  # the identifier of an attribute or capacity name
+DEVICE_REQUESTS_MAX_SIZE = 32  # also constraints and configs per claim
+FIRST_AVAILABLE_MAX_SIZE = 8
+SELECTORS_MAX_SIZE = 32
+DEVICE_CONFIG_MAX_SIZE = 32
+ALLOCATION_RESULTS_MAX_SIZE = 32
+RESERVED_FOR_MAX_SIZE = 256
+RESOURCE_SLICE_MAX_DEVICES = 128
+ATTRIBUTES_AND_CAPACITIES_MAX_PER_DEVICE = 32
+DEVICE_ATTRIBUTE_MAX_VALUE_LENGTH = 64
 
 # Marks a claim as the scheduler's special claim for extended resources backed by DRA
 # (spec §1.3.1; the KEP said the pod name, §12).

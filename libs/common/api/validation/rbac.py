@@ -4,17 +4,15 @@ has verbs and either resources of API groups or non-resource URLs (those only in
 ClusterRoles), a binding's roleRef names a role of this group and never changes, and its
 subjects are Users, Groups or ServiceAccounts.
 
-`validation.validate` dispatches here through `VALIDATORS` and takes `path_segment_name`
-as these kinds' name rule.
+`validation.validate` dispatches here through `VALIDATORS` and takes `NAME_RULES` as these
+kinds' name rule.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any
-
 from drasim.common.api import rbac_v1
 from drasim.common.api.meta_v1 import KubeObject
+from drasim.common.api.validation import meta, names
 from drasim.common.errors import (
     FieldError,
     field_invalid,
@@ -22,7 +20,7 @@ from drasim.common.errors import (
     field_required,
 )
 
-__all__ = ["VALIDATORS", "path_segment_name"]
+__all__ = ["NAME_RULES", "VALIDATORS", "path_segment_name"]
 
 
 def path_segment_name(name: str, prefix: bool = False) -> list[str]:
@@ -111,7 +109,7 @@ def _validate_binding(
     if not ref.name:
         errs.append(field_required("roleRef.name"))
     else:
-        errs += [field_invalid("roleRef.name", ref.name, m) for m in path_segment_name(ref.name)]
+        errs += meta.each("roleRef.name", ref.name, path_segment_name(ref.name))
     for i, subject in enumerate(binding.subjects):
         errs += _validate_subject(subject, f"subjects[{i}]", namespaced=namespaced)
     if isinstance(old, type(binding)) and old.role_ref != ref:
@@ -124,19 +122,15 @@ _SUBJECT_KINDS = [rbac_v1.SERVICE_ACCOUNT_KIND, rbac_v1.USER_KIND, rbac_v1.GROUP
 
 
 def _validate_subject(subject: rbac_v1.Subject, path: str, *, namespaced: bool) -> list[FieldError]:
-    # Imported here: `validation` imports this module for its dispatch.
-    from drasim.common.api.validation import is_dns1123_subdomain
-
     errs: list[FieldError] = []
     if not subject.name:
         errs.append(field_required(f"{path}.name"))
     match subject.kind:
         case rbac_v1.SERVICE_ACCOUNT_KIND:
             if subject.name:
-                errs += [
-                    field_invalid(f"{path}.name", subject.name, m)
-                    for m in is_dns1123_subdomain(subject.name)
-                ]
+                errs += meta.each(
+                    f"{path}.name", subject.name, names.is_dns1123_subdomain(subject.name)
+                )
             if subject.api_group:
                 errs.append(field_not_supported(f"{path}.apiGroup", subject.api_group, [""]))
             if not namespaced and not subject.namespace:
@@ -154,9 +148,10 @@ def _validate_subject(subject: rbac_v1.Subject, path: str, *, namespaced: bool) 
     return errs
 
 
-VALIDATORS: dict[type[KubeObject], Callable[[Any, KubeObject | None], list[FieldError]]] = {
+VALIDATORS: dict[type[KubeObject], meta.Validator] = {
     rbac_v1.Role: _validate_role,
     rbac_v1.ClusterRole: _validate_cluster_role,
     rbac_v1.RoleBinding: _validate_binding,
     rbac_v1.ClusterRoleBinding: _validate_binding,
 }
+NAME_RULES: dict[type[KubeObject], meta.NameRule] = dict.fromkeys(VALIDATORS, path_segment_name)

@@ -764,54 +764,6 @@ def test_validate_status(
     assert _short(validation.validate_status(new, old=old)) == want
 
 
-# --- Name formats ----------------------------------------------------------------------------
-
-NAME_FORMAT_CASES = [
-    (validation.is_dns1123_label, "my-name", True),
-    (validation.is_dns1123_label, "123-abc", True),
-    (validation.is_dns1123_label, "a" * 63, True),
-    (validation.is_dns1123_label, "a" * 64, False),
-    (validation.is_dns1123_label, "my.name", False),
-    (validation.is_dns1123_label, "-a", False),
-    (validation.is_dns1123_label, "", False),
-    (validation.is_dns1123_subdomain, "example.com", True),
-    (validation.is_dns1123_subdomain, "Example.com", False),
-    (validation.is_dns1123_subdomain, "a." * 126 + "a", True),
-    (validation.is_dns1123_subdomain, "a" * 254, False),
-    (validation.is_qualified_name, "MyName", True),
-    (validation.is_qualified_name, "example.com/My_Name.1", True),
-    (validation.is_qualified_name, "/name", False),
-    (validation.is_qualified_name, "example.com/", False),
-    (validation.is_qualified_name, "a/b/c", False),
-    (validation.is_qualified_name, "x" * 64, False),
-    (validation.is_valid_label_value, "", True),
-    (validation.is_valid_label_value, "my_value-1.2", True),
-    (validation.is_valid_label_value, "-x", False),
-    (validation.is_c_identifier, "_my_name1", True),
-    (validation.is_c_identifier, "1name", False),
-]
-
-
-@pytest.mark.parametrize(
-    ("check", "value", "valid"),
-    NAME_FORMAT_CASES,
-    ids=[f"{c[0].__name__}-{c[1][:20]!r}" for c in NAME_FORMAT_CASES],
-)
-def test_name_formats(check: Callable[[str], list[str]], value: str, valid: bool) -> None:
-    assert (check(value) == []) is valid
-
-
-def test_name_format_messages_match_upstream() -> None:
-    assert validation.is_dns1123_label("A") == [
-        "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', "
-        "and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', "
-        "regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')"
-    ]
-    assert validation.is_qualified_name("example.com/" + "x" * 64) == [
-        "name part must be no more than 63 characters"
-    ]
-
-
 def test_generated_claim_object_is_valid() -> None:
     """The special claim the scheduler creates (spec §3.3.3, §1.3) passes validation."""
     claim = resource_v1.ResourceClaim(
