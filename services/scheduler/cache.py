@@ -20,7 +20,7 @@ from collections.abc import Iterable
 
 from drasim.common.api import core_v1, meta_v1
 from drasim.scheduler.framework import NodeInfo
-from drasim.scheduler.node_info import NodeInfoList
+from drasim.scheduler.framework.node_info import NodeInfoList
 
 __all__ = ["Cache", "Snapshot"]
 

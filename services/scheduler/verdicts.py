@@ -10,10 +10,12 @@ from typing import TYPE_CHECKING, Protocol
 
 from drasim.common import codec
 from drasim.common.api import core_v1
-from drasim.scheduler.node_info import NodeInfo, NodeInfoList, NodeListReader
+from drasim.scheduler.framework.node_info import NodeInfo, NodeInfoList, NodeListReader
 
 if TYPE_CHECKING:
-    from drasim.scheduler.framework import CycleState, FilterPlugin, Status
+    from drasim.scheduler.framework.cycle_state import CycleState
+    from drasim.scheduler.framework.interfaces import FilterPlugin
+    from drasim.scheduler.framework.status import Status
 
 __all__ = [
     "FilterVerdicts",

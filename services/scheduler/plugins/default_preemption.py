@@ -31,7 +31,7 @@ from drasim.common import codec, errors, events, labels, tables
 from drasim.common.api import core_v1, policy_v1, scheduling_v1
 from drasim.common.client import ApiClient
 from drasim.scheduler import framework
-from drasim.scheduler.node_info import NodeInfo
+from drasim.scheduler.framework.node_info import NodeInfo
 from drasim.scheduler.plugins import names
 
 if TYPE_CHECKING:

@@ -9,7 +9,7 @@ from typing import Any
 from drasim.common import codec
 from drasim.common.api import core_v1, policy_v1
 from drasim.scheduler import framework
-from drasim.scheduler.node_info import NodeInfo
+from drasim.scheduler.framework.node_info import NodeInfo
 from drasim.scheduler.plugins.default_preemption import (
     Candidate,
     ClusterViews,

@@ -1,45 +1,54 @@
-"""The scheduling framework: status codes, per-attempt state, one Protocol per extension
-point, and `Framework`, which runs the plugins of each point with upstream's rules (NodeInfo
-lives in `node_info`, reused Filter verdicts in `verdicts`; both are re-exported here).
+"""The framework at run time: one profile's plugins sorted into extension points, and the
+rules by which each point runs them.
 
-Upstream: `staging/src/k8s.io/kube-scheduler/framework/{interface.go,types.go}`,
-`pkg/scheduler/framework/runtime/framework.go`, `pkg/scheduler/framework/types.go`
-(`Diagnosis`, `FitError`) and `pkg/scheduler/framework/events.go`. Everything here is pure and
-synchronous except PostFilter, Unreserve, PreBind and Bind, the points that talk to the API
-server.
+Upstream: `pkg/scheduler/framework/runtime/framework.go` and `pkg/scheduler/schedule_one.go`
+(`findNodesThatFitPod`, `numFeasibleNodesToFind`).
 """
 
 from __future__ import annotations
 
 import bisect
-import dataclasses
 import enum
 import itertools
 import random
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any, ClassVar, NamedTuple, Protocol, runtime_checkable
 
-import msgspec
-
-from drasim.common.api import core_v1, resources
-from drasim.common.quantity import Quantity
-from drasim.scheduler.node_info import (
-    DEFAULT_MEMORY_REQUEST,
-    DEFAULT_MILLI_CPU_REQUEST,
-    NodeInfo,
-    NodeInfoList,
-    NodeListReader,
-    PodResourceRequest,
-    is_scalar_resource_name,
-    pod_non_zero_requests,
-    pod_resource_request,
-    resource_vector,
+from drasim.common.api import core_v1
+from drasim.scheduler.framework.cycle_state import CycleState
+from drasim.scheduler.framework.events import ClusterEventWithHint
+from drasim.scheduler.framework.interfaces import (
+    MAX_NODE_SCORE,
+    MIN_NODE_SCORE,
+    BindPlugin,
+    EnqueueExtensions,
+    FilterPlugin,
+    NodeScore,
+    Plugin,
+    PostFilterPlugin,
+    PreBindPlugin,
+    PreFilterPlugin,
+    PreFilterResult,
+    PreScorePlugin,
+    ReservePlugin,
+    ScoreExtensions,
+    ScorePlugin,
 )
+from drasim.scheduler.framework.node_info import NodeInfo, NodeInfoList
+from drasim.scheduler.framework.status import (
+    Code,
+    FrameworkError,
+    Status,
+    as_error,
+    code_name,
+    is_rejected,
+    is_skip,
+    is_success,
+    wrap,
+)
+from drasim.scheduler.framework.types import Diagnosis, NodePluginScores, PluginScore
 from drasim.scheduler.verdicts import (
     FilterVerdicts,
-    KeptPositions,
-    NodeChangeSink,
     PodVerdicts,
     circular_slices,
     count_between,
@@ -47,633 +56,17 @@ from drasim.scheduler.verdicts import (
 )
 
 __all__ = [
-    "DEFAULT_MEMORY_REQUEST",
-    "DEFAULT_MILLI_CPU_REQUEST",
-    "MAX_NODE_SCORE",
-    "MIN_NODE_SCORE",
-    "ActionType",
-    "BindPlugin",
-    "ClusterEvent",
-    "ClusterEventWithHint",
-    "Code",
-    "CycleState",
-    "Diagnosis",
-    "EnqueueExtensions",
-    "EventResource",
+    "MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND",
+    "MIN_FEASIBLE_NODES_TO_FIND",
     "ExtensionPoint",
-    "FilterPlugin",
-    "FitError",
     "Framework",
-    "FrameworkError",
-    "NodeChangeSink",
-    "NodeInfo",
-    "NodeInfoList",
-    "NodeListReader",
-    "NodePluginScores",
-    "NodeScore",
-    "Plugin",
     "PluginDurationObserver",
-    "PluginScore",
-    "PodResourceRequest",
-    "PostFilterPlugin",
-    "PreBindPlugin",
-    "PreFilterPlugin",
-    "PreFilterResult",
-    "PreScorePlugin",
-    "QueueingHint",
-    "QueueingHintFn",
-    "ReservePlugin",
-    "ScoreExtensions",
-    "ScorePlugin",
-    "StateData",
-    "Status",
-    "is_rejected",
-    "is_scalar_resource_name",
-    "is_skip",
-    "is_success",
-    "node_scheduling_properties_change",
-    "pod_non_zero_requests",
-    "pod_resource_request",
-    "pod_scheduling_properties_change",
-    "resource_vector",
+    "with_nominated_pods",
 ]
 
-MAX_NODE_SCORE = 100
-MIN_NODE_SCORE = 0
 # Filtering stops after this many feasible nodes at least (upstream's constants).
 MIN_FEASIBLE_NODES_TO_FIND = 100
 MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND = 5
-
-
-# --- Status ------------------------------------------------------------------------------
-
-
-class Code(enum.IntEnum):
-    """A plugin's verdict. Each code decides what the framework and the queue do next."""
-
-    SUCCESS = 0
-    """The plugin ran and the pod may go on. `None` means the same."""
-    ERROR = 1
-    """An internal failure (bad input, API error). The attempt is aborted, no PostFilter runs,
-    and the pod is requeued to backoff without recording the plugin as a rejector, so any
-    cluster event or the backoff timer retries it."""
-    UNSCHEDULABLE = 2
-    """The pod does not fit; PostFilter (e.g. preemption) may help. The pod waits in the
-    unschedulable pool until an event registered by the rejecting plugin (and its hint)
-    requeues it, then goes through backoff as a penalty for the wasted cycle."""
-    UNSCHEDULABLE_AND_UNRESOLVABLE = 3
-    """The pod does not fit and PostFilter cannot change that on this node (preemption skips
-    it). Queueing as UNSCHEDULABLE: wait for a registered event, then backoff."""
-    WAIT = 4
-    """A Permit plugin holds the pod before binding."""
-    SKIP = 5
-    """The plugin has nothing to do: from PreFilter its Filter is skipped for this pod, from
-    PreScore its Score, from Bind the next binder is asked."""
-    PENDING = 6
-    """The cycle went well but the plugin waits for something external before binding. The
-    pod is requeued straight to activeQ when its event arrives, without backoff."""
-
-    def __str__(self) -> str:
-        """Upstream's spelling, used in logs and metric labels: `UnschedulableAndUnresolvable`."""
-        return "".join(part.title() for part in self.name.split("_"))
-
-
-@dataclasses.dataclass(slots=True)
-class Status:
-    """A plugin's result: code, reasons, an optional error and the plugin that set it.
-
-    `None` stands for success everywhere, as upstream's nil `*Status`; use `is_success`.
-    The error field is `err` (upstream's name) because `Status.error(...)` builds one.
-    """
-
-    code: Code
-    reasons: list[str] = dataclasses.field(default_factory=list)
-    err: BaseException | None = None
-    plugin: str = ""
-
-    @classmethod
-    def unschedulable(cls, *reasons: str) -> Status:
-        return cls(Code.UNSCHEDULABLE, list(reasons))
-
-    @classmethod
-    def unresolvable(cls, *reasons: str) -> Status:
-        return cls(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, list(reasons))
-
-    @classmethod
-    def error(cls, err: BaseException | str) -> Status:
-        """Wrap an internal failure (upstream `AsStatus`)."""
-        return cls(Code.ERROR, err=err if isinstance(err, BaseException) else Exception(err))
-
-    @classmethod
-    def skip(cls) -> Status:
-        return cls(Code.SKIP)
-
-    def all_reasons(self) -> list[str]:
-        """The reasons with the error's text first (upstream `Reasons()`)."""
-        return [str(self.err), *self.reasons] if self.err is not None else list(self.reasons)
-
-    def message(self) -> str:
-        return ", ".join(self.all_reasons())
-
-    def with_plugin(self, plugin: str) -> Status:
-        self.plugin = plugin
-        return self
-
-
-def is_success(status: Status | None) -> bool:
-    return status is None or status.code == Code.SUCCESS
-
-
-def is_skip(status: Status | None) -> bool:
-    return status is not None and status.code == Code.SKIP
-
-
-def is_rejected(status: Status | None) -> bool:
-    """Unschedulable, unresolvable or pending: the plugin turned the pod away."""
-    return status is not None and status.code in (
-        Code.UNSCHEDULABLE,
-        Code.UNSCHEDULABLE_AND_UNRESOLVABLE,
-        Code.PENDING,
-    )
-
-
-def _code_name(status: Status | None) -> str:
-    return str(status.code if status is not None else Code.SUCCESS)
-
-
-class FrameworkError(Exception):
-    """A plugin returned Error: the scheduling attempt is aborted (upstream returns `err`)."""
-
-    def __init__(self, status: Status) -> None:
-        super().__init__(status.message())
-        self.status = status
-
-
-# --- CycleState --------------------------------------------------------------------------
-
-
-@runtime_checkable
-class StateData(Protocol):
-    """A plugin's private per-attempt data; immutable data may return itself from `clone`."""
-
-    def clone(self) -> StateData: ...
-
-
-class CycleState:
-    """Scratch space for one scheduling attempt, keyed by plugin name.
-
-    A plugin writes its state once in PreFilter (or PreScore) and reads it in Filter,
-    Reserve and PreBind. The framework records here which plugins skipped, so their Filter
-    or Score is not called in this attempt.
-    """
-
-    def __init__(self) -> None:
-        self._storage: dict[str, StateData] = {}
-        self.skip_filter_plugins: set[str] = set()
-        self.skip_score_plugins: set[str] = set()
-        # Whether this attempt times its plugins (upstream samples 10 % of attempts).
-        self.record_plugin_metrics = False
-        # Whether Filter may answer from earlier attempts' verdicts (see `FilterVerdicts`);
-        # a PreFilter turns it off for a pod whose verdicts depend on more than its spec.
-        self.reuse_filter_verdicts = False
-        # Feasible nodes whose verdict was reused: the chosen one is checked again.
-        self.reused_feasible: set[str] = set()
-        # Set by a PreFilter that knows no other node can pass its Filter (NodeResourcesFit:
-        # the nodes whose allocatable has a device plugin's resource the pod asks for).
-        # Unlike a PreFilterResult it does not change the diagnosis: a shortcut only.
-        self.candidate_nodes: frozenset[str] | None = None
-        # With reuse on: this pod spec's kept verdicts.
-        self.pod_verdicts: PodVerdicts | None = None
-        # Whether the diagnosis must name every rejected node even when some node fits (a
-        # traced attempt shows them); without, a walk that skips nodes known infeasible
-        # names them only when none fits.
-        self.record_rejections = False
-        # Left by a walk over kept positions (`_FilterWalk.kept_nodes`): what it learnt,
-        # the node list, and the positions it went from and to (both included); and the
-        # nodes Filter ran for in it (every other feasible node's verdict was reused).
-        self.kept_walk: tuple[KeptPositions, NodeInfoList, int, int] | None = None
-        self.filtered_now: set[str] | None = None
-        # Set by a PostFilter that made room for the pod on a node (DefaultPreemption):
-        # the failure handler records it as the pod's `status.nominatedNodeName`.
-        self.nominated_node_name: str | None = None
-        # Pods nominated to a node (by node) whose priority is at least this pod's: Filter
-        # counts them there as if they ran (upstream `RunFilterPluginsWithNominatedPods`).
-        self.nominated_pods: dict[str, list[core_v1.Pod]] = {}
-
-    def read(self, key: str) -> StateData:
-        """Raises KeyError when nothing was written, e.g. because PreFilter did not run."""
-        try:
-            return self._storage[key]
-        except KeyError:
-            raise KeyError(f"{key!r} not found in cycle state") from None
-
-    def write(self, key: str, value: StateData) -> None:
-        self._storage[key] = value
-
-    def delete(self, key: str) -> None:
-        self._storage.pop(key, None)
-
-    def clone(self) -> CycleState:
-        """A copy whose data is cloned, for what-if runs that must not touch this attempt."""
-        copy = CycleState()
-        copy._storage = {key: value.clone() for key, value in self._storage.items()}
-        copy.skip_filter_plugins = set(self.skip_filter_plugins)
-        copy.skip_score_plugins = set(self.skip_score_plugins)
-        copy.record_plugin_metrics = self.record_plugin_metrics
-        copy.reuse_filter_verdicts = self.reuse_filter_verdicts
-        copy.reused_feasible = set(self.reused_feasible)
-        copy.pod_verdicts = self.pod_verdicts
-        copy.candidate_nodes = self.candidate_nodes
-        copy.nominated_pods = self.nominated_pods  # (read only)
-        return copy
-
-
-# --- Extension points --------------------------------------------------------------------
-
-
-@dataclasses.dataclass(frozen=True, slots=True)
-class PreFilterResult:
-    """The nodes worth filtering; `None` means all of them."""
-
-    node_names: frozenset[str] | None = None
-
-    def all_nodes(self) -> bool:
-        return self.node_names is None
-
-    def merge(self, other: PreFilterResult | None) -> PreFilterResult | None:
-        """Intersect two results; `None` (all nodes) is the identity."""
-        if other is None or other.all_nodes():
-            return None if self.all_nodes() else self
-        if self.all_nodes():
-            return other
-        assert self.node_names is not None and other.node_names is not None
-        return PreFilterResult(self.node_names & other.node_names)
-
-
-class NodeScore(NamedTuple):
-    """One plugin's score of one node (a tuple: made per node per cycle, so kept cheap)."""
-
-    name: str
-    score: int
-
-
-class PluginScore(msgspec.Struct, frozen=True, gc=False):
-    name: str
-    score: int
-
-
-class NodePluginScores(msgspec.Struct, gc=False):
-    """One node's weighted score from each Score plugin, and their sum. (Made for every
-    scored node of every attempt: a Struct the cycle collector does not track.)"""
-
-    name: str
-    scores: list[PluginScore] = msgspec.field(default_factory=list)
-    total_score: int = 0
-
-
-@runtime_checkable
-class Plugin(Protocol):
-    name: ClassVar[str]
-
-
-@runtime_checkable
-class PreFilterPlugin(Protocol):
-    """Runs once per attempt before Filter.
-
-    May return Success (optionally a PreFilterResult narrowing the nodes), Skip (its Filter
-    is then not run for this pod), Unschedulable (the other PreFilters still run, then
-    PostFilter), UnschedulableAndUnresolvable (stops at once) or Error (aborts the attempt).
-    """
-
-    name: ClassVar[str]
-
-    def pre_filter(
-        self, state: CycleState, pod: core_v1.Pod, nodes: Sequence[NodeInfo]
-    ) -> tuple[PreFilterResult | None, Status | None]: ...
-
-
-@runtime_checkable
-class FilterPlugin(Protocol):
-    """Decides whether the pod fits one node; pure and synchronous.
-
-    Returns Success, Unschedulable or UnschedulableAndUnresolvable (the node is out, the
-    first rejecting plugin names the reason) or Error (the attempt is aborted).
-    """
-
-    name: ClassVar[str]
-
-    def filter(self, state: CycleState, pod: core_v1.Pod, node_info: NodeInfo) -> Status | None: ...
-
-
-@runtime_checkable
-class PostFilterPlugin(Protocol):
-    """Runs when no node fits, to make the pod schedulable in a later attempt.
-
-    Returns Success (stop; the pod may fit next time), Unschedulable (ask the next plugin),
-    UnschedulableAndUnresolvable (stop) or Error. Its reasons end the FailedScheduling text.
-    """
-
-    name: ClassVar[str]
-
-    async def post_filter(
-        self, state: CycleState, pod: core_v1.Pod, filtered_node_status_map: Diagnosis
-    ) -> Status | None: ...
-
-
-@runtime_checkable
-class PreScorePlugin(Protocol):
-    """Runs once with the feasible nodes before Score; Skip skips its Score, other
-    non-success codes abort the attempt."""
-
-    name: ClassVar[str]
-
-    def pre_score(
-        self, state: CycleState, pod: core_v1.Pod, nodes: Sequence[NodeInfo]
-    ) -> Status | None: ...
-
-
-@runtime_checkable
-class ScorePlugin(Protocol):
-    """Ranks one feasible node, 0–100 after normalization; pure and synchronous."""
-
-    name: ClassVar[str]
-
-    def score(self, state: CycleState, pod: core_v1.Pod, node_info: NodeInfo) -> int: ...
-
-
-@runtime_checkable
-class ScoreExtensions(Protocol):
-    """Optional on a ScorePlugin: rescales all its node scores into 0–100."""
-
-    def normalize_scores(
-        self, state: CycleState, pod: core_v1.Pod, scores: list[NodeScore]
-    ) -> list[NodeScore]: ...
-
-
-@runtime_checkable
-class ReservePlugin(Protocol):
-    """Claims the chosen node's resources in memory before binding.
-
-    Any non-success from `reserve` rejects the pod, and then `unreserve` of every reserve
-    plugin runs in reverse order; `unreserve` must therefore be idempotent and cope with
-    a `reserve` that never ran. It also runs when a later phase (PreBind, Bind) fails, and
-    is async because undoing PreBind's work means API calls (deleting a created claim).
-    """
-
-    name: ClassVar[str]
-
-    def reserve(self, state: CycleState, pod: core_v1.Pod, node_name: str) -> Status | None: ...
-
-    async def unreserve(self, state: CycleState, pod: core_v1.Pod, node_name: str) -> None: ...
-
-
-@runtime_checkable
-class PreBindPlugin(Protocol):
-    """Does the API work binding depends on (e.g. creating a ResourceClaim).
-
-    Any non-success rejects the pod; the binding cycle then unreserves it.
-    """
-
-    name: ClassVar[str]
-
-    async def pre_bind(
-        self, state: CycleState, pod: core_v1.Pod, node_name: str
-    ) -> Status | None: ...
-
-
-@runtime_checkable
-class BindPlugin(Protocol):
-    """Binds the pod. Skip passes the pod to the next bind plugin; the first other result
-    is final, and a failure unreserves the pod."""
-
-    name: ClassVar[str]
-
-    async def bind(self, state: CycleState, pod: core_v1.Pod, node_name: str) -> Status | None: ...
-
-
-# --- Cluster events and queueing hints ---------------------------------------------------
-
-
-class ActionType(enum.IntFlag):
-    """What changed on an object; flags combine, and the specific update flags let the
-    queue run a hint only for the change that matters."""
-
-    ADD = enum.auto()
-    DELETE = enum.auto()
-    UPDATE_NODE_ALLOCATABLE = enum.auto()
-    UPDATE_NODE_LABEL = enum.auto()
-    UPDATE_NODE_TAINT = enum.auto()  # taints or spec.unschedulable
-    UPDATE_NODE_CONDITION = enum.auto()
-    UPDATE_NODE_ANNOTATION = enum.auto()
-    UPDATE_NODE_DECLARED_FEATURE = enum.auto()
-    UPDATE_POD_LABEL = enum.auto()
-    UPDATE_POD_SCALE_DOWN = enum.auto()
-    UPDATE_POD_TOLERATION = enum.auto()
-    UPDATE_POD_SCHEDULING_GATES_ELIMINATED = enum.auto()
-    # resourceClaimStatuses or extendedResourceClaimStatus changed (spec §3.11.1).
-    UPDATE_POD_GENERATED_RESOURCE_CLAIM = enum.auto()
-    UPDATE = (
-        UPDATE_NODE_ALLOCATABLE
-        | UPDATE_NODE_LABEL
-        | UPDATE_NODE_TAINT
-        | UPDATE_NODE_CONDITION
-        | UPDATE_NODE_ANNOTATION
-        | UPDATE_NODE_DECLARED_FEATURE
-        | UPDATE_POD_LABEL
-        | UPDATE_POD_SCALE_DOWN
-        | UPDATE_POD_TOLERATION
-        | UPDATE_POD_SCHEDULING_GATES_ELIMINATED
-        | UPDATE_POD_GENERATED_RESOURCE_CLAIM
-    )
-    ALL = ADD | DELETE | UPDATE
-
-
-class EventResource(enum.StrEnum):
-    """The kinds whose events may requeue pods, named as upstream."""
-
-    POD = "Pod"
-    NODE = "Node"
-    RESOURCE_CLAIM = "resource.k8s.io/ResourceClaim"
-    RESOURCE_SLICE = "resource.k8s.io/ResourceSlice"
-    DEVICE_CLASS = "resource.k8s.io/DeviceClass"
-    WILDCARD = "*"
-
-
-class QueueingHint(enum.IntEnum):
-    QUEUE_SKIP = 0
-    """The event cannot make the pod schedulable; it stays in the unschedulable pool."""
-    QUEUE = 1
-    """The event may make the pod schedulable; move it to backoff or activeQ."""
-
-
-QueueingHintFn = Callable[[core_v1.Pod, Any, Any], QueueingHint]
-"""`(pod, old, new)`: `old` is None for Add, `new` is None for Delete. A hint that raises
-counts as QUEUE, so a buggy hint never strands a pod."""
-
-
-@dataclasses.dataclass(frozen=True, slots=True)
-class ClusterEvent:
-    resource: EventResource
-    action_type: ActionType
-
-    def label(self) -> str:
-        """For logs and metrics, e.g. `NodeAdd` (upstream `Label()`)."""
-        return f"{self.resource}{_action_label(self.action_type)}"
-
-
-def _action_label(action: ActionType) -> str:
-    """`UpdateNodeTaint` for one flag, `All`/`Update` for those unions, else empty (as Go)."""
-    if action == ActionType.ALL:
-        return "All"
-    if action == ActionType.UPDATE:
-        return "Update"
-    if action.name is None or "|" in action.name:
-        return ""
-    return "".join(part.title() for part in action.name.split("_"))
-
-
-@dataclasses.dataclass(frozen=True, slots=True)
-class ClusterEventWithHint:
-    """An event that may help pods this plugin rejected; no hint means always requeue."""
-
-    event: ClusterEvent
-    queueing_hint_fn: QueueingHintFn | None = None
-
-
-@runtime_checkable
-class EnqueueExtensions(Protocol):
-    """Plugins that reject pods (PreFilter, Filter, Reserve) say which events may help."""
-
-    name: ClassVar[str]
-
-    def events_to_register(self) -> list[ClusterEventWithHint]: ...
-
-
-def node_scheduling_properties_change(new: core_v1.Node, old: core_v1.Node) -> list[ClusterEvent]:
-    """The Node update events a change carries, one per kind of change that may matter to
-    scheduling; heartbeats and status noise give none (upstream
-    `NodeSchedulingPropertiesChange`). An uncordon counts as a taint change, as upstream."""
-    changes = {
-        ActionType.UPDATE_NODE_TAINT: new.spec.taints != old.spec.taints
-        or (old.spec.unschedulable and not new.spec.unschedulable),
-        ActionType.UPDATE_NODE_ALLOCATABLE: new.status.allocatable != old.status.allocatable,
-        ActionType.UPDATE_NODE_LABEL: new.metadata.labels != old.metadata.labels,
-        ActionType.UPDATE_NODE_CONDITION: _condition_statuses(new) != _condition_statuses(old),
-        ActionType.UPDATE_NODE_ANNOTATION: new.metadata.annotations != old.metadata.annotations,
-    }
-    return [ClusterEvent(EventResource.NODE, action) for action, yes in changes.items() if yes]
-
-
-def _condition_statuses(node: core_v1.Node) -> dict[str, str]:
-    """Condition type → status; heartbeat and transition times are not a change."""
-    return {c.type: c.status for c in node.status.conditions}
-
-
-def pod_scheduling_properties_change(new: core_v1.Pod, old: core_v1.Pod) -> list[ClusterEvent]:
-    """The Pod update events a change carries (upstream `PodSchedulingPropertiesChange`).
-
-    Upstream falls back to an "other update" event that only plugins registering a bare
-    Pod/Update see; no plugin here does, so other changes give no event.
-    """
-    actions = []
-    if new.metadata.labels != old.metadata.labels:
-        actions.append(ActionType.UPDATE_POD_LABEL)
-    if _requests_decreased(new, old):
-        actions.append(ActionType.UPDATE_POD_SCALE_DOWN)
-    if new.spec.tolerations != old.spec.tolerations:
-        actions.append(ActionType.UPDATE_POD_TOLERATION)
-    if (
-        new.status.resource_claim_statuses != old.status.resource_claim_statuses
-        or new.status.extended_resource_claim_status != old.status.extended_resource_claim_status
-    ):
-        actions.append(ActionType.UPDATE_POD_GENERATED_RESOURCE_CLAIM)
-    return [ClusterEvent(EventResource.POD, action) for action in actions]
-
-
-def _requests_decreased(new: core_v1.Pod, old: core_v1.Pod) -> bool:
-    """A bound pod resized down frees resources (upstream `extractPodScaleDown`)."""
-    if not new.spec.node_name or resources.same_request_inputs(new, old):
-        return False
-    before, after = resources.pod_requests(old), resources.pod_requests(new)
-    return any(after.get(name, Quantity()) < quantity for name, quantity in before.items())
-
-
-# --- Diagnosis and the FailedScheduling message ------------------------------------------
-
-
-@dataclasses.dataclass(slots=True)
-class Diagnosis:
-    """Why each node was rejected in one attempt (upstream `Diagnosis` + `NodeToStatus`).
-
-    Nodes absent from `node_to_status` share `absent_nodes_status`: the PreFilter rejection
-    for all nodes, or the status of nodes a PreFilterResult left out.
-    """
-
-    node_to_status: dict[str, Status] = dataclasses.field(default_factory=dict)
-    absent_nodes_status: Status = dataclasses.field(
-        default_factory=lambda: Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE)
-    )
-    unschedulable_plugins: set[str] = dataclasses.field(default_factory=set)
-    pending_plugins: set[str] = dataclasses.field(default_factory=set)
-    pre_filter_msg: str = ""
-    post_filter_msg: str = ""
-    # Nodes Filter passed over: feasible or rejected (upstream counts both).
-    evaluated_nodes: int = 0
-
-    def get(self, node_name: str) -> Status:
-        return self.node_to_status.get(node_name, self.absent_nodes_status)
-
-    def add_plugin_status(self, status: Status) -> None:
-        """Remember rejecting plugins: only their events requeue the pod."""
-        if not status.plugin:
-            return
-        if is_rejected(status):
-            self.unschedulable_plugins.add(status.plugin)
-        if status.code == Code.PENDING:
-            self.pending_plugins.add(status.plugin)
-
-    def message(self, num_all_nodes: int) -> str:
-        """The FailedScheduling text (upstream `FitError.Error()`).
-
-        `0/N nodes are available: <PreFilter msg>. <histogram>. <PostFilter msg>` where the
-        histogram is "<count> <reason>" per distinct reason, sorted as strings (so by count
-        text first: "10 x" sorts before "2 y"), and left out when PreFilter rejected, since
-        then every node carries that same status. The PostFilter text is appended as is.
-        """
-        text = f"0/{num_all_nodes} nodes are available:"
-        if self.pre_filter_msg:
-            text += f" {self.pre_filter_msg}."
-        else:
-            counts: dict[str, int] = {}
-            for status in self.node_to_status.values():
-                for reason in status.all_reasons():
-                    counts[reason] = counts.get(reason, 0) + 1
-            absent = num_all_nodes - len(self.node_to_status)
-            if absent > 0:
-                for reason in self.absent_nodes_status.all_reasons():
-                    counts[reason] = counts.get(reason, 0) + absent
-            histogram = sorted(f"{count} {reason}" for reason, count in counts.items())
-            if histogram:
-                text += f" {', '.join(histogram)}."
-        if self.post_filter_msg:
-            text += f" {self.post_filter_msg}"
-        return text
-
-
-class FitError(Exception):
-    """No node fits the pod; `str()` is the FailedScheduling message."""
-
-    def __init__(self, pod: core_v1.Pod, num_all_nodes: int, diagnosis: Diagnosis) -> None:
-        super().__init__()
-        self.pod = pod
-        self.num_all_nodes = num_all_nodes
-        self.diagnosis = diagnosis
-
-    def __str__(self) -> str:
-        return self.diagnosis.message(self.num_all_nodes)
-
-
-# --- The framework -----------------------------------------------------------------------
 
 
 class ExtensionPoint(enum.StrEnum):
@@ -755,7 +148,7 @@ class _FilterWalk:
                 status = run_filter(state, pod, node_info)
             if status is not None and status.code != Code.SUCCESS:
                 if not is_rejected(status):
-                    raise FrameworkError(_wrap(f"running {name!r} filter plugin", status))
+                    raise FrameworkError(wrap(f"running {name!r} filter plugin", status))
                 return status.with_plugin(name)
         return None
 
@@ -885,7 +278,7 @@ class Framework:
         status: Status | None,
     ) -> None:
         if self._observe is not None and state.record_plugin_metrics:
-            self._observe(point, plugin, _code_name(status), time.perf_counter() - started)
+            self._observe(point, plugin, code_name(status), time.perf_counter() - started)
 
     # -- scheduling cycle --
 
@@ -913,7 +306,7 @@ class Framework:
                     # Preemption runs later and needs every PreFilter's state (#119770).
                     unschedulable = status
                     continue
-                return None, _wrap(f"running PreFilter plugin {pl.name!r}", status), set()
+                return None, wrap(f"running PreFilter plugin {pl.name!r}", status), set()
             if narrowed is not None and not narrowed.all_nodes():
                 plugins_with_nodes.add(pl.name)
             result = narrowed.merge(result) if narrowed is not None else result
@@ -944,7 +337,7 @@ class Framework:
             if not is_success(status):
                 assert status is not None
                 if not is_rejected(status):
-                    status = _wrap(f"running {pl.name!r} filter plugin", status)
+                    status = wrap(f"running {pl.name!r} filter plugin", status)
                 return status.with_plugin(pl.name)
         return None
 
@@ -1075,7 +468,7 @@ class Framework:
             if status.code == Code.UNSCHEDULABLE_AND_UNRESOLVABLE:
                 return status.with_plugin(pl.name)
             if not is_rejected(status):
-                return Status(Code.ERROR, err=_as_error(status)).with_plugin(pl.name)
+                return Status(Code.ERROR, err=as_error(status)).with_plugin(pl.name)
             reasons.extend(status.all_reasons())
             rejector = rejector or pl.name
         return Status(Code.UNSCHEDULABLE, reasons).with_plugin(rejector)
@@ -1136,7 +529,7 @@ class Framework:
                 continue
             if not is_success(status):
                 assert status is not None
-                return _wrap(f"running PreScore plugin {pl.name!r}", status)
+                return wrap(f"running PreScore plugin {pl.name!r}", status)
         return None
 
     def run_score_plugins(
@@ -1215,7 +608,7 @@ class Framework:
                 if is_rejected(status):
                     status.plugin = pl.name
                 else:
-                    status = _wrap(f"running Reserve plugin {pl.name!r}", status)
+                    status = wrap(f"running Reserve plugin {pl.name!r}", status)
                 await self.run_reserve_plugins_unreserve(state, pod, node_name)
                 return status
         return None
@@ -1242,7 +635,7 @@ class Framework:
                 assert status is not None
                 if is_rejected(status):
                     return status.with_plugin(pl.name)
-                return _wrap(f"running PreBind plugin {pl.name!r}", status)
+                return wrap(f"running PreBind plugin {pl.name!r}", status)
         return None
 
     async def run_bind_plugins(
@@ -1261,7 +654,7 @@ class Framework:
                 assert status is not None
                 if is_rejected(status):
                     return status.with_plugin(pl.name)
-                return _wrap(f"running Bind plugin {pl.name!r}", status)
+                return wrap(f"running Bind plugin {pl.name!r}", status)
             return status
         return status
 
@@ -1270,15 +663,3 @@ class Framework:
     def events_to_register(self) -> dict[str, list[ClusterEventWithHint]]:
         """Plugin name → the events that may requeue pods it rejected."""
         return {pl.name: pl.events_to_register() for pl in self.enqueue_extensions}
-
-
-def _as_error(status: Status) -> BaseException:
-    return status.err if status.err is not None else Exception(status.message())
-
-
-def _wrap(context: str, status: Status) -> Status:
-    """An Error status naming the plugin, as upstream's `fmt.Errorf("running …: %w")`."""
-    cause = _as_error(status)
-    err = Exception(f"{context}: {cause}")
-    err.__cause__ = cause
-    return Status(Code.ERROR, err=err, plugin=status.plugin)
