@@ -63,7 +63,7 @@ from drasim.cli.bench import fresh_database
 from drasim.common import codec, service
 from drasim.common.api import core_v1
 from drasim.common.api.meta_v1 import ObjectMeta
-from drasim.common.bus import headers, messages
+from drasim.common.bus import headers, messages, wire
 from drasim.common.bus.client import Bus
 from drasim.common.client import ApiClient
 from drasim.common.config import Config
@@ -346,7 +346,7 @@ async def ceiling_js(nats_url: str, prefix: str, seconds: float = CEILING_SECOND
             seq += 1
             ev = sample_event(seq, body)
             frames.append(outbox.event_frame(events_prefix, ev, inbox if i == JS_CHUNK - 1 else ""))
-        await outbox.send_frames(bus.nc, frames)
+        await wire.send_frames(bus.nc, frames)
         ack = json.loads(await asyncio.wait_for(acks.get(), 10))
         assert ack.get("seq") == seq, ack
     elapsed = time.perf_counter() - t0

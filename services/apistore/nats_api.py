@@ -19,11 +19,11 @@ import msgspec
 from nats.aio.msg import Msg
 from opentelemetry.trace import Span
 
-from drasim.apistore import limits, nats_authz, outbox, spans
+from drasim.apistore import limits, nats_authz, spans
 from drasim.apistore.core import ApiCore
 from drasim.apistore.mutations import Context, resource_info
 from drasim.common import errors
-from drasim.common.bus import headers, messages, subjects
+from drasim.common.bus import headers, messages, subjects, wire
 from drasim.common.bus.client import Bus
 
 if TYPE_CHECKING:
@@ -198,7 +198,7 @@ class NatsApi:
         """Publish the queued answers (one task per burst of answers, not one per request).
 
         Answers without headers go out as protocol commands handed to the connection at
-        once (`outbox.send_frames`): a `publish` each cost more than the rest of answering.
+        once (`wire.send_frames`): a `publish` each cost more than the rest of answering.
         """
         nc = self._bus.nc
         try:
@@ -209,7 +209,7 @@ class NatsApi:
                     if len(body) + _FRAME_SLACK > nc.max_payload:
                         body, hdrs = _error_reply(_too_large(len(body), nc.max_payload))
                     if hdrs is None:
-                        frames.append(b"PUB %s %d\r\n%s\r\n" % (reply.encode(), len(body), body))
+                        frames.append(wire.pub_frame(reply, body))
                         continue
                     try:
                         await nc.publish(reply, body, headers=hdrs)
@@ -217,7 +217,7 @@ class NatsApi:
                         log.exception("could not answer a request")
                 if frames:
                     try:
-                        await outbox.send_frames(nc, frames)
+                        await wire.send_frames(nc, frames)
                     except Exception:
                         log.exception("could not answer %d requests", len(frames))
         finally:

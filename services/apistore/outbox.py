@@ -30,7 +30,6 @@ import time
 import msgspec
 import nats.errors
 import nats.js.errors
-from nats.aio.client import Client as NATS
 from nats.aio.msg import Msg
 from nats.aio.subscription import Subscription
 from nats.js import api as js_api
@@ -38,7 +37,7 @@ from nats.js import api as js_api
 from drasim.apistore.store import EventRow, Store
 from drasim.common import errors
 from drasim.common.api import registry
-from drasim.common.bus import headers, subjects
+from drasim.common.bus import headers, subjects, wire
 from drasim.common.bus.client import Bus
 
 log = logging.getLogger(__name__)
@@ -103,7 +102,6 @@ async def ensure_stream(bus: Bus, *, max_msgs: int = DEFAULT_MAX_MSGS) -> js_api
     return await bus.js.stream_info(name)
 
 
-_NO_NEWLINES = str.maketrans({"\r": " ", "\n": " "})
 _SEQ_HEADERS = (
     f"NATS/1.0\r\n{headers.NATS_MSG_ID}: %d\r\n{headers.EXPECTED_LAST_SEQUENCE}: %d\r\n"
     f"{headers.RESOURCE_VERSION}: %d\r\n"
@@ -111,13 +109,6 @@ _SEQ_HEADERS = (
 _TRACEPARENT = f"{headers.TRACEPARENT}: ".encode()
 _ACTOR = f"{headers.ACTOR}: ".encode()
 _STAND_IN = f"{headers.STAND_IN}: ".encode()
-
-
-def _header_value(value: str) -> bytes:
-    """As nats-py writes a header value: trimmed, line breaks made spaces."""
-    if "\r" in value or "\n" in value:
-        value = value.translate(_NO_NEWLINES)
-    return value.strip().encode()
 
 
 def event_frame(prefix: str, ev: EventRow, reply: str = "", *, stand_in_for: int = 0) -> bytes:
@@ -130,39 +121,14 @@ def event_frame(prefix: str, ev: EventRow, reply: str = "", *, stand_in_for: int
     more than everything else the apistore does to publish an event."""
     hdr = _SEQ_HEADERS % (ev.seq, ev.seq - 1, ev.seq)
     if ev.traceparent:
-        hdr += _TRACEPARENT + _header_value(ev.traceparent) + b"\r\n"
+        hdr += _TRACEPARENT + wire.header_value(ev.traceparent) + b"\r\n"
     if ev.actor:
-        hdr += _ACTOR + _header_value(ev.actor) + b"\r\n"
+        hdr += _ACTOR + wire.header_value(ev.actor) + b"\r\n"
     if stand_in_for:
         hdr += _STAND_IN + b"%d\r\n" % stand_in_for
     hdr += b"\r\n"
     payload = stand_in_payload(ev) if stand_in_for else event_payload(ev)
-    subject = event_subject(prefix, ev)
-    if reply:
-        subject += " " + reply
-    size = len(hdr) + len(payload)
-    return b"HPUB %s %d %d\r\n%s%s\r\n" % (subject.encode(), len(hdr), size, hdr, payload)
-
-
-async def send_frames(nc: NATS, frames: list[bytes]) -> None:
-    """Queue protocol commands on the connection and wake its flusher, as `nc.publish`
-    does for one message (`_send_command`, `_flush_pending`), once for all of them.
-
-    Like `publish`, refuses a closed connection and a message over the server's payload
-    limit (the server would close the connection; a frame is a little longer than its
-    headers and payload, so this errs on the safe side), and buffers while reconnecting
-    up to the connection's pending limit."""
-    if nc.is_closed:
-        raise nats.errors.ConnectionClosedError
-    if any(len(frame) > nc.max_payload for frame in frames):
-        raise nats.errors.MaxPayloadError
-    data = b"".join(frames)
-    if not nc.is_connected and (
-        nc._max_pending_size <= 0 or len(data) + nc._pending_data_size > nc._max_pending_size
-    ):
-        raise nats.errors.OutboundBufferLimitError
-    await nc._send_command(data)
-    await nc._flush_pending()
+    return wire.pub_frame(event_subject(prefix, ev), payload, reply=reply, headers=hdr)
 
 
 class _PubAck(msgspec.Struct):
@@ -222,7 +188,7 @@ class Outbox:
         self._wakeup = asyncio.Event()
         self.committed = 0
         self.published = 0
-        self._pending: list[EventRow] = []
+        self._unpublished: list[EventRow] = []
         # The stream's last sequence as of our last publish; None: ask the server.
         self._stream_last: int | None = None
         self._tracked = 0
@@ -241,9 +207,9 @@ class Outbox:
         """Events just committed, in seq order: published from memory, not read back."""
         if not events:
             return
-        self._pending.extend(events)
-        if len(self._pending) > MAX_PENDING:
-            del self._pending[: len(self._pending) - MAX_PENDING]
+        self._unpublished.extend(events)
+        if len(self._unpublished) > MAX_PENDING:
+            del self._unpublished[: len(self._unpublished) - MAX_PENDING]
         self.wake(events[-1].seq)
 
     def wake(self, seq: int) -> None:
@@ -291,10 +257,10 @@ class Outbox:
                 await self._ack_sub.unsubscribe()
             self._ack_sub = None
 
-    def _take_pending(self, published: int) -> list[EventRow]:
+    def _take_unpublished(self, published: int) -> list[EventRow]:
         """The handed-over events that continue the stream at `published + 1` (those of
         other replicas, or dropped ones, leave a gap that the log fills)."""
-        pending = self._pending
+        pending = self._unpublished
         drop = 0
         while drop < len(pending) and pending[drop].seq <= published:
             drop += 1
@@ -316,7 +282,7 @@ class Outbox:
             poll = True
         published = self._stream_last
         while True:
-            rows = self._take_pending(published)
+            rows = self._take_unpublished(published)
             if not rows and (poll or self.committed > published):
                 rows = await self._store.select_events_after(published, limit=PUBLISH_CHUNK)
                 poll = bool(rows)
@@ -388,7 +354,7 @@ class Outbox:
             frames = [self._frame(ev, limit) for ev in rows[:-1]]
             reply = f"{self._ack_prefix}{chunk.token}.{last.seq}"
             frames.append(self._frame(last, limit, reply))
-            await send_frames(nc, frames)
+            await wire.send_frames(nc, frames)
             async with asyncio.timeout(ACK_TIMEOUT):
                 await chunk.done
         finally:

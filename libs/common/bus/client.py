@@ -1,14 +1,17 @@
-"""The one place that imports `nats`: a connection with its JetStream context and prefix."""
+"""The one place that imports `nats`: a connection with its JetStream context and prefix.
+
+Where it goes below nats-py's public API (its request path, direct subscriptions, header
+parsing), it does so through `wire`, the one module that touches nats-py's internals.
+"""
 
 from __future__ import annotations
 
 import asyncio
-import functools
 import itertools
 import logging
 import math
 import re
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from pathlib import Path
 
 import nats
@@ -18,34 +21,23 @@ from nats.aio.msg import Msg
 from nats.aio.subscription import Subscription
 from nats.js import JetStreamContext
 
+from drasim.common.bus import wire
+
 log = logging.getLogger(__name__)
 
 # The status NATS answers a request with when nobody subscribes to its subject.
 _NO_RESPONDERS = "503"
-# What nats-py's `publish` accepts as a header name and a subject (its own rules).
-_HEADER_KEY = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
+# What nats-py's `publish` accepts as a subject (its own rule).
 _BAD_SUBJECT = re.compile(r"[ \t\r\n]")
-_NO_NEWLINES = str.maketrans({"\r": " ", "\n": " "})
 _HEADER_BLOCKS_MAX = 1024
 # Requests time out on ticks of this many seconds (late by at most one, never early).
 _TIMEOUT_TICK = 0.05
-# What `bytes.strip()` strips, and the ASCII characters `str.isspace()` accepts.
-_ASCII_STRIP = " \t\n\r\x0b\x0c"
-_SPACE_IN_NAME = re.compile(r"[\t\n\x0b\x0c\r\x1c-\x1f ]")
 
 
 async def _log_error(exc: Exception) -> None:
     """One line per connection error: while NATS restarts, every reconnect attempt fails,
     and nats-py's own callback logs a traceback for each."""
     log.warning("nats: %s: %s", type(exc).__name__, exc)
-
-
-async def _log_disconnected() -> None:
-    log.warning("nats: disconnected; reconnecting")
-
-
-async def _log_reconnected() -> None:
-    log.info("nats: reconnected")
 
 
 def inbox_prefix(user: str) -> str:
@@ -77,13 +69,9 @@ class Bus:
 
     def __init__(self, nc: NATS, prefix: str) -> None:
         self.nc = nc
-        # Every message's headers are parsed by `_parse_headers` (see there).
-        parse = functools.partial(_parse_headers, nc._process_headers)
-        nc._process_headers = parse  # type: ignore[method-assign]
         # Messages of `subscribe_direct` subscriptions, by subscription id (see there).
-        self._direct: dict[int, Callable[[Msg], None]] = {}
-        process = functools.partial(_process_msg, nc, nc._process_msg, self._direct)
-        nc._process_msg = process  # type: ignore[method-assign]
+        self._direct: wire.DirectHandlers = {}
+        wire.install(nc, self._direct)
         self.js: JetStreamContext = nc.jetstream()
         self.prefix = prefix
         # Replies to `request`: one wildcard subscription, one future per request.
@@ -100,25 +88,20 @@ class Bus:
         self._header_blocks: dict[tuple[tuple[str, str], ...], bytes] = {}
         # Requests made while the connection is down: nats-py sends them once it is back.
         self._buffered: set[str] = set()
-        # Told of every reconnection (see `on_reconnect`), after nats-py's own callback.
+        # Told of every reconnection (see `on_reconnect`).
         self._reconnect_callbacks: list[Callable[[], None]] = []
-        previous_reconnected, previous_disconnected = nc._reconnected_cb, nc._disconnected_cb
 
-        async def reconnected() -> None:
-            self._buffered.clear()  # sent now, on the new connection
-            if previous_reconnected is not None:
-                await previous_reconnected()
-            for callback in list(self._reconnect_callbacks):
-                callback()
+    async def _reconnected(self) -> None:
+        self._buffered.clear()  # sent now, on the new connection
+        log.info("nats: reconnected")
+        for callback in list(self._reconnect_callbacks):
+            callback()
 
-        async def disconnected() -> None:
-            self._lose_requests()
-            # nats-py calls this on `close` too, which is no disconnection to report.
-            if previous_disconnected is not None and not nc.is_closed:
-                await previous_disconnected()
-
-        nc._reconnected_cb = reconnected
-        nc._disconnected_cb = disconnected
+    async def _disconnected(self) -> None:
+        self._lose_requests()
+        # nats-py calls this on `close` too, which is no disconnection to report.
+        if not self.nc.is_closed:
+            log.warning("nats: disconnected; reconnecting")
 
     def on_reconnect(self, callback: Callable[[], None]) -> Callable[[], None]:
         """Call `callback` each time the connection to NATS is made again; returns what
@@ -140,6 +123,16 @@ class Bus:
         if credentials is not None:
             user, password = read_credentials(credentials)
             auth = {"user": user, "password": password, "inbox_prefix": inbox_prefix(user)}
+        bus: Bus | None = None  # the connection's callbacks go to it once it exists
+
+        async def reconnected() -> None:
+            if bus is not None:
+                await bus._reconnected()
+
+        async def disconnected() -> None:
+            if bus is not None:
+                await bus._disconnected()
+
         nc = await nats.connect(
             url,
             name=name,
@@ -149,11 +142,12 @@ class Bus:
             connect_timeout=5,
             pending_size=64 * 1024 * 1024,
             error_cb=_log_error,
-            disconnected_cb=_log_disconnected,
-            reconnected_cb=_log_reconnected,
+            disconnected_cb=disconnected,
+            reconnected_cb=reconnected,
             **auth,
         )
-        return cls(nc, prefix)
+        bus = cls(nc, prefix)
+        return bus
 
     async def subscribe_direct(
         self, subject: str, handler: Callable[[Msg], None], *, queue: str = ""
@@ -167,7 +161,7 @@ class Bus:
         arriving after `unsubscribe` are dropped, as nats-py drops them. Plain subjects
         only: JetStream's flow control and ordering checks are skipped."""
         sub = await self.nc.subscribe(subject, queue=queue)
-        self._direct[sub._id] = handler
+        self._direct[wire.subscription_id(sub)] = handler
         return sub
 
     async def close(self) -> None:
@@ -185,8 +179,8 @@ class Bus:
         """`nc.request`, leaner (the API client's hot path): a counter instead of random
         tokens; instead of `wait_for`, timeouts on ticks of `_TIMEOUT_TICK`, one timer per
         tick however many requests it ends (a timer each cost more than the rest of a
-        request here); the PUB command built here in one go, its header block encoded once
-        per distinct headers.
+        request here); the PUB command built in one go (`wire.pub_frame`), its header block
+        encoded once per distinct headers.
 
         Raises `nats.errors.NoRespondersError` and `nats.errors.TimeoutError` as
         `nc.request` does, what `nc.publish` raises for a bad subject or header, a
@@ -209,22 +203,8 @@ class Bus:
         if size > nc.max_payload:
             raise nats.errors.MaxPayloadError
         token = str(next(self._tokens))
-        reply = self._reply_prefix + token
-        if hdr:
-            frame = b"HPUB %s %s %d %d\r\n%s%s\r\n" % (
-                subject.encode(),
-                reply.encode(),
-                len(hdr),
-                len(hdr) + size,
-                hdr,
-                payload,
-            )
-        else:
-            frame = b"PUB %s %s %d\r\n%s\r\n" % (subject.encode(), reply.encode(), size, payload)
-        if not nc.is_connected and (
-            nc._max_pending_size <= 0 or len(frame) + nc._pending_data_size > nc._max_pending_size
-        ):
-            raise nats.errors.OutboundBufferLimitError
+        frame = wire.pub_frame(subject, payload, reply=self._reply_prefix + token, headers=hdr)
+        wire.check_pending_room(nc, len(frame))
         loop = self._loop
         assert loop is not None  # set with the reply subscription
         fut: asyncio.Future[Msg] = loop.create_future()
@@ -238,12 +218,9 @@ class Bus:
             loop.call_at(tick * _TIMEOUT_TICK, self._expire, tick)
         expiring.append(token)
         try:
-            # As `nc.publish` queues a command and wakes the flusher.
-            nc.stats["out_msgs"] += 1
+            nc.stats["out_msgs"] += 1  # as `nc.publish` counts
             nc.stats["out_bytes"] += size
-            await nc._send_command(frame)
-            if nc._flush_queue is not None and nc._flush_queue.empty():
-                await nc._flush_pending()
+            await wire.write(nc, frame)
             msg = await fut
         finally:
             self._waiting.pop(token, None)
@@ -260,18 +237,7 @@ class Bus:
         key = tuple(headers.items())
         block = self._header_blocks.get(key)
         if block is None:
-            lines = [b"NATS/1.0\r\n"]
-            for name, value in key:
-                name = name.strip()
-                if not name:
-                    continue
-                if not _HEADER_KEY.fullmatch(name):
-                    raise nats.errors.BadHeaderError(name)
-                lines.append(
-                    b"%s: %s\r\n" % (name.encode(), value.strip().translate(_NO_NEWLINES).encode())
-                )
-            lines.append(b"\r\n")
-            block = b"".join(lines)
+            block = wire.header_block(key)
             if len(self._header_blocks) >= _HEADER_BLOCKS_MAX:
                 self._header_blocks.clear()
             self._header_blocks[key] = block
@@ -307,61 +273,3 @@ class Bus:
             fut = self._waiting.get(token)
             if fut is not None and not fut.done():
                 fut.set_exception(nats.errors.TimeoutError())
-
-
-async def _process_msg(
-    nc: NATS,
-    process: Callable[[int, bytes, bytes, bytes, bytes], Awaitable[None]],
-    direct: dict[int, Callable[[Msg], None]],
-    sid: int,
-    subject: bytes,
-    reply: bytes,
-    data: bytes,
-    headers: bytes,
-) -> None:
-    """nats-py's `Client._process_msg`, which its parser awaits for every message, except
-    for `Bus.subscribe_direct` subscriptions: their handler gets the message at once."""
-    handler = direct.get(sid)
-    if handler is None:
-        return await process(sid, subject, reply, data, headers)
-    if sid not in nc._subs:  # unsubscribed
-        del direct[sid]
-        return None
-    nc.stats["in_msgs"] += 1
-    nc.stats["in_bytes"] += len(data)
-    msg = Msg(
-        nc,
-        subject=subject.decode(),
-        reply=reply.decode(),
-        data=data,
-        headers=await nc._process_headers(headers) if headers else None,
-        _sid=sid,
-    )
-    try:
-        handler(msg)
-    except Exception:
-        log.exception("handling a message on %s failed", msg.subject)
-    return None
-
-
-async def _parse_headers(
-    parse: Callable[[bytes], Awaitable[dict[str, str] | None]], headers: bytes
-) -> dict[str, str] | None:
-    """nats-py's header parsing (`Client._process_headers`, which it awaits for every
-    message with headers) for the usual block, ASCII without a status line, in a quarter
-    of the time: one decode for the block instead of two per line and a character loop per
-    name. Same result: names and values trimmed as `bytes.strip` does, names containing
-    whitespace dropped, an empty block None. Anything else goes to nats-py's `parse`."""
-    if not headers:
-        return None
-    if headers[:10] != b"NATS/1.0\r\n" or not headers.isascii():
-        return await parse(headers)
-    found = {}
-    for line in headers[10:].decode().split("\r\n"):
-        if line:
-            name, sep, value = line.partition(":")
-            if sep:
-                name = name.strip(_ASCII_STRIP)
-                if not _SPACE_IN_NAME.search(name):
-                    found[name] = value.strip(_ASCII_STRIP)
-    return found or None
