@@ -31,7 +31,14 @@ from drasim.drivers import cdi, dra_api
 from drasim.drivers.checkpoint import Checkpoint
 from drasim.drivers.probe import Probe, ProbedDevice
 
-__all__ = ["DraDriver", "DriverCheckpoint", "PreparedClaim"]
+__all__ = [
+    "DraDriver",
+    "DriverCheckpoint",
+    "PreparedClaim",
+    "new_slice",
+    "pool_devices",
+    "slice_spec",
+]
 
 log = logging.getLogger(__name__)
 
@@ -136,14 +143,7 @@ class DraDriver:
                 )
                 self._slices = {s.metadata.name: s for s in listed}
                 self._generation = max((s.spec.pool.generation for s in listed), default=0)
-            healthy = [_slice_device(d) for d in self.devices() if d.healthy]
-            chunks = [
-                healthy[i : i + MAX_DEVICES_PER_SLICE]
-                for i in range(0, len(healthy), MAX_DEVICES_PER_SLICE)
-            ] or [[]]
-            if not self.groups:
-                chunks = []
-            wanted = {f"{self.node}-{self.driver}-{i}": devices for i, devices in enumerate(chunks)}
+            wanted = pool_devices(self.node, self.driver, self.devices()) if self.groups else {}
             if self._published(wanted):
                 return
             self._generation += 1
@@ -168,28 +168,11 @@ class DraDriver:
         self, name: str, devices: list[resource_v1.Device], count: int
     ) -> resource_v1.ResourceSlice:
         assert self._slices is not None
-        spec = resource_v1.ResourceSliceSpec(
-            driver=self.driver,
-            pool=resource_v1.ResourcePool(
-                name=self.pool, generation=self._generation, resource_slice_count=count
-            ),
-            node_name=self.node,
-            devices=devices,
-        )
+        spec = slice_spec(self.node, self.driver, devices, generation=self._generation, count=count)
         current = self._slices.get(name)
         while True:
             if current is None:
-                obj = resource_v1.ResourceSlice(
-                    metadata=meta_v1.ObjectMeta(
-                        name=name,
-                        owner_references=[
-                            meta_v1.OwnerReference(
-                                api_version="v1", kind="Node", name=self.node, uid=self._node_uid
-                            )
-                        ],
-                    ),
-                    spec=spec,
-                )
+                obj = new_slice(name, spec, node_uid=self._node_uid)
                 try:
                     return await self.api.create(obj)
                 except errors.AlreadyExists:
@@ -357,6 +340,58 @@ class _PrepareError(Exception):
 def _env_name(request: str) -> str:
     """`container-0-request-0` → `container_0_request_0` (a subrequest's `/` too)."""
     return request.replace("-", "_").replace("/", "_")
+
+
+def pool_devices(
+    node: str, driver: str, devices: list[ProbedDevice]
+) -> dict[str, list[resource_v1.Device]]:
+    """Slice name → devices of `driver`'s pool on `node`: the healthy ones of `devices`, at
+    most 128 a slice, and one empty slice when none is healthy (the pool still exists).
+
+    A function of its own so that `reference/` publishes exactly these slices to upstream's
+    control plane: the two clusters under comparison cannot drift apart here.
+    """
+    healthy = [_slice_device(d) for d in devices if d.healthy]
+    chunks = [
+        healthy[i : i + MAX_DEVICES_PER_SLICE]
+        for i in range(0, len(healthy), MAX_DEVICES_PER_SLICE)
+    ] or [[]]
+    return {f"{node}-{driver}-{i}": chunk for i, chunk in enumerate(chunks)}
+
+
+def slice_spec(
+    node: str,
+    driver: str,
+    devices: list[resource_v1.Device],
+    *,
+    generation: int,
+    count: int,
+) -> resource_v1.ResourceSliceSpec:
+    """One slice of the pool named after `node` (node-local drivers publish one pool each)."""
+    return resource_v1.ResourceSliceSpec(
+        driver=driver,
+        pool=resource_v1.ResourcePool(name=node, generation=generation, resource_slice_count=count),
+        node_name=node,
+        devices=devices,
+    )
+
+
+def new_slice(
+    name: str, spec: resource_v1.ResourceSliceSpec, *, node_uid: str
+) -> resource_v1.ResourceSlice:
+    """The slice as first created: owned by its Node, so it goes when the Node goes."""
+    assert spec.node_name is not None
+    return resource_v1.ResourceSlice(
+        metadata=meta_v1.ObjectMeta(
+            name=name,
+            owner_references=[
+                meta_v1.OwnerReference(
+                    api_version="v1", kind="Node", name=spec.node_name, uid=node_uid
+                )
+            ],
+        ),
+        spec=spec,
+    )
 
 
 def _slice_device(device: ProbedDevice) -> resource_v1.Device:

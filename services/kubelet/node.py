@@ -127,11 +127,8 @@ class NodeAgent:
         self.requeue: Callable[[str, str], None] = lambda namespace, name: None
         # `(resource name, seconds)` of each device plugin Allocate call, for metrics.
         self.observe_allocation: Callable[[str, float], None] | None = None
-        i = config.index
-        self.internal_ip = (
-            f"172.{16 + (i + 1) // 65536 % 16}.{(i + 1) // 256 % 256}.{(i + 1) % 256}"
-        )
-        self.pod_cidr = f"10.{i // 256 % 256}.{i % 256}.0/24"
+        self.internal_ip = node_status.internal_ip(config.index)
+        self.pod_cidr = node_status.pod_cidr(config.index)
         self._next_pod_ip = 2
         self._control = asyncio.Lock()
         self._tasks: set[asyncio.Task[None]] = set()

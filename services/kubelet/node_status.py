@@ -18,8 +18,10 @@ __all__ = [
     "KUBELET_VERSION",
     "POOL_LABEL",
     "allocatable",
+    "internal_ip",
     "labels",
     "new_node",
+    "pod_cidr",
     "status",
 ]
 
@@ -35,6 +37,17 @@ _CONDITIONS = (
     ("PIDPressure", "False", "KubeletHasSufficientPID", "kubelet has sufficient PID available"),
     ("Ready", "True", "KubeletReady", "kubelet is posting ready status"),
 )  # fmt: skip
+
+
+def internal_ip(index: int) -> str:
+    """The InternalIP of the cluster's `index`-th node: 172.16.0.1 onwards."""
+    i = index + 1
+    return f"172.{16 + i // 65536 % 16}.{i // 256 % 256}.{i % 256}"
+
+
+def pod_cidr(index: int) -> str:
+    """The `index`-th node's pod CIDR (one /24 each), as the node IPAM controller gives."""
+    return f"10.{index // 256 % 256}.{index % 256}.0/24"
 
 
 def labels(config: NodeConfig, exposures: Mapping[str, DeviceExposure]) -> dict[str, str]:
