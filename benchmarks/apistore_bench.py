@@ -59,7 +59,7 @@ from nats.js import api as js_api
 
 from drasim.apistore import outbox
 from drasim.apistore.store import EventRow
-from drasim.cli.bench import fresh_database
+from drasim.cli.bench.runner import fresh_database
 from drasim.common import codec, service
 from drasim.common.api import core_v1
 from drasim.common.api.meta_v1 import ObjectMeta

@@ -34,7 +34,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from drasim.cli.bench import fresh_database
+from drasim.cli.bench.runner import fresh_database
 from drasim.common import codec
 from drasim.common.api import core_v1, resource_v1
 from drasim.common.bus import messages

@@ -41,7 +41,7 @@ import psutil
 
 from drasim.apistore.outbox import ensure_stream
 from drasim.cli import cluster
-from drasim.cli.bench import fresh_database
+from drasim.cli.bench.runner import fresh_database
 from drasim.common import cluster_file, codec, errors
 from drasim.common.api import core_v1
 from drasim.common.bus import messages, subjects
