@@ -59,7 +59,7 @@ from nats.js import api as js_api
 
 from drasim.apistore import outbox
 from drasim.apistore.store import EventRow
-from drasim.cli.bench.runner import fresh_database
+from drasim.cli import launch
 from drasim.common import codec, service
 from drasim.common.api import core_v1
 from drasim.common.api.meta_v1 import ObjectMeta
@@ -67,7 +67,6 @@ from drasim.common.bus import headers, messages, wire
 from drasim.common.bus.client import Bus
 from drasim.common.client import ApiClient
 from drasim.common.config import Config
-from drasim.common.embedded import EmbeddedNats, EmbeddedPostgres
 from drasim.common.quantity import parse_quantity
 
 CEILING_SECONDS = 3.0
@@ -462,44 +461,28 @@ class RoundTrips:
         return done, elapsed, cpu
 
 
-def start_apistore(nats_url: str, database_url: str, prefix: str) -> subprocess.Popen[bytes]:
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "drasim.apistore",
-            "--nats-url",
-            nats_url,
-            "--database-url",
-            database_url,
-            "--prefix",
-            prefix,
-            "--log-level",
-            "WARNING",
-        ],
-        stdout=subprocess.PIPE,
-    )
-    assert proc.stdout is not None
-    line = proc.stdout.readline()
-    if not line.startswith(b"READY"):
-        proc.kill()
-        raise SystemExit(f"apistore did not start: {line!r}")
-    return proc
-
-
 async def run(
     args: argparse.Namespace, nats_url: str, database_url: str, servers: dict[str, int | None]
 ) -> dict:
     prefix = f"bench{uuid.uuid4().hex[:6]}"
-    db = await fresh_database(database_url)
+    db = await launch.create_database(database_url)
 
     # Writes and the round-trip ceiling are measured in turns, in windows of equal length:
     # a round-trip bracket (nats-py's `nc.request`, then `Bus.request`), a write window,
     # a bracket, ... a bracket. A machine whose speed drifts (this shared one does, by
     # half within minutes) then moves each write window and the brackets around it alike.
     window = args.duration / args.rounds
-    proc = await asyncio.to_thread(start_apistore, nats_url, db, prefix)
-    meter = CpuMeter({"apistore": proc.pid, "clients": os.getpid(), **servers})
+    apistore = await launch.ServiceProcess.start(
+        launch.Launch.service(
+            "drasim.apistore",
+            nats_url=nats_url,
+            database_url=db,
+            prefix=prefix,
+            log_level="WARNING",
+        ),
+        on_line=lambda line: print(f"[apistore] {line}", file=sys.stderr),
+    )
+    meter = CpuMeter({"apistore": apistore.pid, "clients": os.getpid(), **servers})
     load = WriteLoad(nats_url, prefix, args.clients, args.connections)
     trips = RoundTrips(nats_url, prefix, args.clients, args.connections, servers["nats"])
     plain: list[tuple[int, float, float]] = []
@@ -517,8 +500,7 @@ async def run(
         results = await load.finish()
     finally:
         await trips.stop()
-        proc.terminate()
-        proc.wait()
+        await apistore.stop()
     results["ceiling_pg_rows_per_s"] = await ceiling_pg(db)
     results["ceiling_js_msgs_per_s"] = await ceiling_js(nats_url, prefix)
     results["ceiling_js_acked_each_msgs_per_s"] = await ceiling_js_acked_each(nats_url, prefix)
@@ -576,25 +558,17 @@ def main() -> int:
     args = parser.parse_args()
     config = Config.from_env()
     service.use_event_loop()
-    with tempfile.TemporaryDirectory() as tmp:
-        nats_server = pg = None
-        try:
-            if config.nats_url is None:
-                nats_server = EmbeddedNats(tmp).start()
-            if config.database_url is None:
-                pg = EmbeddedPostgres(tmp).start()
-            nats_url = config.nats_url or nats_server.admin_url
-            database_url = config.database_url or pg.admin_url
-            servers = {
-                "nats": nats_server.pid if nats_server else None,
-                "postgres": pg.pid if pg else None,
-            }
-            results = asyncio.run(run(args, nats_url, database_url, servers))
-        finally:
-            if nats_server is not None:
-                nats_server.stop()
-            if pg is not None:
-                pg.stop()
+    with (
+        tempfile.TemporaryDirectory() as tmp,
+        launch.infrastructure(
+            Path(tmp), nats_url=config.nats_url, database_url=config.database_url
+        ) as infra,
+    ):
+        servers = {
+            "nats": infra.nats.pid if infra.nats else None,
+            "postgres": infra.postgres.pid if infra.postgres else None,
+        }
+        results = asyncio.run(run(args, infra.admin_nats_url, infra.admin_database_url, servers))
     width = max(len(k) for k in results)
     for key, value in results.items():
         if key.startswith(("fraction", "cpu_share")) and isinstance(value, list):

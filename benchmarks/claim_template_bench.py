@@ -26,7 +26,6 @@ import argparse
 import asyncio
 import json
 import os
-import subprocess
 import sys
 import tempfile
 import time
@@ -34,14 +33,13 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from drasim.cli.bench.runner import fresh_database
+from drasim.cli import launch
 from drasim.common import codec
 from drasim.common.api import core_v1, resource_v1
 from drasim.common.bus import messages
 from drasim.common.bus.client import Bus
 from drasim.common.client import ApiClient
 from drasim.common.config import Config
-from drasim.common.embedded import EmbeddedNats, EmbeddedPostgres
 
 NAMESPACE = "test"
 TEMPLATE = "test-claim-template"
@@ -93,31 +91,14 @@ def percentile(values: list[float], q: float) -> float:
 
 async def start_service(
     module: str, nats_url: str, database_url: str, prefix: str, *, timeout: float
-) -> asyncio.subprocess.Process:
-    """Run `python -m <module>` and return once it printed its READY line."""
-    proc = await asyncio.create_subprocess_exec(
-        sys.executable,
-        "-m",
-        module,
-        *("--nats-url", nats_url, "--database-url", database_url, "--prefix", prefix),
-        *("--log-level", "WARNING"),
-        stdout=subprocess.PIPE,
+) -> launch.ServiceProcess:
+    """Run `python -m <module>` and return once it is ready."""
+    spec = launch.Launch.service(
+        module, nats_url=nats_url, database_url=database_url, prefix=prefix, log_level="WARNING"
     )
-    assert proc.stdout is not None
-    try:
-        line = await asyncio.wait_for(proc.stdout.readline(), timeout)
-    except TimeoutError:
-        line = b"(nothing: not ready within %.0fs)" % timeout
-    if not line.startswith(b"READY"):
-        await stop_service(proc)
-        raise SystemExit(f"{module} did not start: {line!r}")
-    return proc
-
-
-async def stop_service(proc: asyncio.subprocess.Process) -> None:
-    if proc.returncode is None:
-        proc.terminate()
-    await proc.wait()
+    return await launch.ServiceProcess.start(
+        spec, on_line=launch.prefixed(spec, sys.stderr), timeout=timeout
+    )
 
 
 async def list_claims(api: ApiClient) -> list[resource_v1.ResourceClaim]:
@@ -169,7 +150,7 @@ async def watch_recorded(api: ApiClient, resource_version: int, count: int) -> d
 
 async def run(args: argparse.Namespace, nats_url: str, database_url: str) -> dict[str, Any]:
     prefix = f"bench{uuid.uuid4().hex[:6]}"
-    db = await fresh_database(database_url)
+    db = await launch.create_database(database_url)
     apistore = await start_service("drasim.apistore", nats_url, db, prefix, timeout=args.timeout)
     controllers = None
     bus = await Bus.connect(nats_url, prefix=prefix, name="bench")
@@ -203,8 +184,8 @@ async def run(args: argparse.Namespace, nats_url: str, database_url: str) -> dic
         latencies = [(recorded[name] - t) * 1000 for name, t in created.items() if name in recorded]
     finally:
         if controllers is not None:
-            await stop_service(controllers)
-        await stop_service(apistore)
+            await controllers.stop()
+        await apistore.stop()
         await bus.close()
     return {
         "pods": args.pods,
@@ -229,21 +210,13 @@ def main() -> int:
     parser.add_argument("--json", type=Path, help="also write the figures as JSON here")
     args = parser.parse_args()
     config = Config.from_env()
-    with tempfile.TemporaryDirectory() as tmp:
-        nats_server = pg = None
-        try:
-            if config.nats_url is None:
-                nats_server = EmbeddedNats(tmp).start()
-            if config.database_url is None:
-                pg = EmbeddedPostgres(tmp).start()
-            nats_url = config.nats_url or nats_server.admin_url
-            database_url = config.database_url or pg.admin_url
-            results = asyncio.run(run(args, nats_url, database_url))
-        finally:
-            if nats_server is not None:
-                nats_server.stop()
-            if pg is not None:
-                pg.stop()
+    with (
+        tempfile.TemporaryDirectory() as tmp,
+        launch.infrastructure(
+            Path(tmp), nats_url=config.nats_url, database_url=config.database_url
+        ) as infra,
+    ):
+        results = asyncio.run(run(args, infra.admin_nats_url, infra.admin_database_url))
     width = max(len(k) for k in results)
     for key, value in results.items():
         shown = f"{value:,.1f}" if isinstance(value, float) else str(value)

@@ -32,10 +32,7 @@ import argparse
 import asyncio
 import contextlib
 import json
-import os
 import re
-import shutil
-import signal
 import sys
 import tempfile
 import time
@@ -46,7 +43,7 @@ from pathlib import Path
 
 import psutil
 
-from drasim.cli import cluster, supervisor
+from drasim.cli import cluster, launch
 from drasim.common import codec
 from drasim.common.api import apps_v1, core_v1, resource_v1
 from drasim.common.bus.client import Bus
@@ -274,22 +271,19 @@ class UpLog:
     def __init__(self, path: Path) -> None:
         self.path = path
         self.lines: list[tuple[float, str]] = []
-        self.ready = asyncio.Event()
-        self._grown = asyncio.Condition()
+        self._file = path.open("w")  # noqa: SIM115 - closed by `close`
+        self._grown = asyncio.Event()
 
-    async def copy(self, up: asyncio.subprocess.Process) -> None:
-        """Until `up` closes its output; `ready` is set at its `ready` line."""
-        assert up.stdout is not None
-        with self.path.open("wb") as log:
-            async for raw in up.stdout:
-                log.write(raw)
-                log.flush()
-                line = raw.decode(errors="replace").rstrip("\n")
-                async with self._grown:
-                    self.lines.append((time.monotonic(), line))
-                    self._grown.notify_all()
-                if line.startswith("ready:"):
-                    self.ready.set()
+    def add(self, line: str) -> None:
+        """Each line of `drasim up`'s output, as the launcher reads it."""
+        self._file.write(line + "\n")
+        self._file.flush()
+        self.lines.append((time.monotonic(), line))
+        self._grown.set()
+        self._grown = asyncio.Event()
+
+    def close(self) -> None:
+        self._file.close()
 
     async def wait_for(
         self, wanted: Callable[[str], bool], *, after: int, timeout: float
@@ -299,10 +293,9 @@ class UpLog:
         def found() -> tuple[float, str] | None:
             return next((item for item in self.lines[after:] if wanted(item[1])), None)
 
-        async with self._grown:
-            await asyncio.wait_for(self._grown.wait_for(found), timeout)
-        hit = found()
-        assert hit is not None
+        async with asyncio.timeout(timeout):
+            while (hit := found()) is None:
+                await self._grown.wait()
         return hit
 
 
@@ -310,7 +303,7 @@ class UpLog:
 class RunningUp:
     """One `drasim up` ready to use: its process, cluster.json and output, and a client."""
 
-    process: asyncio.subprocess.Process
+    process: launch.ServiceProcess
     info: cluster.ClusterInfo
     log: UpLog
     api: ApiClient
@@ -327,23 +320,17 @@ async def running_up(
     dra, dp = split_nodes(nodes)
     path.write_text(CLUSTER.format(dra=dra, dp=dp))
     data_dir = workdir / "data"
-    env = {k: v for k, v in os.environ.items() if not k.startswith("DRASIM_")}
-    drasim = shutil.which("drasim") or str(Path(sys.executable).parent / "drasim")
-    t0 = time.perf_counter()
-    up = await asyncio.create_subprocess_exec(
-        drasim, "up", "--data-dir", str(data_dir), "--cluster", str(path),
-        "--kubelets", str(kubelets),
-        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT, env=env,
-        # A benchmark stopped by a signal must not leave a cluster running.
-        preexec_fn=supervisor.die_with_parent if sys.platform == "linux" else None,
-    )  # fmt: skip
+    spec = launch.Launch.up(data_dir, "--cluster", str(path), "--kubelets", str(kubelets))
     log = UpLog(workdir / "up.log")
-    copying = asyncio.create_task(log.copy(up))
+    t0 = time.perf_counter()
+    # The launcher also makes it die with the benchmark: a benchmark stopped by a signal
+    # must not leave a cluster running.
+    up = await launch.ServiceProcess.spawn(spec, on_line=log.add)
     try:
-        await asyncio.wait([asyncio.create_task(log.ready.wait()), copying], timeout=timeout,
-                           return_when=asyncio.FIRST_COMPLETED)  # fmt: skip
-        if not log.ready.is_set():
-            raise SystemExit(f"drasim up was not ready; see {log.path}")
+        try:
+            await up.wait_ready(timeout)
+        except launch.LaunchError:
+            raise SystemExit(f"drasim up was not ready; see {log.path}") from None
         ready_s = time.perf_counter() - t0
         info = cluster.load_cluster(data_dir)
         assert info is not None
@@ -358,10 +345,8 @@ async def running_up(
         finally:
             await bus.close()
     finally:
-        with contextlib.suppress(ProcessLookupError):
-            up.send_signal(signal.SIGTERM)
-        await up.wait()
-        await copying
+        await up.stop(timeout=None)
+        log.close()
 
 
 async def soak(args: argparse.Namespace, workdir: Path) -> dict:

@@ -46,8 +46,7 @@ from typing import Any
 import aiohttp
 
 from drasim.apistore.server import ApiServer
-from drasim.cli import kubeconfig
-from drasim.common.embedded import EmbeddedNats, EmbeddedPostgres
+from drasim.cli import kubeconfig, launch
 
 HERE = Path(__file__).resolve().parent
 HOOKS = HERE / "fuzz_hooks.py"
@@ -579,13 +578,13 @@ async def fuzz(
 @contextlib.asynccontextmanager
 async def apistore(data_dir: Path) -> AsyncIterator[Target]:
     """Embedded NATS and Postgres, and an apistore with its HTTP API, under `data_dir`."""
-    with EmbeddedNats(data_dir) as nats, EmbeddedPostgres(data_dir) as postgres:
+    with launch.infrastructure(data_dir) as infra:
         certs = kubeconfig.ensure_serving_certs(data_dir)
         tls = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
         tls.load_cert_chain(certs.cert, certs.key)
         server = await ApiServer.start(
-            nats_url=nats.admin_url,
-            database_url=postgres.url,
+            nats_url=infra.admin_nats_url,
+            database_url=infra.database_url,
             prefix="fuzz",
             http_port=0,
             http_token=TOKEN,

@@ -28,9 +28,6 @@ import asyncio
 import contextlib
 import gc
 import json
-import os
-import shutil
-import signal
 import sys
 import tempfile
 import time
@@ -40,15 +37,13 @@ from pathlib import Path
 import psutil
 
 from drasim.apistore.outbox import ensure_stream
-from drasim.cli import cluster
-from drasim.cli.bench.runner import fresh_database
+from drasim.cli import cluster, launch
 from drasim.common import cluster_file, codec, errors
 from drasim.common.api import core_v1
 from drasim.common.bus import messages, subjects
 from drasim.common.bus.client import Bus
 from drasim.common.client import ApiClient, watch_raw
 from drasim.common.config import Config
-from drasim.common.embedded import EmbeddedNats, EmbeddedPostgres
 from drasim.kubelet.run import KubeletProcess
 from drasim.kubelet.watch import watch_nodes_raw
 
@@ -129,24 +124,6 @@ async def churn(nats_url: str, prefix: str, nodes: list[str], rate: float) -> No
         await asyncio.sleep(1 / rate)
 
 
-async def start_process(*argv: str) -> asyncio.subprocess.Process:
-    """A child that prints READY when it serves."""
-    process = await asyncio.create_subprocess_exec(
-        *argv, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.DEVNULL
-    )
-    assert process.stdout is not None
-    while not (await process.stdout.readline()).startswith(b"READY"):
-        if process.returncode is not None:
-            raise SystemExit(f"{argv[2]} did not start")
-    return process
-
-
-async def stop_process(process: asyncio.subprocess.Process) -> None:
-    with contextlib.suppress(ProcessLookupError):
-        process.send_signal(signal.SIGTERM)
-    await process.wait()
-
-
 # --- 1 + 2: hosting and isolation ---------------------------------------------------------
 
 
@@ -154,10 +131,15 @@ async def bench_hosting(
     nats_url: str, database_url: str, nodes: int, steady: float, workdir: Path
 ) -> dict:
     prefix = f"bench{uuid.uuid4().hex[:6]}"
-    apistore = await start_process(
-        sys.executable, "-m", "drasim.apistore", "--nats-url", nats_url,
-        "--database-url", database_url, "--prefix", prefix, "--log-level", "WARNING",
-    )  # fmt: skip
+    apistore = await launch.ServiceProcess.start(
+        launch.Launch.service(
+            "drasim.apistore",
+            nats_url=nats_url,
+            database_url=database_url,
+            prefix=prefix,
+            log_level="WARNING",
+        )
+    )
     path = workdir / "hosting.yaml"
     path.write_text(cluster_yaml(2 * nodes))
     cluster = cluster_file.load(path)
@@ -179,10 +161,15 @@ async def bench_hosting(
         await asyncio.sleep(HEARTBEAT)  # every node has started heartbeating
         results["alone"] = await measure(bus, steady)
 
-        other = await start_process(
-            sys.executable, "-m", "drasim.kubelet", "--nats-url", nats_url, "--prefix", prefix,
-            "--cluster", str(path), "--shard", "1/2", "--log-level", "WARNING",
-        )  # fmt: skip
+        other = await launch.ServiceProcess.start(
+            launch.Launch.service(
+                "drasim.kubelet",
+                nats_url=nats_url,
+                prefix=prefix,
+                log_level="WARNING",
+                args=["--cluster", str(path), "--shard", "1/2"],
+            )
+        )
         await asyncio.sleep(HEARTBEAT)
         results["beside_another_process"] = await measure(bus, steady)
 
@@ -200,10 +187,10 @@ async def bench_hosting(
         if churner is not None:
             churner.kill()
         if other is not None:
-            await stop_process(other)
+            await other.stop()
         await kubelet.stop()
         await bus.close()
-        await stop_process(apistore)
+        await apistore.stop()
     return results
 
 
@@ -268,36 +255,31 @@ async def bench_up(nodes: int, kubelets: int, workdir: Path) -> dict:
     path = workdir / "up.yaml"
     path.write_text(cluster_yaml(nodes, mixed=True))
     data_dir = workdir / "up"
-    env = {k: v for k, v in os.environ.items() if not k.startswith("DRASIM_")}
-    drasim = shutil.which("drasim") or str(Path(sys.executable).parent / "drasim")
-    t0 = time.perf_counter()
-    process = await asyncio.create_subprocess_exec(
-        drasim, "up", "--data-dir", str(data_dir), "--cluster", str(path),
-        "--kubelets", str(kubelets),
-        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT, env=env,
-    )  # fmt: skip
     results: dict = {"nodes": nodes, "kubelet_processes": kubelets}
-    assert process.stdout is not None
+
+    def note(line: str) -> None:
+        if line.startswith("[up] deviceclass") and "services_ready_s" not in results:
+            results["services_ready_s"] = round(time.perf_counter() - t0, 2)
+
+    spec = launch.Launch.up(data_dir, "--cluster", str(path), "--kubelets", str(kubelets))
+    t0 = time.perf_counter()
+    up = await launch.ServiceProcess.spawn(spec, on_line=note)
     try:
-        async for raw in process.stdout:
-            line = raw.decode()
-            if line.startswith("[up] deviceclass") and "services_ready_s" not in results:
-                results["services_ready_s"] = round(time.perf_counter() - t0, 2)
-            if line.startswith("ready:"):
-                results["ready_s"] = round(time.perf_counter() - t0, 2)
-                results["kubelets_ready_s"] = round(
-                    results["ready_s"] - results.get("services_ready_s", 0.0), 2
-                )
-                break
-        else:
-            raise SystemExit("drasim up ended before it was ready")
+        await up.wait_ready(timeout=None)
+        results["ready_s"] = round(time.perf_counter() - t0, 2)
+        results["kubelets_ready_s"] = round(
+            results["ready_s"] - results.get("services_ready_s", 0.0), 2
+        )
         info = cluster.load_cluster(data_dir)
         assert info is not None
-        bus = await Bus.connect(info.nats_url, prefix=info.prefix, name="bench")
+        credentials = Path(info.nats_credentials) if info.nats_credentials else None
+        bus = await Bus.connect(
+            info.nats_url, prefix=info.prefix, name="bench", credentials=credentials
+        )
         results["nodes_registered"] = await count_nodes(ApiClient(bus, actor="bench"))
         await bus.close()
     finally:
-        await stop_process(process)
+        await up.stop(timeout=None)
     return results
 
 
@@ -325,7 +307,7 @@ async def run(
 ) -> dict:
     results: dict = {}
     if "hosting" in args.phases:
-        database = await fresh_database(database_url)
+        database = await launch.create_database(database_url)
         results["hosting"] = await bench_hosting(
             nats_url, database, args.nodes, args.steady, workdir
         )
@@ -359,19 +341,14 @@ def main() -> None:
     config = Config.from_env()
     with (
         tempfile.TemporaryDirectory(prefix="drasim-kubelet-bench-") as tmp,
-        contextlib.ExitStack() as stack,
+        launch.infrastructure(
+            Path(tmp) / "infra", nats_url=config.nats_url, database_url=config.database_url
+        ) as infra,
     ):
-        workdir = Path(tmp)
-        (workdir / "infra").mkdir()
-        nats_pid = None
-        nats_url = config.nats_url
-        if nats_url is None:
-            nats = stack.enter_context(EmbeddedNats(workdir / "infra"))
-            nats_url, nats_pid = nats.admin_url, nats.pid
-        database_url = config.database_url
-        if database_url is None:
-            database_url = stack.enter_context(EmbeddedPostgres(workdir / "infra")).admin_url
-        results = asyncio.run(run(args, nats_url, database_url, workdir, nats_pid))
+        nats_pid = infra.nats.pid if infra.nats else None
+        results = asyncio.run(
+            run(args, infra.admin_nats_url, infra.admin_database_url, Path(tmp), nats_pid)
+        )
     text = json.dumps(results, indent=2)
     print(text)
     if args.json:

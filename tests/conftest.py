@@ -17,17 +17,14 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
-from urllib.parse import urlsplit
 
-import asyncpg
-import nats
 import pytest
 
 from drasim.apistore.server import ApiServer
+from drasim.cli import launch
 from drasim.common.bus.client import Bus
 from drasim.common.client import ApiClient
-from drasim.common.config import Config, with_database
-from drasim.common.embedded import EmbeddedNats, EmbeddedPostgres
+from drasim.common.config import Config
 
 T = TypeVar("T")
 
@@ -60,58 +57,36 @@ def infra() -> Iterator[Infra]:
         # root private again (mode 0700), and Postgres, which runs as an unprivileged
         # account then, would lose its data directory to a second session started meanwhile.
         data_dir = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="drasim-tests-")))
+        servers = stack.enter_context(
+            launch.infrastructure(
+                data_dir, nats_url=config.nats_url, database_url=config.database_url
+            )
+        )
         # The suite connects as the embedded NATS' admin: tests act as whom they please.
-        nats_url = config.nats_url or stack.enter_context(EmbeddedNats(data_dir)).admin_url
-        if config.database_url:
-            database_url = admin_url = config.database_url
-        else:
-            pg = stack.enter_context(EmbeddedPostgres(data_dir))
-            database_url, admin_url = pg.url, pg.admin_url
-        yield Infra(nats_url=nats_url, database_url=database_url, admin_url=admin_url)
+        yield Infra(
+            nats_url=servers.admin_nats_url,
+            database_url=servers.database_url,
+            admin_url=servers.admin_database_url,
+        )
 
 
 @pytest.fixture
 def fresh(infra: Infra) -> Iterator[Fresh]:
     name = f"t{uuid.uuid4().hex[:16]}"
-    owner = urlsplit(infra.database_url).username
-    _run(_execute(infra.admin_url, f'CREATE DATABASE "{name}" OWNER "{owner}"'))
+    database_url = _run(
+        launch.create_database(infra.admin_url, owner_url=infra.database_url, name=name)
+    )
     try:
-        yield Fresh(
-            nats_url=infra.nats_url,
-            database_url=with_database(infra.database_url, name),
-            prefix=name,
-        )
+        yield Fresh(nats_url=infra.nats_url, database_url=database_url, prefix=name)
     finally:
-        # FORCE: a test that leaked a connection must not break the next one.
-        _run(_execute(infra.admin_url, f'DROP DATABASE "{name}" WITH (FORCE)'))
-        _run(_delete_streams(infra.nats_url, name))
+        _run(launch.drop_database(infra.admin_url, database_url))
+        _run(launch.delete_event_stream(infra.nats_url, name))
 
 
 def _run(coroutine: Coroutine[Any, Any, T]) -> T:
     """Run on a new loop in another thread, leaving this thread's event loop alone."""
     with ThreadPoolExecutor(max_workers=1) as pool:
         return pool.submit(asyncio.run, coroutine).result()
-
-
-async def _execute(database_url: str, statement: str) -> None:
-    conn = await asyncpg.connect(database_url)
-    try:
-        await conn.execute(statement)
-    finally:
-        await conn.close()
-
-
-async def _delete_streams(nats_url: str, prefix: str) -> None:
-    """Drop the test's streams (KV buckets and object stores are streams too), which
-    matters on a shared NATS that outlives the session."""
-    nc = await nats.connect(nats_url)
-    try:
-        js = nc.jetstream()
-        for stream in await js.streams_info():
-            if prefix in stream.config.name:
-                await js.delete_stream(stream.config.name)
-    finally:
-        await nc.close()
 
 
 @pytest.fixture

@@ -1,7 +1,8 @@
 """How `drasim up` keeps its processes alive, as a kubelet keeps a pod's containers.
 
-- Services start in stages, each once the previous one is ready (a service prints a line
-  starting with `READY` once it serves; every other line is forwarded as `[name] line`).
+- Services start in stages, each once the previous one is ready (`drasim.cli.launch`
+  starts them; a service prints a line starting with `READY` once it serves, and every
+  other line is forwarded as `[name] line`).
 - A service that exits after the cluster was ready is started again, after a back-off
   that doubles from `BACKOFF_INITIAL` to `BACKOFF_MAX` and starts over once the service
   has run for `BACKOFF_RESET` (the kubelet's CrashLoopBackOff, with shorter times: an
@@ -20,29 +21,27 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import ctypes
 import fcntl
 import os
 import signal
 import sys
 import time
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Protocol
 
 import msgspec
 import psutil
 
-STOP_TIMEOUT = 10.0
-READY_MARKER = "READY"
+from drasim.cli.launch import STOP_TIMEOUT, Launch, ServiceProcess, prefixed
+
 BACKOFF_INITIAL = 1.0
 BACKOFF_MAX = 30.0
 BACKOFF_RESET = 60.0
 SERVER_POLL = 0.5  # how often the embedded servers are checked for life
 LOCK_FILE = "up.lock"
 PIDS_FILE = "up.pids"
-_PR_SET_PDEATHSIG = 1
 
 
 class SupervisorError(RuntimeError):
@@ -51,15 +50,6 @@ class SupervisorError(RuntimeError):
 
 def say(message: str) -> None:
     print(f"drasim: {message}", file=sys.stderr, flush=True)
-
-
-@dataclass(frozen=True)
-class Launch:
-    """A service to start: its name in output, its module and its command line."""
-
-    name: str
-    module: str
-    argv: list[str]
 
 
 class _Record(msgspec.Struct, frozen=True):
@@ -134,65 +124,11 @@ def lock_data_dir(data_dir: Path) -> IO[str]:
     return lock
 
 
-def die_with_parent() -> None:
-    """In the child before exec (`preexec_fn`): SIGTERM when its parent (`up`, or a
-    benchmark running `up`) dies, however it dies."""
-    with contextlib.suppress(OSError, AttributeError):
-        libc = ctypes.CDLL(None, use_errno=True)
-        libc.prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
+async def _stop(run: ServiceProcess) -> None:
+    def killing() -> None:
+        say(f"service {run.name} did not stop within {STOP_TIMEOUT:.0f}s; killing it")
 
-
-@dataclass
-class ServiceProcess:
-    """One run of a service; its output arrives through a pipe so it can be prefixed."""
-
-    name: str
-    process: asyncio.subprocess.Process
-    ready: asyncio.Event = field(default_factory=asyncio.Event)
-    metrics_url: str = ""  # from `metrics=<url>` in its READY line
-
-    @classmethod
-    async def spawn(cls, launch: Launch) -> ServiceProcess:
-        process = await asyncio.create_subprocess_exec(
-            sys.executable,
-            "-m",
-            launch.module,
-            *launch.argv,
-            stdin=asyncio.subprocess.DEVNULL,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.STDOUT,
-            start_new_session=True,
-            preexec_fn=die_with_parent if sys.platform == "linux" else None,
-            env={**os.environ, "PYTHONUNBUFFERED": "1"},
-            limit=2**20,  # bytes per line; the default 64 KiB is short for a traceback
-        )
-        return cls(launch.name, process)
-
-    async def forward_output(self) -> None:
-        """Pass the service's lines on until it closes its output, noting READY."""
-        assert self.process.stdout is not None
-        async for raw in self.process.stdout:
-            line = raw.decode(errors="replace").rstrip("\r\n")
-            if line.startswith(READY_MARKER):
-                for word in line.split():
-                    if word.startswith("metrics="):
-                        self.metrics_url = word.removeprefix("metrics=")
-                self.ready.set()
-            else:
-                print(f"[{self.name}] {line}", flush=True)
-
-    async def stop(self) -> None:
-        """SIGTERM, then SIGKILL, to the service's process group (its own session), so
-        helpers it started go too."""
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(self.process.pid, signal.SIGTERM)
-        try:
-            await asyncio.wait_for(self.process.wait(), STOP_TIMEOUT)
-        except TimeoutError:
-            say(f"service {self.name} did not stop within {STOP_TIMEOUT:.0f}s; killing it")
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(self.process.pid, signal.SIGKILL)
-            await self.process.wait()
+    await run.stop(on_kill=killing)
 
 
 class EmbeddedServer(Protocol):
@@ -273,7 +209,7 @@ class Supervisor:
                 # keepers and output tasks end once their service has exited.
                 for names in reversed(self._started):
                     await asyncio.gather(
-                        *(self._running[n].stop() for n in names if n in self._running)
+                        *(_stop(self._running[n]) for n in names if n in self._running)
                     )
 
     async def _launch(
@@ -303,7 +239,7 @@ class Supervisor:
             self._failed.set()
 
     async def _start(self, launch: Launch) -> ServiceProcess:
-        run = await ServiceProcess.spawn(launch)
+        run = await ServiceProcess.spawn(launch, on_line=prefixed(launch))
         self._running[launch.name] = run
         if self._records is not None:
             self._records.add(launch.name, run.process.pid)
@@ -314,14 +250,11 @@ class Supervisor:
         backoff = _Backoff()
         while True:
             started = time.monotonic()
-            output = self._tasks.create_task(run.forward_output())
             readiness = self._tasks.create_task(self._note_ready_again(run, backoff))
-            await run.process.wait()
-            await output  # its last words (a traceback) come first
+            code = await run.wait()  # its last words (a traceback) come first
             readiness.cancel()
             if self._stopping.is_set():
                 return
-            code = run.process.returncode
             if not self._cluster_ready:
                 say(f"service {launch.name} exited with code {code}; stopping the cluster")
                 self._failed.set()

@@ -38,14 +38,14 @@ from urllib.parse import urlsplit, urlunsplit
 
 import msgspec
 
-from drasim.cli import apply, cluster, demo, kubeconfig, supervisor
-from drasim.cli.supervisor import Launch
+from drasim.cli import apply, cluster, demo, kubeconfig, launch, supervisor
+from drasim.cli.launch import Launch
 from drasim.common import cluster_file, nats_auth
 from drasim.common.api import registry, resource_v1
 from drasim.common.bus.client import Bus
 from drasim.common.client import ApiClient
 from drasim.common.config import Config
-from drasim.common.embedded import EmbeddedNats, EmbeddedPostgres, free_port
+from drasim.common.embedded import free_port
 
 # Every service `up` runs, as the module `python -m` starts; the last dotted part names it.
 APISTORE = "drasim.apistore"
@@ -141,85 +141,80 @@ async def _up(
         orphans = await asyncio.to_thread(records.stop_orphans)
         if orphans:
             supervisor.say(f"stopped {len(orphans)} services an earlier up left running")
-        servers: list[EmbeddedNats | EmbeddedPostgres] = []
-        nats_url, database_url = config.nats_url, config.database_url
-
-        def credentials(_user: str) -> Path | None:
-            return config.nats_credentials  # a given NATS: the same for every service
-
-        if nats_url is None:
-            shards = [[n.name for n in nodes_file.shard(i, kubelets)] for i in range(kubelets)]
-            users = nats_auth.cluster_users(config.prefix, shards)
-            embedded_nats = EmbeddedNats(config.data_dir, users=users, prefix=config.prefix)
-            servers.append(await _start(stack, embedded_nats))
-            nats_url = embedded_nats.url
-            credentials = embedded_nats.credentials
-        if database_url is None:
-            embedded_postgres = EmbeddedPostgres(config.data_dir)
-            servers.append(await _start(stack, embedded_postgres))
-            database_url = embedded_postgres.url
+        shards = [[n.name for n in nodes_file.shard(i, kubelets)] for i in range(kubelets)]
+        # Started in a thread, so that a signal meanwhile is noted rather than lost.
+        infra = await asyncio.to_thread(
+            stack.enter_context,
+            launch.infrastructure(
+                config.data_dir,
+                nats_url=config.nats_url,
+                database_url=config.database_url,
+                nats_credentials=config.nats_credentials,
+                nats_users=nats_auth.cluster_users(config.prefix, shards),
+                prefix=config.prefix,
+            ),
+        )
         if stopping.is_set():
             return 0
-        admin_credentials = credentials(ADMIN)
+        admin_credentials = infra.credentials(ADMIN)
         info = cluster.ClusterInfo(
-            nats_url=nats_url,
+            nats_url=infra.nats_url,
             nats_credentials=str(admin_credentials) if admin_credentials else None,
-            database_url=database_url,
+            database_url=infra.database_url,
             prefix=config.prefix,
             pid=os.getpid(),
         )
         cluster.write_cluster(config.data_dir, info)
         stack.callback(cluster.remove_cluster, config.data_dir, info.pid)
-        own_argv = {APISTORE: _write_kubeconfig(config, http_port or free_port())}
-        argv = ["--nats-url", nats_url, "--database-url", database_url, "--prefix", config.prefix]
+        own_args = {APISTORE: _write_kubeconfig(config, http_port or free_port())}
 
-        def identity(user: str) -> list[str]:
-            """The NATS identity a service connects as (`drasim.common.nats_auth`)."""
-            path = credentials(user)
-            return ["--nats-credentials", str(path)] if path else []
+        def service(module: str, user: str, args: list[str], name: str | None = None) -> Launch:
+            """Where the service connects, as whom (`drasim.common.nats_auth`), and its
+            own flags."""
+            return Launch.service(
+                module,
+                nats_url=infra.nats_url,
+                database_url=infra.database_url,
+                prefix=config.prefix,
+                nats_credentials=infra.credentials(user),
+                args=[*args, *_metrics_argv(module)],
+                name=name,
+            )
 
         services = [
-            Launch(
-                _service_name(module),
-                module,
-                [
-                    *argv,
-                    *identity(_NATS_USERS.get(module, ADMIN)),
-                    *own_argv.get(module, []),
-                    *_metrics_argv(module),
-                ],
-            )
+            service(module, _NATS_USERS.get(module, ADMIN), own_args.get(module, []))
             for module in modules
         ]
         nodes = [
-            Launch(
-                f"kubelet-{i}",
+            service(
                 KUBELET,
+                f"kubelet-{i}",
                 [
-                    *argv,
-                    *identity(f"kubelet-{i}"),
                     "--cluster",
                     str(nodes_file.source.resolve()),
                     "--shard",
                     f"{i}/{kubelets}",
                     "--state-dir",
                     str((config.data_dir / "nodes").resolve()),
-                    *_metrics_argv(KUBELET),
                 ],
-            )  # fmt: skip
+                name=f"kubelet-{i}",
+            )
             for i in range(kubelets)
         ]
         ready_line = (
-            f"ready: nats={nats_url} postgres={_redact(database_url)} "
+            f"ready: nats={infra.nats_url} postgres={_redact(infra.database_url)} "
             f"kubeconfig={kubeconfig.kubeconfig_path(config.data_dir)} "
-            f"services={','.join(launch.name for launch in [*services, *nodes])}"
+            f"services={','.join(s.name for s in [*services, *nodes])}"
         )
         if nodes:
             ready_line += f" nodes={len(nodes_file.nodes)}"
         api: ApiClient | None = None
         if nodes or with_demo:
             bus = await Bus.connect(
-                nats_url, prefix=config.prefix, name="drasim-up", credentials=admin_credentials
+                infra.nats_url,
+                prefix=config.prefix,
+                name="drasim-up",
+                credentials=admin_credentials,
             )
             stack.push_async_callback(bus.close)
             api = ApiClient(bus, actor="drasim-up")
@@ -249,7 +244,10 @@ async def _up(
             nodes,
         ]
         return await supervisor.Supervisor(
-            [stage for stage in stages if stage], stopping, records=records, servers=servers
+            [stage for stage in stages if stage],
+            stopping,
+            records=records,
+            servers=infra.embedded,
         ).run(
             ready_line,
             before_last_stage=before_nodes if nodes else None,
@@ -298,19 +296,6 @@ def _write_kubeconfig(config: Config, http_port: int) -> list[str]:
         "--tls-cert-file", str(certs.cert),
         "--tls-private-key-file", str(certs.key),
     ]  # fmt: skip
-
-
-async def _start(
-    stack: contextlib.AsyncExitStack, server: EmbeddedNats | EmbeddedPostgres
-) -> EmbeddedNats | EmbeddedPostgres:
-    """Start in a thread, so that a signal meanwhile is noted rather than lost."""
-    await asyncio.to_thread(server.start)
-    stack.push_async_callback(asyncio.to_thread, server.stop)
-    return server
-
-
-def _service_name(module: str) -> str:
-    return module.rsplit(".", 1)[-1]
 
 
 def _redact(url: str) -> str:

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import asyncio
 import os
 import signal
-import sys
 from pathlib import Path
 
+from drasim.cli.launch import Launch, ServiceProcess
 from drasim.common.api import core_v1
 from drasim.common.client import ApiClient
 from drasim.drivers.checkpoint import Checkpoint
@@ -63,18 +62,14 @@ async def test_a_kubelet_process_killed_with_sigkill_takes_over_again(
     """The real thing: `python -m drasim.kubelet` killed with SIGKILL, then started again."""
     state_dir = tmp_path / "nodes"
 
-    async def spawn() -> asyncio.subprocess.Process:
-        process = await asyncio.create_subprocess_exec(
-            sys.executable, "-m", "drasim.kubelet",
-            "--nats-url", fresh.nats_url, "--prefix", fresh.prefix,
-            "--cluster", str(cluster_path), "--state-dir", str(state_dir),
-            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.DEVNULL,
-        )  # fmt: skip
-        assert process.stdout is not None
-        async with asyncio.timeout(30):
-            while not (await process.stdout.readline()).startswith(b"READY"):
-                pass
-        return process
+    async def spawn() -> ServiceProcess:
+        spec = Launch.service(
+            "drasim.kubelet",
+            nats_url=fresh.nats_url,
+            prefix=fresh.prefix,
+            args=["--cluster", str(cluster_path), "--state-dir", str(state_dir)],
+        )
+        return await ServiceProcess.start(spec, timeout=30)
 
     checkpoint = Checkpoint(
         state_dir / DRA_NODE / "plugins" / "gpu.example.com.json",
@@ -107,5 +102,4 @@ async def test_a_kubelet_process_killed_with_sigkill_takes_over_again(
         await wait_for(api, core_v1.Pod, "dra", lambda p: p is None, namespace="default")
         assert checkpoint.load().prepared == {}
     finally:
-        process.terminate()
-        await process.wait()
+        await process.stop()

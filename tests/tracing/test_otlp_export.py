@@ -6,8 +6,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-import signal
-import sys
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from typing import TypeVar
@@ -16,6 +14,7 @@ import pytest
 from aiohttp import web
 from opentelemetry.proto.collector.trace.v1 import trace_service_pb2
 
+from drasim.cli.launch import Launch, ServiceProcess
 from drasim.common.api import core_v1
 from drasim.common.bus.client import Bus
 from drasim.common.client import ApiClient
@@ -97,59 +96,29 @@ async def receiver() -> AsyncIterator[Receiver]:
         await runner.cleanup()
 
 
-@dataclass
-class Service:
-    process: asyncio.subprocess.Process
-    output: list[str] = field(default_factory=list)
-
-
-async def start_service(name: str, fresh: Fresh, receiver: Receiver) -> Service:
+async def start_service(name: str, fresh: Fresh, receiver: Receiver) -> ServiceProcess:
     """`python -m drasim.<name>` exporting to the receiver; returns once it is READY."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("DRASIM_", "OTEL_"))}
     env["OTEL_EXPORTER_OTLP_ENDPOINT"] = receiver.endpoint
     env["OTEL_BSP_SCHEDULE_DELAY"] = "100"  # milliseconds: export soon, not every 5 s
-    process = await asyncio.create_subprocess_exec(
-        sys.executable,
-        "-m",
+    spec = Launch.service(
         f"drasim.{name}",
-        "--nats-url",
-        fresh.nats_url,
-        "--database-url",
-        fresh.database_url,
-        "--prefix",
-        fresh.prefix,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.STDOUT,
-        env=env,
+        nats_url=fresh.nats_url,
+        database_url=fresh.database_url,
+        prefix=fresh.prefix,
+        environment=env,
     )
-    service = Service(process)
-    assert process.stdout is not None
-    async with asyncio.timeout(TIMEOUT):
-        while True:
-            line = (await process.stdout.readline()).decode()
-            assert line, f"{name} exited:\n{''.join(service.output)}"
-            service.output.append(line)
-            if line.startswith("READY"):
-                return service
+    return await ServiceProcess.start(spec, timeout=TIMEOUT)
 
 
-async def stop_service(service: Service) -> int:
+async def stop_service(service: ServiceProcess) -> int:
     """SIGTERM (the service flushes its spans), then SIGKILL if it lingers."""
-    if service.process.returncode is None:
-        service.process.send_signal(signal.SIGTERM)
-        try:
-            async with asyncio.timeout(TIMEOUT):
-                await service.process.communicate()
-        except TimeoutError:
-            service.process.kill()
-            await service.process.wait()
-    assert service.process.returncode is not None
-    return service.process.returncode
+    return await service.stop(TIMEOUT)
 
 
 @pytest.fixture
-async def services(fresh: Fresh, receiver: Receiver) -> AsyncIterator[dict[str, Service]]:
-    started: dict[str, Service] = {}
+async def services(fresh: Fresh, receiver: Receiver) -> AsyncIterator[dict[str, ServiceProcess]]:
+    started: dict[str, ServiceProcess] = {}
     try:
         for name in ("apistore", "scheduler"):
             started[name] = await start_service(name, fresh, receiver)
@@ -160,7 +129,7 @@ async def services(fresh: Fresh, receiver: Receiver) -> AsyncIterator[dict[str, 
 
 
 async def test_services_export_one_trace_over_otlp(
-    fresh: Fresh, bus: Bus, receiver: Receiver, services: dict[str, Service]
+    fresh: Fresh, bus: Bus, receiver: Receiver, services: dict[str, ServiceProcess]
 ) -> None:
     api = ApiClient(bus, actor="test")
     await api.create(make_node("n1", cpu="4", memory="8Gi", pods="10"))

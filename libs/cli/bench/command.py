@@ -22,13 +22,12 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from drasim.cli import cluster
+from drasim.cli import cluster, launch
 from drasim.cli.bench import report
 from drasim.cli.bench.runner import BenchError, run_workload
 from drasim.cli.bench.workloads import CONFIG, CONFIG_FILE, load_workloads
 from drasim.common import errors
 from drasim.common.config import Config
-from drasim.common.embedded import EmbeddedNats, EmbeddedPostgres
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
@@ -68,24 +67,6 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     p.set_defaults(func=run)
 
 
-@contextlib.contextmanager
-def _infrastructure(config: Config, work_dir: Path) -> Any:
-    """(nats_url, database_url): the given servers, or embedded ones (a scratch Postgres
-    in the work directory, whose superuser makes and owns the run's database)."""
-    nats_server = pg = None
-    try:
-        if config.nats_url is None:
-            nats_server = EmbeddedNats(work_dir).start()
-        if config.database_url is None:
-            pg = EmbeddedPostgres(work_dir).start()
-        yield config.nats_url or nats_server.admin_url, config.database_url or pg.admin_url
-    finally:
-        if pg is not None:
-            pg.stop()
-        if nats_server is not None:
-            nats_server.stop()
-
-
 def run(args: argparse.Namespace) -> int:
     try:
         workloads = load_workloads(args.config)
@@ -110,13 +91,17 @@ def run(args: argparse.Namespace) -> int:
     try:
         with (
             _terminate_as_interrupt(),
-            _infrastructure(config, work_dir) as (nats_url, database_url),
+            launch.infrastructure(
+                work_dir, nats_url=config.nats_url, database_url=config.database_url
+            ) as infra,
         ):
+            # The run's services connect as the embedded servers' admins, whose Postgres
+            # superuser makes and owns the run's database.
             result = asyncio.run(
                 run_workload(
                     workload,
-                    nats_url=nats_url,
-                    database_url=database_url,
+                    nats_url=infra.admin_nats_url,
+                    database_url=infra.admin_database_url,
                     log_level=os.environ.get("DRASIM_BENCH_LOG_LEVEL", "WARNING"),
                     stall_timeout=args.stall_timeout,
                     timeout=args.timeout,

@@ -12,7 +12,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import fnmatch
-import subprocess
 import sys
 import time
 import uuid
@@ -20,137 +19,69 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
 
 import msgspec
 import psutil
 
+from drasim.cli import launch
 from drasim.cli.bench import objects, views
 from drasim.cli.bench.collectors import ClusterTracker, ThroughputCollector, percentile
 from drasim.cli.bench.report import Result
 from drasim.cli.bench.templates import Template, resource_slice
 from drasim.cli.bench.workloads import DEFAULT_NODE_TEMPLATE, Workload
+from drasim.cli.launch import Launch, LaunchError, ServiceProcess
 from drasim.common import errors, service
-from drasim.common.bus import subjects
 from drasim.common.bus.client import Bus
 from drasim.common.client import ApiClient
-from drasim.common.config import database_name, with_database
-
-READY_TIMEOUT = 60.0
 
 
 @dataclass
 class Services:
-    """The service processes of one run and where they log."""
+    """The service processes of one run, each logging to `<log_dir>/<name>.log`."""
 
     log_dir: Path
-    procs: dict[str, asyncio.subprocess.Process] = field(default_factory=dict)
+    running: dict[str, ServiceProcess] = field(default_factory=dict)
 
-    async def start(
-        self, name: str, *, nats_url: str, database_url: str, prefix: str, log_level: str
-    ) -> None:
-        """Run `python -m drasim.<name>` and return once it printed its READY line."""
-        log = _open_log(self.log_dir / f"{name}.log")
-        proc = await asyncio.create_subprocess_exec(
-            sys.executable,
-            "-m",
-            f"drasim.{name}",
-            *("--nats-url", nats_url, "--database-url", database_url, "--prefix", prefix),
-            *("--log-level", log_level),
-            stdout=subprocess.PIPE,
-            stderr=log,
-        )
-        log.close()
-        self.procs[name] = proc
-        assert proc.stdout is not None
+    async def start(self, spec: Launch) -> None:
+        """Start the service and return once it is ready."""
         try:
-            line = await asyncio.wait_for(proc.stdout.readline(), READY_TIMEOUT)
-        except TimeoutError:
-            line = b""
-        if not line.startswith(b"READY"):
-            raise BenchError(f"drasim.{name} did not start; see {self.log_dir / f'{name}.log'}")
+            self.running[spec.name] = await ServiceProcess.start(spec, log=self._log(spec.name))
+        except LaunchError as err:
+            raise BenchError(str(err)) from None
 
     def cpu_seconds(self) -> dict[str, float]:
         """CPU time (user + system) each service process has used so far."""
         used = {}
-        for name, proc in self.procs.items():
+        for name, run in self.running.items():
             with contextlib.suppress(psutil.Error):
-                times = psutil.Process(proc.pid).cpu_times()
+                times = psutil.Process(run.pid).cpu_times()
                 used[name] = times.user + times.system
         return used
 
     def rss_mb(self) -> dict[str, float]:
         """Resident memory of each service process now, in MiB."""
         rss = {}
-        for name, proc in self.procs.items():
+        for name, run in self.running.items():
             with contextlib.suppress(psutil.Error):
-                rss[name] = round(psutil.Process(proc.pid).memory_info().rss / 2**20, 1)
+                rss[name] = round(psutil.Process(run.pid).memory_info().rss / 2**20, 1)
         return rss
 
     def check_alive(self) -> None:
-        for name, proc in self.procs.items():
-            if proc.returncode is not None:
+        for name, run in self.running.items():
+            if run.returncode is not None:
                 raise BenchError(
-                    f"drasim.{name} exited with {proc.returncode}; "
-                    f"see {self.log_dir / f'{name}.log'}"
+                    f"drasim.{name} exited with {run.returncode}; see {self._log(name)}"
                 )
 
     async def stop(self) -> None:
-        for proc in reversed(self.procs.values()):
-            if proc.returncode is None:
-                proc.terminate()
-        for proc in self.procs.values():
-            try:
-                await asyncio.wait_for(proc.wait(), 10)
-            except TimeoutError:
-                proc.kill()
-                await proc.wait()
+        await asyncio.gather(*(run.stop() for run in reversed(self.running.values())))
 
-
-def _open_log(path: Path) -> Any:
-    """A service's stderr file; the child keeps its own descriptor once started."""
-    return open(path, "wb")  # noqa: SIM115
+    def _log(self, name: str) -> Path:
+        return self.log_dir / f"{name}.log"
 
 
 class BenchError(Exception):
     """The run could not go on (a service died, pods stopped binding)."""
-
-
-async def fresh_database(server_url: str, *, owner_url: str | None = None) -> str:
-    """A new, empty database on the given server, so that runs never share state. Made
-    through `server_url` (which may create databases); owned by, and returned as the URL
-    of, `owner_url`'s role when given (the embedded Postgres' service role)."""
-    name = f"bench_{uuid.uuid4().hex[:8]}"
-    owner = f' OWNER "{urlsplit(owner_url).username}"' if owner_url else ""
-    await _execute(server_url, f'CREATE DATABASE "{name}"{owner}')
-    return with_database(owner_url or server_url, name)
-
-
-async def drop_database(server_url: str, database_url: str) -> None:
-    name = database_name(database_url)
-    await _execute(server_url, f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-
-
-async def _execute(database_url: str, statement: str) -> None:
-    # The bench sets up scratch databases as the test fixtures do: the one place outside
-    # the apistore's store that talks to Postgres directly.
-    import asyncpg
-
-    conn = await asyncpg.connect(database_url)
-    try:
-        await conn.execute(statement)
-    finally:
-        await conn.close()
-
-
-async def delete_stream(nats_url: str, prefix: str) -> None:
-    """Drop the run's event stream from a NATS that outlives the run."""
-    bus = await Bus.connect(nats_url, prefix=prefix, name="bench-cleanup")
-    try:
-        with contextlib.suppress(Exception):
-            await bus.js.delete_stream(subjects.stream(prefix))
-    finally:
-        await bus.close()
 
 
 class Runner:
@@ -349,7 +280,7 @@ async def run_workload(
     """Run the workload on a fresh database and subject prefix, both removed after a
     successful run (unless `keep`): given servers may outlive the run and serve others."""
     server_url, prefix = database_url, f"bench{uuid.uuid4().hex[:8]}"
-    database_url = await fresh_database(server_url)
+    database_url = await launch.create_database(server_url)
     services = Services(work_dir)
     urls = {"nats_url": nats_url, "database_url": database_url, "prefix": prefix}
     bus = None
@@ -361,13 +292,14 @@ async def run_workload(
             "starting apistore and scheduler"
             + (" and controllers" if workload.needs_controllers else "")
         ):
-            await services.start("apistore", **urls, log_level=log_level)
-            await services.start("scheduler", **urls, log_level=log_level)
+            modules = ["drasim.apistore", "drasim.scheduler"]
             if workload.needs_controllers:
-                await services.start("controllers", **urls, log_level=log_level)
+                modules.append("drasim.controllers")
+            for module in modules:
+                await services.start(Launch.service(module, **urls, log_level=log_level))
         print(
             "bench: pids "
-            + ", ".join(f"{name} {proc.pid}" for name, proc in services.procs.items()),
+            + ", ".join(f"{name} {run.pid}" for name, run in services.running.items()),
             file=sys.stderr,
         )
         bus = await Bus.connect(nats_url, prefix=prefix, name="bench")
@@ -454,8 +386,8 @@ async def run_workload(
         await services.stop()
         # A failed run keeps its database and stream (the event log shows what happened).
         if succeeded and not keep:
-            await drop_database(server_url, database_url)
-            await delete_stream(nats_url, prefix)
+            await launch.drop_database(server_url, database_url)
+            await launch.delete_event_stream(nats_url, prefix)
         elif not succeeded:
             print(f"bench: kept database {database_url}, prefix {prefix}", file=sys.stderr)
 
