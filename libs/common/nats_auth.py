@@ -190,11 +190,13 @@ def _governed(name: str, prefix: str, actors: tuple[str, ...]) -> NatsUser:
     """A user whose actors RBAC governs: it may watch the kinds their bootstrap roles let
     them watch, and no others. The roles are the one source of both: the apistore
     authorizes its requests by them, and its consumers are bounded by what they allow."""
-    from drasim.apistore import rbac  # the bootstrap policy (not a dependency of the rest)
+    from drasim.apistore import bootstrappolicy  # (not a dependency of the rest)
 
     resources: dict[str, None] = {}
     for actor in actors:
-        resources.update(dict.fromkeys(rbac.bootstrap_watchable(actor, rbac_groups(actor) or ())))
+        resources.update(
+            dict.fromkeys(bootstrappolicy.bootstrap_watchable(actor, rbac_groups(actor) or ()))
+        )
     watches = tuple(subjects.events_of(prefix, resource) for resource in resources)
     return NatsUser(name, actors=actors, watches=watches)
 

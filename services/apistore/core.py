@@ -16,7 +16,16 @@ from collections.abc import Callable
 
 import msgspec
 
-from drasim.apistore import admission, faults, limits, mutations, node_authorizer, rbac, strategy
+from drasim.apistore import (
+    admission,
+    bootstrappolicy,
+    faults,
+    limits,
+    mutations,
+    node_authorizer,
+    rbac,
+    strategy,
+)
 from drasim.apistore.mutations import Context
 from drasim.apistore.store import EventRow, ObjectRow, Store, WriteSession
 from drasim.common import codec, errors, selection
@@ -86,7 +95,7 @@ class ApiCore:
             )
             for name, (value, description) in scheduling_v1.SYSTEM_PRIORITY_CLASSES.items()
         ]
-        builtins += rbac.BOOTSTRAP
+        builtins += bootstrappolicy.BOOTSTRAP
         for resource, obj in builtins:
             with contextlib.suppress(errors.AlreadyExists):
                 await self.handle(

@@ -7,7 +7,7 @@ the apistore holds it to what kube-apiserver holds that identity to:
   (`system:kube-controller-manager`) and its controllers (their service accounts,
   `system:serviceaccount:kube-system:<controller>`) by RBAC, with the groups upstream's
   authenticators give them, against the roles the apistore serves (upstream's bootstrap
-  roles among them, `drasim.apistore.rbac`). Their writes are then also RBAC's to judge
+  roles among them, `drasim.apistore.bootstrappolicy`). Their writes are then also RBAC's to judge
   for escalation (`drasim.apistore.rbac_escalation`), as upstream's;
 - a kubelet (`system:node:<name>`) by the Node authorizer (`ApiCore.handle`) and
   NodeRestriction (the writes), as before;

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from drasim.apistore import rbac
+from drasim.apistore import bootstrappolicy, rbac
 from drasim.common import codec
 from drasim.common.api import rbac_v1, registry, validation
 
@@ -65,14 +65,14 @@ def test_rule_allows(the_rule: rbac_v1.PolicyRule, attrs: rbac.Attributes, allow
     assert rbac.rule_allows(attrs, the_rule) is allowed
 
 
-@pytest.mark.parametrize(("resource", "obj"), rbac.BOOTSTRAP)
+@pytest.mark.parametrize(("resource", "obj"), bootstrappolicy.BOOTSTRAP)
 def test_the_bootstrap_policy_is_valid(resource: str, obj: dict[str, Any]) -> None:
     typed = codec.convert(obj, registry.by_plural(resource).type)
     assert validation.validate(typed) == []
 
 
 def test_decisions_are_kept_until_the_policy_changes() -> None:
-    policy = rbac.Policy.of(rbac.BOOTSTRAP)
+    policy = rbac.Policy.of(bootstrappolicy.BOOTSTRAP)
     groups = ("system:authenticated",)
     bind = rbac.Attributes("create", namespace="a", resource="pods", subresource="binding")
     assert policy.authorize("system:kube-scheduler", groups, bind).allowed

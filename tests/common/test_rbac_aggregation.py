@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from drasim.apistore import rbac
+from drasim.apistore import bootstrappolicy
 from drasim.apistore.rbac_escalation import covers
 from drasim.common import codec, rbac_aggregation
 from drasim.common.api import rbac_v1
@@ -47,7 +47,7 @@ def test_rules_come_per_selector_in_name_order_each_once() -> None:
 
 
 def _bootstrap_role(name: str) -> rbac_v1.ClusterRole:
-    for resource, obj in rbac.BOOTSTRAP:
+    for resource, obj in bootstrappolicy.BOOTSTRAP:
         if resource == "clusterroles" and obj["metadata"]["name"] == name:
             return codec.convert(obj, rbac_v1.ClusterRole)
     raise LookupError(name)
@@ -57,12 +57,18 @@ def test_the_bootstrap_admin_edit_and_view_are_aggregated_and_filled() -> None:
     """Upstream's aggregated admin, edit and view, filled as the controller fills them (its
     first sync changes nothing), with what drasim's non-aggregated ones granted."""
     roles = [
-        codec.convert(o, rbac_v1.ClusterRole) for r, o in rbac.BOOTSTRAP if r == "clusterroles"
+        codec.convert(o, rbac_v1.ClusterRole)
+        for r, o in bootstrappolicy.BOOTSTRAP
+        if r == "clusterroles"
     ]
     edit = _bootstrap_role("edit")
     assert edit.metadata.labels["rbac.authorization.k8s.io/aggregate-to-admin"] == "true"
     assert edit.aggregation_rule is not None
-    for name, granted in (("admin", rbac._ADMIN), ("edit", rbac._EDIT), ("view", rbac._VIEW)):
+    for name, granted in (
+        ("admin", bootstrappolicy._ADMIN),
+        ("edit", bootstrappolicy._EDIT),
+        ("view", bootstrappolicy._VIEW),
+    ):
         role = _bootstrap_role(name)
         assert rbac_aggregation.aggregated_rules(role, roles) == role.rules
         before = [codec.convert(r, rbac_v1.PolicyRule) for r in granted]
