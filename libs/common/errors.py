@@ -195,14 +195,68 @@ class FieldError(msgspec.Struct, frozen=True):
         return f"{self.field}: {self.message}"
 
 
-def invalid(kind: str, name: str, errors: list[FieldError], *, group: str = "") -> Invalid:
-    """Build the 422 Kubernetes returns for failed validation, message included."""
+def qualified(resource: str, group: str = "") -> str:
+    """`<resource>[.<group>]`, how upstream names a resource in its messages
+    (`GroupResource.String()`)."""
+    return f"{resource}.{group}" if group else resource
+
+
+def not_found(resource: str, name: str, *, group: str = "") -> NotFound:
+    """Upstream `NewNotFound`: `<resource>[.<group>] "<name>" not found`."""
+    return NotFound(
+        f'{qualified(resource, group)} "{name}" not found', kind=resource, name=name, group=group
+    )
+
+
+def already_exists(resource: str, name: str, *, group: str = "") -> AlreadyExists:
+    """Upstream `NewAlreadyExists`: `<resource>[.<group>] "<name>" already exists`."""
+    return AlreadyExists(
+        f'{qualified(resource, group)} "{name}" already exists',
+        kind=resource,
+        name=name,
+        group=group,
+    )
+
+
+def conflict(resource: str, name: str, why: str, *, group: str = "") -> Conflict:
+    """Upstream `NewConflict`: `Operation cannot be fulfilled on <resource>[.<group>]
+    "<name>": <why>`."""
+    return Conflict(
+        f'Operation cannot be fulfilled on {qualified(resource, group)} "{name}": {why}',
+        kind=resource,
+        name=name,
+        group=group,
+    )
+
+
+def precondition_failed(
+    field: str, wanted: str, actual: str, resource: str, name: str, *, group: str = ""
+) -> Conflict:
+    """The 409 of a write whose precondition (`UID`, `ResourceVersion`) the stored object
+    does not meet, worded as upstream's storage words it."""
+    return Conflict(
+        f"Precondition failed: {field} in precondition: {wanted}, {field} in object meta: {actual}",
+        kind=resource,
+        name=name,
+        group=group,
+    )
+
+
+def invalid(
+    kind: str, name: str, errors: list[FieldError], *, group: str = "", qualified: bool = False
+) -> Invalid:
+    """Build the 422 Kubernetes returns for failed validation, message included:
+    `<kind> "<name>" is invalid: <errors>`, as the write path answers (a name not yet
+    generated shows as `<generated>`); `qualified`: as upstream's `NewInvalid` has it, the
+    kind with its group (`Kind.group`) and the name as it is (an options struct's or a
+    review's is "")."""
     joined = ", ".join(str(e) for e in errors)
-    shown = name or "<generated>"
+    what = f"{kind}.{group}" if qualified and group else kind
+    shown = name if qualified else name or "<generated>"
     return Invalid(
-        f'{kind} "{shown}" is invalid: {joined}'
+        f'{what} "{shown}" is invalid: {joined}'
         if len(errors) == 1
-        else f'{kind} "{shown}" is invalid: [{joined}]',
+        else f'{what} "{shown}" is invalid: [{joined}]',
         kind=kind,
         name=name,
         group=group,
@@ -211,12 +265,11 @@ def invalid(kind: str, name: str, errors: list[FieldError], *, group: str = "") 
 
 
 def forbidden(resource: str, name: str, why: str, *, group: str = "") -> Forbidden:
-    """The 403 an admission or a storage rule answers: `<resource>[.<group>] "<name>" is
-    forbidden: <why>`."""
-    qualified = f"{resource}.{group}" if group else resource
-    return Forbidden(
-        f'{qualified} "{name}" is forbidden: {why}', kind=resource, name=name, group=group
-    )
+    """The 403 an admission or a storage rule answers (upstream `NewForbidden`):
+    `<resource>[.<group>] "<name>" is forbidden: <why>`, without the name when there is
+    none yet."""
+    what = f'{qualified(resource, group)} "{name}"' if name else qualified(resource, group)
+    return Forbidden(f"{what} is forbidden: {why}", kind=resource, name=name, group=group)
 
 
 def status_payload(err: ApiError) -> dict[str, Any]:
@@ -228,7 +281,13 @@ def status_payload(err: ApiError) -> dict[str, Any]:
 # Kubernetes: `spec.x: Invalid value: "v": detail`.
 
 
+class GoValue(str):
+    """A value shown as Go's `%#v` prints it (a list or a struct), not quoted again."""
+
+
 def _field_value(value: Any) -> str:
+    if isinstance(value, GoValue):
+        return str(value)
     if isinstance(value, str):
         return json.dumps(value, ensure_ascii=False)  # Go's %q for plain text
     if value is None:

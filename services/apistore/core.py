@@ -187,12 +187,7 @@ class ApiCore:
         key = mutations.key_of(info, req.namespace or "default", req.name)
         data = await self.store.select_object(*key)
         if data is None:
-            raise errors.NotFound(
-                f'{mutations._qualified(info)} "{req.name}" not found',
-                kind=info.plural,
-                name=req.name,
-                group=info.group,
-            )
+            raise errors.not_found(info.plural, req.name, group=info.group)
         return data
 
     async def list(self, req: messages.List, *, max_bytes: int | None = None) -> bytes:

@@ -333,20 +333,19 @@ async def _add_disruption_target(
 ) -> core_v1.Pod:
     pod = await _get(core, "pods", namespace, name, core_v1.Pod, ctx)
     if uid and uid != pod.metadata.uid:
-        raise errors.Conflict(
-            f'Operation cannot be fulfilled on pods "{name}": the UID in the precondition '
-            f"({uid}) does not match the UID in record ({pod.metadata.uid}). The object might "
-            "have been deleted and then recreated",
-            kind="pods",
-            name=name,
+        raise errors.conflict(
+            "pods",
+            name,
+            f"the UID in the precondition ({uid}) does not match the UID in record "
+            f"({pod.metadata.uid}). The object might have been deleted and then recreated",
         )
     if rv and rv != pod.metadata.resource_version:
-        raise errors.Conflict(
-            f'Operation cannot be fulfilled on pods "{name}": the ResourceVersion in the '
-            f"precondition ({rv}) does not match the ResourceVersion in record "
-            f"({pod.metadata.resource_version}). The object might have been modified",
-            kind="pods",
-            name=name,
+        raise errors.conflict(
+            "pods",
+            name,
+            f"the ResourceVersion in the precondition ({rv}) does not match the "
+            f"ResourceVersion in record ({pod.metadata.resource_version}). The object might "
+            "have been modified",
         )
     mutations.set_pod_condition(
         pod,

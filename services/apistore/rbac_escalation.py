@@ -165,11 +165,11 @@ def compact_string(rule: rbac_v1.PolicyRule) -> str:
     return "{" + ", ".join(parts) + "}"
 
 
-def _not_found(ref: rbac_v1.RoleRef) -> str:
+def _role_not_found(ref: rbac_v1.RoleRef) -> errors.NotFound:
     """What the registry answers for a missing role (upstream's rule resolver reads the
     roles' storage)."""
     plural = "clusterroles" if ref.kind == "ClusterRole" else "roles"
-    return f'{plural}.{rbac_v1.GROUP} "{ref.name}" not found'
+    return errors.not_found(plural, ref.name, group=rbac_v1.GROUP)
 
 
 def confirm_no_escalation(
@@ -191,7 +191,8 @@ def confirm_no_escalation(
         "attempting to grant RBAC permissions not currently held:\n" + "\n".join(descriptions)
     )
     if missing_roles:
-        message += f"; resolution errors: [{_aggregate([_not_found(r) for r in missing_roles])}]"
+        found = [_role_not_found(r).message for r in missing_roles]
+        message += f"; resolution errors: [{_aggregate(found)}]"
     return message
 
 
@@ -207,11 +208,7 @@ def _aggregate(messages: list[str]) -> str:
 
 def _forbidden(resource: str, name: str, why: str) -> errors.Forbidden:
     """Upstream `NewForbidden` (a name not yet generated is none)."""
-    if name:
-        return errors.forbidden(resource, name, why, group=rbac_v1.GROUP)
-    return errors.Forbidden(
-        f"{resource}.{rbac_v1.GROUP} is forbidden: {why}", kind=resource, group=rbac_v1.GROUP
-    )
+    return errors.forbidden(resource, name, why, group=rbac_v1.GROUP)
 
 
 def _governed(groups: Sequence[str] | None) -> bool:
@@ -311,8 +308,7 @@ def _admit(
             raise errors.InternalError(
                 f'Internal error occurred: unsupported role reference kind: "{ref.kind}"'
             )
-        plural = "clusterroles" if ref.kind == "ClusterRole" else "roles"
-        raise errors.NotFound(_not_found(ref), kind=plural, name=ref.name, group=rbac_v1.GROUP)
+        raise _role_not_found(ref)
     why = confirm_no_escalation(policy, user, groups, namespace, rules)
     if why is not None:
         raise _forbidden(resource, name, why)

@@ -104,14 +104,7 @@ def _check_field_manager(field_manager: str, kind: str) -> None:
                 field_manager,
                 f"invalid character U+{ord(char):04X} (at position {at})",
             )
-            raise errors.Invalid(
-                f'{kind}.meta.k8s.io "" is invalid: {cause}',
-                kind=kind,
-                group="meta.k8s.io",
-                causes=[
-                    errors.StatusCause(reason=cause.type, message=cause.message, field=cause.field)
-                ],
-            )
+            raise invalid_parameters(kind, "meta.k8s.io", [cause])
 
 
 # -- query parameters -------------------------------------------------------------------
@@ -179,14 +172,7 @@ def invalid_parameters(kind: str, group: str, errs: list[errors.FieldError]) -> 
     """The 422 upstream answers for bad request parameters: `errors.NewInvalid` with an empty
     name, e.g. `PatchOptions.meta.k8s.io "" is invalid: fieldManager: Required value: ...`
     (the options' kind) or `pods "" is invalid: resourceVersion: ...` (a watch's resource)."""
-    joined = ", ".join(str(e) for e in errs)
-    qualified = f"{kind}.{group}" if group else kind
-    return errors.Invalid(
-        f'{qualified} "" is invalid: {joined if len(errs) == 1 else f"[{joined}]"}',
-        kind=kind,
-        group=group,
-        causes=[errors.StatusCause(reason=e.type, message=e.message, field=e.field) for e in errs],
-    )
+    return errors.invalid(kind, "", errs, group=group, qualified=True)
 
 
 def field_validation(query: MultiMapping[str]) -> str:

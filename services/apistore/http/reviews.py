@@ -100,13 +100,9 @@ def _attributes(spec: dict[str, Any]) -> rbac.Attributes:
             subresource=str(resource.get("subresource", "")),
             name=str(resource.get("name", "")),
         )
-    # Upstream names the review "" (it has no name), where `errors.invalid` would write
-    # "<generated>".
-    raise errors.Invalid(
-        f'SelfSubjectAccessReview.authorization.k8s.io "" is invalid: {error}',
-        kind="SelfSubjectAccessReview",
-        group="authorization.k8s.io",
-        causes=[errors.StatusCause(reason=error.type, message=error.message, field=error.field)],
+    # Upstream names the review "" (it has no name).
+    raise errors.invalid(
+        "SelfSubjectAccessReview", "", [error], group="authorization.k8s.io", qualified=True
     )
 
 

@@ -15,6 +15,7 @@ from drasim.common.api.meta_v1 import KubeObject
 from drasim.common.api.validation import meta, names
 from drasim.common.errors import (
     FieldError,
+    GoValue,
     field_invalid,
     field_not_supported,
     field_required,
@@ -35,11 +36,6 @@ def _go_strings(values: list[str]) -> str:
     return "[]string{" + ", ".join(f'"{v}"' for v in values) + "}"
 
 
-def _invalid_raw(path: str, shown: str, detail: str) -> FieldError:
-    """`field.Invalid` of a value Go prints with `%#v` (a list or a struct)."""
-    return FieldError("FieldValueInvalid", path, f"Invalid value: {shown}: {detail}")
-
-
 def _validate_rules(rules: list[rbac_v1.PolicyRule], *, namespaced: bool) -> list[FieldError]:
     errs: list[FieldError] = []
     for i, rule in enumerate(rules):
@@ -47,10 +43,10 @@ def _validate_rules(rules: list[rbac_v1.PolicyRule], *, namespaced: bool) -> lis
         if not rule.verbs:
             errs.append(field_required(f"{path}.verbs", "verbs must contain at least one value"))
         if rule.non_resource_urls:
-            shown = _go_strings(rule.non_resource_urls)
+            shown = GoValue(_go_strings(rule.non_resource_urls))
             if namespaced:
                 errs.append(
-                    _invalid_raw(
+                    field_invalid(
                         f"{path}.nonResourceURLs",
                         shown,
                         "namespaced rules cannot apply to non-resource URLs",
@@ -58,7 +54,7 @@ def _validate_rules(rules: list[rbac_v1.PolicyRule], *, namespaced: bool) -> lis
                 )
             if rule.api_groups or rule.resources or rule.resource_names:
                 errs.append(
-                    _invalid_raw(
+                    field_invalid(
                         f"{path}.nonResourceURLs",
                         shown,
                         "rules cannot apply to both regular resources and non-resource URLs",
@@ -113,8 +109,10 @@ def _validate_binding(
     for i, subject in enumerate(binding.subjects):
         errs += _validate_subject(subject, f"subjects[{i}]", namespaced=namespaced)
     if isinstance(old, type(binding)) and old.role_ref != ref:
-        shown = f'rbac.RoleRef{{APIGroup:"{ref.api_group}", Kind:"{ref.kind}", Name:"{ref.name}"}}'
-        errs.append(_invalid_raw("roleRef", shown, "cannot change roleRef"))
+        shown = GoValue(
+            f'rbac.RoleRef{{APIGroup:"{ref.api_group}", Kind:"{ref.kind}", Name:"{ref.name}"}}'
+        )
+        errs.append(field_invalid("roleRef", shown, "cannot change roleRef"))
     return errs
 
 
