@@ -23,11 +23,13 @@ from drasim.apistore import (
     limits,
     mutations,
     node_authorizer,
+    objectmeta,
+    prepare,
     rbac,
-    strategy,
+    strategies,
 )
-from drasim.apistore.mutations import Context
-from drasim.apistore.store import EventRow, ObjectRow, Store, WriteSession
+from drasim.apistore.request import Context, key_of, resource_info
+from drasim.apistore.store import EventRow, Key, ObjectRow, Store, WriteSession
 from drasim.common import codec, errors, selection
 from drasim.common.api import scheduling_v1
 from drasim.common.bus import messages
@@ -40,6 +42,8 @@ MAX_BATCH = 512
 PRIORITY_CLASS_RELOAD_SECONDS = 10.0
 # What a list answer holds besides its items (resourceVersion, continue token, counts).
 LIST_ENVELOPE_BYTES = 2048
+# Namespaces that exist in every cluster.
+BUILTIN_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
 
 
 class ApiCore:
@@ -60,7 +64,7 @@ class ApiCore:
         self.max_object_bytes = max_object_bytes
         self._on_commit = on_commit
         # Writes waiting for the writer (a list and an event: cheaper than a Queue per item).
-        self._queue: list[_Item] = []
+        self._queue: list[_Write] = []
         self._queued = asyncio.Event()
         self._writer: asyncio.Task[None] | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -80,7 +84,7 @@ class ApiCore:
         await self.reload_rbac()
         builtins = [
             ("namespaces", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
-            for ns in strategy.BUILTIN_NAMESPACES
+            for ns in BUILTIN_NAMESPACES
         ]
         builtins += [
             (
@@ -149,14 +153,14 @@ class ApiCore:
         node = node_authorizer.node_of(ctx.actor, ctx.groups)
         if isinstance(req, messages.Get):
             if node is not None:
-                info = mutations.resource_info(req.resource)
+                info = resource_info(req.resource)
                 return await node_authorizer.authorize_get(
                     node, info, req, self._object, self._node_pods
                 )
             return await self.get(req)
         if isinstance(req, messages.List):
             if node is not None:
-                node_authorizer.authorize_list(node, mutations.resource_info(req.resource), req)
+                node_authorizer.authorize_list(node, resource_info(req.resource), req)
             return await self.list(req, max_bytes=max_bytes)
         if isinstance(req, messages.EventLog):
             if node is not None:
@@ -168,7 +172,7 @@ class ApiCore:
         """Queue a write for the group-commit writer; the future gets its answer's JSON or
         the `ApiError`."""
         fut: asyncio.Future[bytes] = (self._loop or asyncio.get_running_loop()).create_future()
-        self._queue.append((req, ctx, fut))
+        self._queue.append(_Write(req, ctx, fut))
         self._queued.set()
         return fut
 
@@ -183,17 +187,17 @@ class ApiCore:
         )
 
     async def get(self, req: messages.Get) -> bytes:
-        info = mutations.resource_info(req.resource)
-        key = mutations.key_of(info, req.namespace or "default", req.name)
+        info = resource_info(req.resource)
+        key = key_of(info, req.namespace or "default", req.name)
         data = await self.store.select_object(*key)
         if data is None:
             raise errors.not_found(info.plural, req.name, group=info.group)
         return data
 
     async def list(self, req: messages.List, *, max_bytes: int | None = None) -> bytes:
-        info = mutations.resource_info(req.resource)
+        info = resource_info(req.resource)
         chosen = selection.Selection(info.plural, req.label_selector, req.field_selector)
-        node = chosen.equals("spec.nodeName")
+        node_field = strategies.for_resource(info.plural).node_field
         after = None
         if req.continue_token:
             try:
@@ -206,7 +210,7 @@ class ApiCore:
         listed = await self.store.select_objects(
             info.plural,
             namespace=req.namespace or None if info.namespaced else None,
-            node_name=node if info.plural in ("pods", "resourceslices") else None,
+            node_name=chosen.equals(node_field) if node_field else None,
             name=chosen.equals("metadata.name"),
             after=after,
             limit=req.limit,
@@ -251,7 +255,7 @@ class ApiCore:
                     uid=r.uid,
                     actor=r.actor,
                     traceparent=r.traceparent,
-                    time=mutations.now_rfc3339(r.created_at),
+                    time=objectmeta.now_rfc3339(r.created_at),
                     object=msgspec.Raw(r.object),
                 )
                 for r in rows
@@ -291,7 +295,7 @@ class ApiCore:
             if self._batches:
                 await asyncio.wait(self._batches)
 
-    async def _run_batch(self, items: list[_Item], prev: _Flight | None, flight: _Flight) -> None:
+    async def _run_batch(self, items: list[_Write], prev: _Flight | None, flight: _Flight) -> None:
         try:
             await self._commit(items, prev, flight)
         except errors.ApiError as exc:
@@ -306,34 +310,31 @@ class ApiCore:
             flight.announce(None)
             flight.finish(False)
 
-    async def _commit(self, items: list[_Item], prev: _Flight | None, flight: _Flight) -> None:
-        keys: set[tuple[str, str, str]] = set()
+    async def _commit(self, items: list[_Write], prev: _Flight | None, flight: _Flight) -> None:
+        keys: set[Key] = set()
         ready = []
-        for req, ctx, fut in items:
-            if fut.cancelled():
+        for write in items:
+            if write.future.cancelled():
                 continue
             try:
-                keys.update(mutations.prepare_keys(req))
+                write.prepared = prepare.prepare(write.request)
             except errors.ApiError as exc:
-                fut.set_exception(exc)
+                write.future.set_exception(exc)
                 continue
-            ready.append((req, ctx, fut))
-        try:
-            if not ready:
-                # Nothing to write: the next batch may build on what the previous one built.
-                flight.announce(await prev.applied if prev is not None else None)
-                flight.finish(await prev.final if prev is not None else True)
-                return
-            async with self.store.write_session() as session:
-                await self._commit_ready(session, ready, sorted(keys), prev, flight)
-        finally:
-            for req, _, _ in ready:
-                mutations.forget_generated_name(req)
+            keys.update(write.prepared.keys)
+            ready.append(write)
+        if not ready:
+            # Nothing to write: the next batch may build on what the previous one built.
+            flight.announce(await prev.applied if prev is not None else None)
+            flight.finish(await prev.final if prev is not None else True)
+            return
+        async with self.store.write_session() as session:
+            await self._commit_ready(session, ready, sorted(keys), prev, flight)
 
     async def _commit_ready(
         self,
         session: WriteSession,
-        ready: list[_Item],
+        ready: list[_Write],
         keys: list[Key],
         prev: _Flight | None,
         flight: _Flight,
@@ -396,7 +397,7 @@ class ApiCore:
         self._finish(ready, batch, results, flight)
 
     def _apply(
-        self, ready: list[_Item], loaded: dict[Key, bytes | None], first_seq: int
+        self, ready: list[_Write], loaded: dict[Key, bytes | None], first_seq: int
     ) -> tuple[mutations.Batch, list[bytes | errors.ApiError]]:
         batch = mutations.Batch(
             loaded,
@@ -407,19 +408,19 @@ class ApiCore:
             max_object_bytes=self.max_object_bytes,
         )
         results: list[bytes | errors.ApiError] = []
-        for req, ctx, _ in ready:
+        for write in ready:
             try:
-                results.append(batch.apply(req, ctx))
+                results.append(batch.apply(write.request, write.context, write.prepared))
             except errors.ApiError as exc:
                 results.append(exc)
             except (msgspec.ValidationError, ValueError, TypeError, AttributeError) as exc:
-                log.exception("request failed: %r", req)
+                log.exception("request failed: %r", write.request)
                 results.append(errors.InternalError(f"{type(exc).__name__}: {exc}"))
         return batch, results
 
     def _finish(
         self,
-        ready: list[_Item],
+        ready: list[_Write],
         batch: mutations.Batch,
         results: list[bytes | errors.ApiError],
         flight: _Flight,
@@ -427,13 +428,13 @@ class ApiCore:
         """The batch committed: answer its requests, hand its events to the outbox."""
         self.stats["batches"] += 1
         self.stats["requests"] += len(ready)
-        for (_, _, fut), result in zip(ready, results, strict=True):
-            if fut.done():
+        for write, result in zip(ready, results, strict=True):
+            if write.future.done():
                 continue
             if isinstance(result, errors.ApiError):
-                fut.set_exception(result)
+                write.future.set_exception(result)
             else:
-                fut.set_result(result)
+                write.future.set_result(result)
         if batch.events:
             self.priority_classes.observe(batch.events)
             self.rbac.observe(batch.events)
@@ -443,8 +444,19 @@ class ApiCore:
         flight.finish(flight.announced is batch)
 
 
-_Item = tuple[messages.Request, Context, asyncio.Future[bytes]]
-Key = tuple[str, str, str]
+class _Write:
+    """A write queued for the writer: the request, who asked, the future its answer goes
+    to, and once its batch forms, what `prepare.prepare` found for it."""
+
+    __slots__ = ("context", "future", "prepared", "request")
+
+    def __init__(
+        self, request: messages.Request, context: Context, future: asyncio.Future[bytes]
+    ) -> None:
+        self.request = request
+        self.context = context
+        self.future = future
+        self.prepared: prepare.PreparedWrite | None = None
 
 
 class _Flight:
@@ -485,7 +497,7 @@ def _written(upserts: list[ObjectRow], deletes: list[Key]) -> dict[Key, bytes | 
     return rows
 
 
-def _fail(items: list[_Item], exc: errors.ApiError) -> None:
-    for _, _, fut in items:
-        if not fut.done():
-            fut.set_exception(exc)
+def _fail(items: list[_Write], exc: errors.ApiError) -> None:
+    for write in items:
+        if not write.future.done():
+            write.future.set_exception(exc)

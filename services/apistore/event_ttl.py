@@ -16,7 +16,7 @@ import logging
 from datetime import UTC, datetime, timedelta
 
 from drasim.apistore.core import ApiCore
-from drasim.apistore.mutations import Context
+from drasim.apistore.request import Context
 from drasim.common import errors
 from drasim.common.bus import messages
 

@@ -29,7 +29,8 @@ import msgspec
 
 from drasim.apistore import mutations
 from drasim.apistore.core import ApiCore
-from drasim.apistore.mutations import Context, now_rfc3339
+from drasim.apistore.objectmeta import now_rfc3339
+from drasim.apistore.request import Context
 from drasim.common import codec, disruption, errors
 from drasim.common.api import core_v1, policy_v1
 from drasim.common.bus import messages

@@ -2,238 +2,37 @@
 
 A `Batch` holds the rows the writer loaded for the batch plus what earlier requests in the
 same batch wrote; each request either raises an `ApiError` and changes nothing, or appends
-exactly one event. Garbage collection by ownerReferences runs at the end of the batch
-(`Batch.collect_garbage`), so deleting a pod and the deletion of what it owns commit together.
-Nothing here does I/O, so the rules are tested without servers.
+exactly one event. Every write takes the same steps, and asks its kind's strategy
+(`drasim.apistore.strategies`) at each where kinds differ. Garbage collection by
+ownerReferences runs at the end of the batch (`Batch.collect_garbage`), so deleting a pod
+and the deletion of what it owns commit together. Nothing here does I/O, so the rules are
+tested without servers.
 """
 
 from __future__ import annotations
 
-import os
-import random
-from collections.abc import Callable
-from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import msgspec
 
-from drasim.apistore import (
-    admission,
-    faults,
-    limits,
-    node_restriction,
-    patches,
-    rbac,
-    rbac_escalation,
-    strategy,
+from drasim.apistore import admission, faults, limits, node_restriction, objectmeta, patches, rbac
+from drasim.apistore.prepare import PreparedWrite, owner_key, uid_of
+from drasim.apistore.request import (
+    Context,
+    decode_object,
+    key_of,
+    request_namespace,
+    resource_info,
 )
 from drasim.apistore.store import EventRow, Key, ObjectRow
+from drasim.apistore.strategies import for_resource
 from drasim.common import codec, errors
-from drasim.common.api import meta_v1, registry, scheduling_v1, validation
+from drasim.common.api import core_v1, registry, scheduling_v1, validation
 from drasim.common.bus import messages
 
-# The second last formatted (the instant and its UTC offset) and its text.
-_formatted: tuple[tuple[int, Any], str] = ((0, None), "")
+__all__ = ["Batch", "set_pod_condition"]
 
-
-def now_rfc3339(now: datetime | None = None) -> str:
-    """Kubernetes timestamps: RFC 3339, UTC, whole seconds (formatted once a second: a
-    batch stamps many objects within the same one)."""
-    global _formatted
-    now = now or datetime.now(UTC)
-    second = (int(now.timestamp()), now.utcoffset())
-    if _formatted[0] != second:
-        _formatted = (second, now.strftime("%Y-%m-%dT%H:%M:%SZ"))
-    return _formatted[1]
-
-
-# Random hex digits for `new_uid`, drawn from the OS 4 KiB at a time (not 16 bytes a uid).
-_random_hex = ""
-_random_at = 0
-
-
-def _forget_random_hex() -> None:
-    global _random_hex, _random_at
-    _random_hex, _random_at = "", 0
-
-
-os.register_at_fork(after_in_child=_forget_random_hex)  # a child never repeats our uids
-
-
-def new_uid() -> str:
-    """A random (version 4) UUID as `str(uuid.uuid4())` writes it, from the same source
-    (`os.urandom`), at a fifth of the cost."""
-    global _random_hex, _random_at
-    if _random_at >= len(_random_hex):
-        _random_hex, _random_at = os.urandom(4096).hex(), 0
-    h = _random_hex[_random_at : _random_at + 32]
-    _random_at += 32
-    return f"{h[:8]}-{h[8:12]}-4{h[13:16]}-{'89ab'[int(h[16], 16) & 3]}{h[17:20]}-{h[20:]}"
-
-
-# Names need to be unlikely to collide, not unpredictable (upstream's `utilrand.String` is
-# math/rand): a seeded PRNG, not `secrets`, which reads the OS per character.
-_name_random = random.Random(os.urandom(16))
-
-
-def generate_name(base: str) -> str:
-    """`generateName` + 5 random characters from Kubernetes' alphabet (base cut to 58)."""
-    suffix = "".join(
-        _name_random.choices(strategy.GENERATE_NAME_ALPHABET, k=strategy.GENERATE_NAME_SUFFIX_LEN)
-    )
-    return base[: strategy.GENERATE_NAME_BASE_MAX] + suffix
-
-
-@dataclass(slots=True)
-class Context:
-    """Who asked, under which trace, and when (the same for one request). `groups` are an
-    HTTP user's or a NATS identity's that RBAC governs (`nats_authz`), whose RBAC writes
-    are checked for escalation (`rbac_escalation`); None for the other actors on NATS
-    (nodes, admins) and the apistore's own writes."""
-
-    actor: str = ""
-    traceparent: str = ""
-    now: datetime = field(default_factory=lambda: datetime.now(UTC))
-    groups: tuple[str, ...] | None = None
-
-
-def resource_info(resource: str) -> registry.ResourceInfo:
-    try:
-        return registry.by_plural(resource)
-    except errors.NotFound:
-        raise errors.NotFound(
-            f"the server could not find the requested resource ({resource})"
-        ) from None
-
-
-def decode_object(info: registry.ResourceInfo, data: bytes, name: str = "") -> Any:
-    """Decode a request body into the kind's type: malformed JSON is 400, wrong types 422."""
-    try:
-        return codec.decode(data, info.type)
-    except msgspec.ValidationError as exc:
-        errs = codec.decode_errors(exc, msgspec.json.decode(data))
-        raise errors.invalid(info.kind, name, errs, group=info.group) from exc
-    except msgspec.DecodeError as exc:
-        raise errors.BadRequest(f"the body of the request was in an unknown format: {exc}") from exc
-
-
-def key_of(info: registry.ResourceInfo, namespace: str, name: str) -> Key:
-    return (info.plural, namespace if info.namespaced else "", name)
-
-
-def request_namespace(info: registry.ResourceInfo, req_ns: str, obj_ns: str | None) -> str:
-    """The namespace a write goes to; body and request must agree, as in Kubernetes."""
-    if not info.namespaced:
-        return ""
-    if req_ns and obj_ns and req_ns != obj_ns:
-        raise errors.BadRequest(
-            "the namespace of the provided object does not match the namespace sent on the request"
-        )
-    return obj_ns or req_ns or "default"
-
-
-class _OwnerNames(msgspec.Struct, rename="camel"):
-    api_version: str = ""
-    kind: str = ""
-    name: str = ""
-    uid: str = ""
-
-
-class _MetaNames(msgspec.Struct, rename="camel"):
-    name: str = ""
-    generate_name: str = ""
-    namespace: str = ""
-    owner_references: list[_OwnerNames] | None = None
-
-
-class _NamesView(msgspec.Struct):
-    """The part of a create's body `prepare_keys` reads, decoded instead of the whole object."""
-
-    metadata: _MetaNames = msgspec.field(default_factory=_MetaNames)
-
-
-_names_decoder = msgspec.json.Decoder(_NamesView)
-
-
-class _Uid(msgspec.Struct):
-    uid: str = ""
-
-
-class _UidView(msgspec.Struct):
-    metadata: _Uid = msgspec.field(default_factory=_Uid)
-
-
-_uid_decoder = msgspec.json.Decoder(_UidView)
-
-
-def uid_of(data: bytes | msgspec.Raw) -> str:
-    """An object's uid, read without decoding the whole object."""
-    return _uid_decoder.decode(data).metadata.uid
-
-
-def _names_of(info: registry.ResourceInfo, data: bytes) -> _MetaNames:
-    """namespace, name and generateName of a create's body.
-
-    Anything the small view cannot read (malformed JSON, nulls, wrong types) goes through
-    the full decode, which raises the request's 400 or 422, or reads it as `create` will.
-    """
-    try:
-        return _names_decoder.decode(data).metadata
-    except (msgspec.DecodeError, msgspec.ValidationError):
-        meta = decode_object(info, data).metadata
-        owners = [
-            _OwnerNames(o.api_version, o.kind, o.name, o.uid) for o in meta.owner_references or ()
-        ]
-        return _MetaNames(meta.name, meta.generate_name, meta.namespace, owners)
-
-
-def _owner_key(owner: _OwnerNames | meta_v1.OwnerReference, namespace: str) -> Key | None:
-    """Where an ownerReference's object is stored; None for a kind drasim does not serve
-    (its existence cannot be checked, so it counts as existing)."""
-    try:
-        info = registry.by_api_version_kind(owner.api_version, owner.kind)
-    except errors.NotFound:
-        return None
-    return key_of(info, namespace if info.namespaced else "", owner.name)
-
-
-def prepare_keys(req: messages.Request) -> list[Key]:
-    """The rows a request reads; fills in generated names so they can be checked too."""
-    if isinstance(req, messages.Get | messages.List | messages.EventLog):
-        return []
-    info = resource_info(req.resource)
-    if isinstance(req, messages.Create):
-        meta = _names_of(info, req.object)
-        ns = request_namespace(info, req.namespace, meta.namespace)
-        name = meta.name
-        if not name and meta.generate_name:
-            # Several candidates, all read with the batch: the first one free is taken, so
-            # a collision of the 5 random characters retries here, as the apiserver does.
-            candidates = [generate_name(meta.generate_name) for _ in range(GENERATE_NAME_TRIES)]
-            _GENERATED[id(req)] = candidates
-            keys = [key_of(info, ns, candidate) for candidate in candidates]
-        else:
-            keys = [key_of(info, ns, name)] if name else []
-        if ns:
-            keys.append(("namespaces", "", ns))
-        for owner in meta.owner_references or ():  # read for `Batch._all_owners_absent`
-            owner_key = _owner_key(owner, ns)
-            if owner_key is not None:
-                keys.append(owner_key)
-        return keys
-    return [key_of(info, req.namespace or "default", req.name)]
-
-
-# Names chosen for `generateName` creates between `prepare_keys` and `apply` (by request id).
-_GENERATED: dict[int, list[str]] = {}
-GENERATE_NAME_TRIES = 4
-
-
-def forget_generated_name(req: messages.Request) -> None:
-    """Drop a request's generated name once its batch is done (committed or not), so that
-    a later request reusing the object's id never picks it up."""
-    _GENERATED.pop(id(req), None)
+PROPAGATION_POLICIES = ["Foreground", "Background", "Orphan"]
 
 
 class Batch:
@@ -245,13 +44,12 @@ class Batch:
         *,
         first_seq: int,
         fault_plan: faults.FaultPlan | None = None,
-        load_dependents: Callable[[list[str]], dict[Key, bytes]] | None = None,
         priority_classes: admission.PriorityClasses | None = None,
         policy: rbac.Policy | None = None,
         max_object_bytes: int = limits.MAX_OBJECT_BYTES,
     ) -> None:
         self._rows: dict[Key, bytes | None] = dict(loaded)
-        self._policy = policy or rbac.Policy()  # the roles and bindings as committed
+        self.policy = policy or rbac.Policy()  # the roles and bindings as committed
         self._max_object_bytes = max_object_bytes
         # While collecting garbage, writes are not refused for their size: they only drop
         # ownerReferences or stamp a deletion, and a refusal would fail the whole batch.
@@ -264,7 +62,6 @@ class Batch:
         self._owners: dict[int, list[str]] = {}
         # Removed objects whose dependents the garbage collector must visit: uid -> policy.
         self._removed: dict[str, str] = {}
-        self._load_dependents = load_dependents
 
     @property
     def last_seq(self) -> int:
@@ -279,17 +76,24 @@ class Batch:
         """A private, mutable copy of the object's current state, or NotFound."""
         data = self._rows.get(key)
         if data is None:
-            raise errors.NotFound(
-                f'{info.plural}{"." + info.group if info.group else ""} "{key[2]}" not found',
-                kind=info.plural,
-                name=key[2],
-                group=info.group,
-            )
+            raise errors.not_found(info.plural, key[2], group=info.group)
         return codec.decode(data, info.type)
 
     def add_rows(self, rows: dict[Key, bytes]) -> None:
         for key, data in rows.items():
             self._rows.setdefault(key, data)
+
+    # What admission reads of the batch (`strategies.Admission`).
+    def priority_class(self, name: str) -> scheduling_v1.PriorityClass | None:
+        """A class as this batch sees it: written by the batch, else as committed."""
+        key = ("priorityclasses", "", name)
+        if key in self._rows:
+            data = self._rows[key]
+            return None if data is None else codec.decode(data, scheduling_v1.PriorityClass)
+        return self._priority_classes.get(name)
+
+    def default_priority_class(self) -> scheduling_v1.PriorityClass | None:
+        return self._priority_classes.default()
 
     # -- writing -----------------------------------------------------------------------
     def _emit(
@@ -321,7 +125,7 @@ class Batch:
                 namespace=key[1],
                 name=key[2],
                 uid=obj.metadata.uid or "",
-                node_name=strategy.node_of(info.plural, obj),
+                node_name=for_resource(info.plural).node_name(obj),
                 object=data,
                 actor=ctx.actor,
                 traceparent=ctx.traceparent,
@@ -333,10 +137,13 @@ class Batch:
         if self._faults is not None:
             self._faults.check(resource, verb, subresource)
 
-    def apply(self, req: messages.Request, ctx: Context) -> bytes:
-        """Apply one write request; returns the resulting object's JSON."""
+    def apply(
+        self, req: messages.Request, ctx: Context, prepared: PreparedWrite | None = None
+    ) -> bytes:
+        """Apply one write request; returns the resulting object's JSON. `prepared` is
+        what `prepare.prepare` found for it (the names a `generateName` create may take)."""
         if isinstance(req, messages.Create):
-            return self.create(req, ctx)
+            return self.create(req, ctx, prepared)
         if isinstance(req, messages.Update):
             return self.update(req, ctx)
         if isinstance(req, messages.Patch):
@@ -347,78 +154,50 @@ class Batch:
             return self.bind(req, ctx)
         raise errors.BadRequest(f"not a write: {type(req).__name__}")
 
-    def create(self, req: messages.Create, ctx: Context) -> bytes:
+    def create(
+        self, req: messages.Create, ctx: Context, prepared: PreparedWrite | None = None
+    ) -> bytes:
         info = resource_info(req.resource)
+        strategy = for_resource(info.plural)
         self._check_fault(info.plural, "create")
         obj = decode_object(info, req.object)
         _check_type_meta(info, obj)
         meta = obj.metadata
         meta.namespace = request_namespace(info, req.namespace, meta.namespace)
         # Upstream's policy-based RBAC storage checks before the name is generated.
-        rbac_escalation.admit_create(self._policy, ctx.actor, ctx.groups, info, obj)
+        strategy.guard_create(obj, ctx, self)
         if not meta.name and meta.generate_name:
             # The first candidate no object holds; a batch applied twice (see `ApiCore`)
             # sees the same rows and so picks the same name.
-            candidates = _GENERATED.get(id(req)) or [generate_name(meta.generate_name)]
+            candidates = (prepared and prepared.generated_names) or [
+                objectmeta.generate_name(meta.generate_name)
+            ]
             meta.name = next(
                 (c for c in candidates if not self.has(key_of(info, meta.namespace, c))),
                 candidates[0],
             )
         node_restriction.admit_create(ctx.actor, info, obj)
-        self._admit(info, obj)
-        errs = validation.validate(obj)
+        strategy.admit_create(obj, self)
+        errs = strategy.validate(obj)
         if errs:
             raise errors.invalid(info.kind, meta.name or "", errs, group=info.group)
         key = key_of(info, meta.namespace, meta.name)
         if info.namespaced and not self.has(("namespaces", "", key[1])):
-            raise errors.NotFound(
-                f'namespaces "{key[1]}" not found', kind="namespaces", name=key[1]
-            )
+            raise errors.not_found("namespaces", key[1])
         if self.has(key):
-            raise errors.AlreadyExists(
-                f'{_qualified(info)} "{meta.name}" already exists',
-                kind=info.plural,
-                name=meta.name,
-                group=info.group,
-            )
-        meta.uid = new_uid()
-        meta.creation_timestamp = now_rfc3339(ctx.now)
+            raise errors.already_exists(info.plural, meta.name, group=info.group)
+        meta.uid = objectmeta.new_uid()
+        meta.creation_timestamp = objectmeta.now_rfc3339(ctx.now)
         meta.deletion_timestamp = None
         meta.deletion_grace_period_seconds = None
-        if info.plural in strategy.GENERATION:
-            meta.generation = 1
-        strategy.reset_status_on_create(info.plural, obj)
+        strategy.prepare_for_create(obj)
         created = self._emit("ADDED", info, obj, ctx, dry_run=req.dry_run)
         if not req.dry_run and self._all_owners_absent(obj):
             # Made for an owner deleted meanwhile (a controller acting on a stale cache):
             # Kubernetes' garbage collector deletes such dependents; drasim does it here,
             # as it collects the dependents of an owner deleted before them.
-            self.delete(
-                messages.Delete(
-                    resource=info.plural,
-                    namespace=key[1],
-                    name=key[2],
-                    propagation_policy="Background",
-                ),
-                Context(actor="garbage-collector", traceparent=ctx.traceparent, now=ctx.now),
-            )
+            self._delete_dependent(key, ctx)
         return created
-
-    def _admit(self, info: registry.ResourceInfo, obj: Any) -> None:
-        """Admission of a create (the Priority plugin's part, see `admission`)."""
-        if info.plural == "pods":
-            admission.admit_pod(obj, self._priority_class, self._priority_classes.default())
-        elif info.plural == "priorityclasses":
-            admission.default_priority_class(obj)
-            admission.admit_priority_class(obj, self._priority_classes.default())
-
-    def _priority_class(self, name: str) -> Any:
-        """A class as this batch sees it: written by the batch, else as committed."""
-        key = ("priorityclasses", "", name)
-        if key in self._rows:
-            data = self._rows[key]
-            return None if data is None else codec.decode(data, scheduling_v1.PriorityClass)
-        return self._priority_classes.get(name)
 
     def _all_owners_absent(self, obj: Any) -> bool:
         """Whether the object has ownerReferences and none names an existing object (by
@@ -427,105 +206,25 @@ class Batch:
         if not owners:
             return False
         for owner in owners:
-            owner_key = _owner_key(owner, obj.metadata.namespace or "")
-            if owner_key is None:
+            key = owner_key(owner, obj.metadata.namespace or "")
+            if key is None:
                 return False
-            data = self._rows.get(owner_key)
+            data = self._rows.get(key)
             if data is not None and uid_of(data) == owner.uid:
                 return False
         return True
 
-    def update(self, req: messages.Update, ctx: Context, *, patched: Any = None) -> bytes:
+    def update(self, req: messages.Update, ctx: Context) -> bytes:
         info = resource_info(req.resource)
-        verb = "patch" if patched is not None else "update"
-        self._check_fault(info.plural, verb, req.subresource)
-        obj = patched if patched is not None else decode_object(info, req.object, req.name)
-        _check_type_meta(info, obj)
-        key = key_of(info, req.namespace or obj.metadata.namespace or "default", req.name)
-        if obj.metadata.name and obj.metadata.name != req.name:
-            raise errors.BadRequest(
-                f"the name of the object ({obj.metadata.name}) does not match the name on the "
-                f"URL ({req.name})"
-            )
-        old = self.current(info, key)
-        rv = obj.metadata.resource_version
-        if rv and rv != old.metadata.resource_version:
-            raise errors.Conflict(
-                f'Operation cannot be fulfilled on {_qualified(info)} "{req.name}": the object '
-                "has been modified; please apply your changes to the latest version and try "
-                "again",
-                kind=info.plural,
-                name=req.name,
-                group=info.group,
-            )
-        if obj.metadata.uid and obj.metadata.uid != old.metadata.uid:
-            raise errors.Conflict(
-                f"Precondition failed: UID in precondition: {obj.metadata.uid}, UID in object "
-                f"meta: {old.metadata.uid}",
-                kind=info.plural,
-                name=req.name,
-                group=info.group,
-            )
-        if req.subresource == "status":
-            new = self.current(info, key)  # a second copy: `old` stays the comparison base
-            new.status = obj.status
-        elif req.subresource:
-            raise errors.NotFound(f"subresource {req.subresource!r} not found for {info.plural}")
-        else:
-            new = obj
-            _keep_system_metadata(new, old)
-            if info.plural == "pods":
-                admission.keep_pod_priority(new, old)
-            if info.plural in strategy.STATUS_SUBRESOURCE and hasattr(old, "status"):
-                new.status = old.status
-            if old.metadata.deletion_timestamp:
-                added = set(new.metadata.finalizers or ()) - set(old.metadata.finalizers or ())
-                if added:
-                    raise errors.invalid(
-                        info.kind,
-                        req.name,
-                        [
-                            errors.FieldError(
-                                "FieldValueForbidden",
-                                "metadata.finalizers",
-                                "Forbidden: no new finalizers can be added if the object is being "
-                                "deleted",
-                            )
-                        ],
-                        group=info.group,
-                    )
-            if info.plural in strategy.GENERATION and _spec_changed(old, new):
-                new.metadata.generation = (old.metadata.generation or 0) + 1
-            rbac_escalation.admit_update(
-                self._policy, ctx.actor, ctx.groups, info, old, new, req.name
-            )
-        node_restriction.admit_update(ctx.actor, info, old, new, req.subresource)
-        if req.subresource == "status":
-            errs = validation.validate_status(new, old=old)
-        else:
-            errs = validation.validate(new, old=old)
-        if errs:
-            raise errors.invalid(info.kind, req.name, errs, group=info.group)
-        if info.plural == "priorityclasses":
-            admission.admit_priority_class(new, self._priority_classes.default())
-        new.metadata.resource_version = old.metadata.resource_version
-        # A no-op writes no event, as in Kubernetes (which compares the objects as stored;
-        # msgspec structs compare field by field, maps regardless of key order).
-        if new == old:
-            return codec.encode(old)
-        if (
-            new.metadata.deletion_timestamp
-            and not new.metadata.finalizers
-            and not (_terminating_pod(info, new))
-        ):
-            self._removed[new.metadata.uid] = "Background"
-            return self._emit("DELETED", info, new, ctx, dry_run=req.dry_run)
-        return self._emit("MODIFIED", info, new, ctx, dry_run=req.dry_run)
+        self._check_fault(info.plural, "update", req.subresource)
+        obj = decode_object(info, req.object, req.name)
+        namespace = req.namespace or obj.metadata.namespace or "default"
+        return self._update(info, namespace, req.name, obj, req.subresource, req.dry_run, ctx)
 
     def patch(self, req: messages.Patch, ctx: Context) -> bytes:
         info = resource_info(req.resource)
-        key = key_of(info, req.namespace or "default", req.name)
-        old = self.current(info, key)
+        namespace = req.namespace or "default"
+        old = self.current(info, key_of(info, namespace, req.name))
         try:
             patch = msgspec.json.decode(req.patch)
         except msgspec.DecodeError as exc:
@@ -537,60 +236,109 @@ class Batch:
             raise errors.invalid(
                 info.kind, req.name, codec.decode_errors(exc, merged), group=info.group
             ) from exc
-        update = messages.Update(
-            resource=req.resource,
-            namespace=key[1],
-            name=req.name,
-            object=msgspec.Raw(b"{}"),
-            subresource=req.subresource,
-            dry_run=req.dry_run,
-        )
-        return self.update(update, ctx, patched=obj)
+        self._check_fault(info.plural, "patch", req.subresource)
+        return self._update(info, namespace, req.name, obj, req.subresource, req.dry_run, ctx)
+
+    def _update(
+        self,
+        info: registry.ResourceInfo,
+        namespace: str,
+        name: str,
+        obj: Any,
+        subresource: str,
+        dry_run: bool,
+        ctx: Context,
+    ) -> bytes:
+        """An update or patch of the main resource or its status, with `obj` the object as
+        the client wants it: the steps both take once the object is decoded."""
+        strategy = for_resource(info.plural)
+        _check_type_meta(info, obj)
+        if obj.metadata.name and obj.metadata.name != name:
+            raise errors.BadRequest(
+                f"the name of the object ({obj.metadata.name}) does not match the name on the "
+                f"URL ({name})"
+            )
+        key = key_of(info, namespace, name)
+        old = self.current(info, key)
+        rv = obj.metadata.resource_version
+        if rv and rv != old.metadata.resource_version:
+            raise errors.conflict(
+                info.plural,
+                name,
+                "the object has been modified; please apply your changes to the latest "
+                "version and try again",
+                group=info.group,
+            )
+        if obj.metadata.uid and obj.metadata.uid != old.metadata.uid:
+            raise errors.precondition_failed(
+                "UID", obj.metadata.uid, old.metadata.uid, info.plural, name, group=info.group
+            )
+        if subresource == "status":
+            new = self.current(info, key)  # a second copy: `old` stays the comparison base
+            new.status = obj.status
+        elif subresource:
+            raise errors.NotFound(f"subresource {subresource!r} not found for {info.plural}")
+        else:
+            new = obj
+            objectmeta.keep_system_fields(new, old)
+            if old.metadata.deletion_timestamp:
+                added = set(new.metadata.finalizers or ()) - set(old.metadata.finalizers or ())
+                if added:
+                    detail = "no new finalizers can be added if the object is being deleted"
+                    errs = [errors.field_forbidden("metadata.finalizers", detail)]
+                    raise errors.invalid(info.kind, name, errs, group=info.group)
+            strategy.prepare_for_update(new, old)
+            strategy.guard_update(new, old, name, ctx, self)
+        node_restriction.admit_update(ctx.actor, info, old, new, subresource)
+        if subresource == "status":
+            errs = strategy.validate_status_update(new, old)
+        else:
+            errs = strategy.validate_update(new, old)
+        if errs:
+            raise errors.invalid(info.kind, name, errs, group=info.group)
+        strategy.admit_update(new, self)
+        new.metadata.resource_version = old.metadata.resource_version
+        # A no-op writes no event, as in Kubernetes (which compares the objects as stored;
+        # msgspec structs compare field by field, maps regardless of key order).
+        if new == old:
+            return codec.encode(old)
+        if (
+            new.metadata.deletion_timestamp
+            and not new.metadata.finalizers
+            and not strategy.stays_while_terminating(new)
+        ):
+            self._removed[new.metadata.uid] = "Background"
+            return self._emit("DELETED", info, new, ctx, dry_run=dry_run)
+        return self._emit("MODIFIED", info, new, ctx, dry_run=dry_run)
 
     def delete(self, req: messages.Delete, ctx: Context) -> bytes:
         info = resource_info(req.resource)
+        strategy = for_resource(info.plural)
         self._check_fault(info.plural, "delete")
         key = key_of(info, req.namespace or "default", req.name)
         obj = self.current(info, key)
         node_restriction.admit_delete(ctx.actor, info, obj)
-        if info.plural == "priorityclasses":
-            admission.admit_priority_class_deletion(obj)
+        strategy.before_delete(obj)
         meta = obj.metadata
         if req.precondition_uid and req.precondition_uid != meta.uid:
-            raise errors.Conflict(
-                f"Precondition failed: UID in precondition: {req.precondition_uid}, UID in "
-                f"object meta: {meta.uid}",
-                kind=info.plural,
-                name=req.name,
-                group=info.group,
+            raise errors.precondition_failed(
+                "UID", req.precondition_uid, meta.uid, info.plural, req.name, group=info.group
             )
-        if (
-            req.precondition_resource_version
-            and req.precondition_resource_version != meta.resource_version
-        ):
-            raise errors.Conflict(
-                f"Precondition failed: ResourceVersion in precondition: "
-                f"{req.precondition_resource_version}, ResourceVersion in object meta: "
-                f"{meta.resource_version}",
-                kind=info.plural,
-                name=req.name,
+        wanted_rv = req.precondition_resource_version
+        if wanted_rv and wanted_rv != meta.resource_version:
+            raise errors.precondition_failed(
+                "ResourceVersion",
+                wanted_rv,
+                meta.resource_version,
+                info.plural,
+                req.name,
                 group=info.group,
             )
         policy = req.propagation_policy or "Background"
-        if policy not in ("Background", "Foreground", "Orphan"):
-            raise errors.invalid(
-                info.kind,
-                req.name,
-                [
-                    errors.FieldError(
-                        "FieldValueNotSupported",
-                        "propagationPolicy",
-                        f'Unsupported value: "{policy}": supported values: "Foreground", '
-                        '"Background", "Orphan"',
-                    )
-                ],
-            )
-        grace = _grace_period(info, obj, req.grace_period_seconds)
+        if policy not in PROPAGATION_POLICIES:
+            errs = [errors.field_not_supported("propagationPolicy", policy, PROPAGATION_POLICIES)]
+            raise errors.invalid(info.kind, req.name, errs)
+        grace = strategy.grace_period(obj, req.grace_period_seconds)
         if meta.deletion_timestamp:
             # Already terminating: only a shorter grace period (the kubelet's final 0) moves on.
             if grace == 0 and not meta.finalizers:
@@ -598,7 +346,7 @@ class Batch:
                 return self._emit("DELETED", info, obj, ctx, dry_run=req.dry_run)
             if grace is not None and grace < (meta.deletion_grace_period_seconds or 0):
                 meta.deletion_grace_period_seconds = grace
-                meta.deletion_timestamp = now_rfc3339(_after(ctx.now, grace))
+                meta.deletion_timestamp = objectmeta.now_rfc3339(objectmeta.after(ctx.now, grace))
                 return self._emit("MODIFIED", info, obj, ctx, dry_run=req.dry_run)
             return codec.encode(obj)
         if policy == "Orphan" and not req.dry_run:
@@ -607,7 +355,7 @@ class Batch:
             self._removed[meta.uid] = "Orphan"
         if grace or meta.finalizers:
             # Background and Foreground both collect dependents once the owner is gone.
-            meta.deletion_timestamp = now_rfc3339(_after(ctx.now, grace or 0))
+            meta.deletion_timestamp = objectmeta.now_rfc3339(objectmeta.after(ctx.now, grace or 0))
             meta.deletion_grace_period_seconds = grace or 0
             return self._emit("MODIFIED", info, obj, ctx, dry_run=req.dry_run)
         if not req.dry_run:
@@ -621,12 +369,7 @@ class Batch:
         node_restriction.admit_binding(ctx.actor, info, req.name)
         pod = self.current(info, key)
         if req.uid and req.uid != pod.metadata.uid:
-            raise errors.Conflict(
-                f"Precondition failed: UID in precondition: {req.uid}, UID in object meta: "
-                f"{pod.metadata.uid}",
-                kind="pods",
-                name=req.name,
-            )
+            raise errors.precondition_failed("UID", req.uid, pod.metadata.uid, "pods", req.name)
         if pod.metadata.deletion_timestamp:
             raise errors.Conflict(
                 f"pod {req.name} is being deleted, cannot be assigned to a host",
@@ -645,7 +388,7 @@ class Batch:
         # The nomination preemption made is spent (upstream's ClearingNominatedNodeName-
         # AfterBinding, on by default since 1.35).
         pod.status.nominated_node_name = ""
-        set_pod_condition(pod, "PodScheduled", "True", now_rfc3339(ctx.now))
+        set_pod_condition(pod, "PodScheduled", "True", objectmeta.now_rfc3339(ctx.now))
         return self._emit("MODIFIED", info, pod, ctx)
 
     # -- garbage collection -------------------------------------------------------------
@@ -680,22 +423,17 @@ class Batch:
                 continue
             if any(removed[o.uid] == "Orphan" for o in gone):
                 obj.metadata.owner_references = [o for o in owners if o.uid not in removed]
-                self._emit(
-                    "MODIFIED",
-                    info,
-                    obj,
-                    Context(actor="garbage-collector", traceparent=ctx.traceparent, now=ctx.now),
-                )
-                continue
-            if obj.metadata.deletion_timestamp:
-                continue
-            gc_ctx = Context(actor="garbage-collector", traceparent=ctx.traceparent, now=ctx.now)
-            self.delete(
-                messages.Delete(
-                    resource=key[0], namespace=key[1], name=key[2], propagation_policy="Background"
-                ),
-                gc_ctx,
-            )
+                self._emit("MODIFIED", info, obj, _garbage_collector(ctx))
+            elif not obj.metadata.deletion_timestamp:
+                self._delete_dependent(key, ctx)
+
+    def _delete_dependent(self, key: Key, ctx: Context) -> None:
+        """Delete, as the garbage collector, an object whose owners are gone."""
+        resource, namespace, name = key
+        delete = messages.Delete(
+            resource=resource, namespace=namespace, name=name, propagation_policy="Background"
+        )
+        self.delete(delete, _garbage_collector(ctx))
 
     def projection(self) -> tuple[list[ObjectRow], list[Key]]:
         """Final state of every key the batch wrote: rows to upsert and keys to delete."""
@@ -714,8 +452,9 @@ class Batch:
         return upserts, deletes
 
 
-def _qualified(info: registry.ResourceInfo) -> str:
-    return f"{info.plural}.{info.group}" if info.group else info.plural
+def _garbage_collector(ctx: Context) -> Context:
+    """The garbage collector's writes, under the trace and time of the request behind them."""
+    return Context(actor="garbage-collector", traceparent=ctx.traceparent, now=ctx.now)
 
 
 def _check_type_meta(info: registry.ResourceInfo, obj: Any) -> None:
@@ -729,67 +468,11 @@ def _check_type_meta(info: registry.ResourceInfo, obj: Any) -> None:
         )
 
 
-def _keep_system_metadata(new: Any, old: Any) -> None:
-    """Fields a client may not change on update keep their stored values."""
-    for name in (
-        "uid",
-        "creation_timestamp",
-        "deletion_timestamp",
-        "deletion_grace_period_seconds",
-        "generation",
-        "namespace",
-        "name",
-        "generate_name",
-    ):
-        setattr(new.metadata, name, getattr(old.metadata, name))
-
-
-def _spec_changed(old: Any, new: Any) -> bool:
-    """Compared as the objects (see the no-op check in `Batch.update`)."""
-    return getattr(old, "spec", None) != getattr(new, "spec", None)
-
-
-def _terminating_pod(info: registry.ResourceInfo, obj: Any) -> bool:
-    """A bound pod stays until its kubelet confirms with a grace-period-0 delete."""
-    return (
-        info.plural == "pods"
-        and bool(obj.spec.node_name)
-        and (obj.metadata.deletion_grace_period_seconds or 0) > 0
-    )
-
-
-# The last second a Kubernetes timestamp (RFC 3339, year 9999 at most) can name.
-_LAST_TIME = datetime(9999, 12, 31, 23, 59, 59, tzinfo=UTC)
-
-
-def _after(now: datetime, seconds: int) -> datetime:
-    """`seconds` after `now`, or the last time there is: a grace period is any int64, and
-    most of them end past the calendar (upstream's duration arithmetic would wrap)."""
-    try:
-        return now + timedelta(seconds=seconds)
-    except OverflowError:
-        return _LAST_TIME
-
-
-def _grace_period(info: registry.ResourceInfo, obj: Any, asked: int | None) -> int | None:
-    """Pods bound to a node terminate gracefully; everything else goes at once."""
-    if info.plural != "pods":
-        return 0 if asked is None else asked
-    if not obj.spec.node_name or obj.status.phase in ("Succeeded", "Failed"):
-        return 0
-    if asked is not None:
-        return max(asked, 0)
-    default = obj.spec.termination_grace_period_seconds
-    return 30 if default is None else default
-
-
 def set_pod_condition(
-    pod: Any, type_: str, status: str, now: str, reason: str = "", message: str = ""
+    pod: core_v1.Pod, type_: str, status: str, now: str, reason: str = "", message: str = ""
 ) -> None:
     """Set a condition of `pod.status`, its transition time moving only when its status
     changes (upstream `UpdatePodCondition`)."""
-    from drasim.common.api import core_v1
-
     conditions = list(pod.status.conditions)
     for cond in conditions:
         if cond.type == type_:

@@ -21,7 +21,7 @@ from opentelemetry.trace import Span
 
 from drasim.apistore import limits, nats_authz, spans
 from drasim.apistore.core import ApiCore
-from drasim.apistore.mutations import Context, resource_info
+from drasim.apistore.request import Context, resource_info
 from drasim.common import errors
 from drasim.common.bus import headers, messages, subjects, wire
 from drasim.common.bus.client import Bus

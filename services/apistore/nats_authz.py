@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import msgspec
 
-from drasim.apistore import mutations, rbac
+from drasim.apistore import rbac, request
 from drasim.common import nats_auth
 from drasim.common.bus import messages
 
@@ -52,7 +52,7 @@ def attributes(req: messages.Request) -> rbac.Attributes:
     A namespaced object's namespace is the one the write goes to (`default` when the
     request names none), a cluster-scoped one's none; a List without a namespace lists
     at the cluster scope."""
-    info = mutations.resource_info(req.resource)
+    info = request.resource_info(req.resource)
     namespace = req.namespace if info.namespaced else ""
     subresource, name = "", ""
     match req:
@@ -62,7 +62,7 @@ def attributes(req: messages.Request) -> rbac.Attributes:
             verb = "list"
         case messages.Create():
             verb = "create"
-            if info.namespaced and not namespace:  # as `mutations.request_namespace`
+            if info.namespaced and not namespace:  # as `request.request_namespace`
                 namespace = _namespace_of(req.object)
         case messages.Update():
             verb, name, subresource = "update", req.name, req.subresource

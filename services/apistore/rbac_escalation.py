@@ -32,7 +32,7 @@ from typing import Any
 
 from drasim.apistore import rbac
 from drasim.common import codec, errors
-from drasim.common.api import rbac_v1, registry
+from drasim.common.api import rbac_v1
 
 __all__ = ["admit_create", "admit_update", "compact_rules", "compact_string", "covers"]
 
@@ -218,35 +218,32 @@ def _governed(groups: Sequence[str] | None) -> bool:
 
 
 def admit_create(
-    policy: rbac.Policy,
-    user: str,
-    groups: Sequence[str] | None,
-    info: registry.ResourceInfo,
-    obj: Any,
+    policy: rbac.Policy, user: str, groups: Sequence[str] | None, resource: str, obj: Any
 ) -> None:
-    """Refuse a create of an RBAC object that would grant more than its writer holds."""
-    if info.group != rbac_v1.GROUP or not _governed(groups):
+    """Refuse a create of an RBAC object (of `resource`) that would grant more than its
+    writer holds."""
+    if not _governed(groups):
         return
     assert groups is not None
-    _admit(policy, user, groups, info.plural, obj, None, request_name="")
+    _admit(policy, user, groups, resource, obj, None, request_name="")
 
 
 def admit_update(
     policy: rbac.Policy,
     user: str,
     groups: Sequence[str] | None,
-    info: registry.ResourceInfo,
+    resource: str,
     old: Any,
     new: Any,
     name: str,
 ) -> None:
     """Refuse an update of an RBAC object that would grant more than its writer holds."""
-    if info.group != rbac_v1.GROUP or not _governed(groups):
+    if not _governed(groups):
         return
     assert groups is not None
     if _only_gc_fields(old, new):
         return
-    _admit(policy, user, groups, info.plural, new, old, request_name=name)
+    _admit(policy, user, groups, resource, new, old, request_name=name)
 
 
 def _only_gc_fields(old: Any, new: Any) -> bool:

@@ -12,8 +12,10 @@ import copy
 import msgspec
 import pytest
 
-from drasim.apistore import mutations
-from drasim.apistore.mutations import Batch, Context
+from drasim.apistore import objectmeta
+from drasim.apistore.mutations import Batch
+from drasim.apistore.prepare import prepare
+from drasim.apistore.request import Context
 from drasim.common import codec, errors
 from drasim.common.api import core_v1, resource_v1, validation
 from drasim.common.api.validation import pod as pod_validation
@@ -148,47 +150,48 @@ def test_pod_spec_update_rule_matches_the_deep_copy_formulation(change):
 
 def test_prepare_keys_reads_names_from_the_small_view():
     pod = make_pod("p").obj()
-    assert mutations.prepare_keys(_create(pod)) == [
+    assert prepare(_create(pod)).keys == [
         ("pods", "default", "p"),
         ("namespaces", "", "default"),
     ]
     pod.metadata.name, pod.metadata.generate_name = "", "web-"
     req = _create(pod)
-    *candidates, namespace = mutations.prepare_keys(req)
+    prepared = prepare(req)
+    *candidates, namespace = prepared.keys
     assert namespace == ("namespaces", "", "default")
-    assert len(candidates) == mutations.GENERATE_NAME_TRIES
+    assert len(candidates) == objectmeta.GENERATE_NAME_TRIES
+    assert [c[2] for c in candidates] == prepared.generated_names
     generated = candidates[0][2]
     assert all(c[2].startswith("web-") and len(c[2]) == len("web-") + 5 for c in candidates)
-    created = codec.decode(_batch().apply(req, Context()), core_v1.Pod)
+    created = codec.decode(_batch().apply(req, Context(), prepared), core_v1.Pod)
     assert created.metadata.name == generated  # apply uses the names the keys were read for
-    mutations.forget_generated_name(req)
 
 
 def test_prepare_keys_reads_nulls_as_absent():
     body = b'{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p","namespace":null},"spec":{}}'
     req = messages.Create(resource="pods", object=msgspec.Raw(body))
-    assert mutations.prepare_keys(req)[0] == ("pods", "default", "p")
+    assert prepare(req).keys[0] == ("pods", "default", "p")
 
 
 def test_prepare_keys_rejects_what_the_full_decode_rejects():
     malformed = messages.Create(resource="pods", object=msgspec.Raw(b"{not json"))
     with pytest.raises(errors.BadRequest):
-        mutations.prepare_keys(malformed)
+        prepare(malformed)
     wrong_type = messages.Create(
         resource="pods", object=msgspec.Raw(b'{"metadata": {"name": 5}, "spec": {}}')
     )
     with pytest.raises(errors.Invalid) as err:
-        mutations.prepare_keys(wrong_type)
+        prepare(wrong_type)
     assert [c.field for c in err.value.causes] == ["metadata.name"]
     mismatch = make_pod("p", namespace="a").obj()
     with pytest.raises(errors.BadRequest, match="does not match the namespace"):
-        mutations.prepare_keys(_create(mismatch, namespace="b"))
+        prepare(_create(mismatch, namespace="b"))
 
 
 def test_an_invalid_body_the_view_accepts_fails_in_apply():
     body = b'{"metadata": {"name": "p"}, "spec": {"containers": "not-a-list"}}'
     req = messages.Create(resource="pods", object=msgspec.Raw(body))
-    assert mutations.prepare_keys(req)[0] == ("pods", "default", "p")
+    assert prepare(req).keys[0] == ("pods", "default", "p")
     batch = _batch()
     with pytest.raises(errors.Invalid) as err:
         batch.apply(req, Context())

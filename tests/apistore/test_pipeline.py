@@ -12,7 +12,7 @@ import nats.errors
 import pytest
 
 from drasim.apistore.core import ApiCore
-from drasim.apistore.mutations import Context
+from drasim.apistore.request import Context
 from drasim.apistore.store import BEGIN_AND_LOCK_WRITES, EventRow, ObjectRow, Store
 from drasim.common import codec, errors
 from drasim.common.api import core_v1

@@ -9,7 +9,7 @@ import pytest
 
 from drasim.apistore import admission
 from drasim.apistore.core import ApiCore
-from drasim.apistore.mutations import Context
+from drasim.apistore.request import Context
 from drasim.apistore.store import EventRow
 from drasim.common import codec, errors
 from drasim.common.api import core_v1, scheduling_v1

@@ -7,7 +7,7 @@ import asyncio
 import msgspec
 import pytest
 
-from drasim.apistore.mutations import Context
+from drasim.apistore.request import Context
 from drasim.apistore.server import ApiServer
 from drasim.common import codec, errors
 from drasim.common.api import core_v1

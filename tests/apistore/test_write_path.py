@@ -250,11 +250,11 @@ async def test_large_lists_come_in_pages_and_are_complete(api):
 
 
 async def test_generate_name_retries_a_colliding_suffix(api, monkeypatch):
-    from drasim.apistore import mutations
+    from drasim.apistore import objectmeta
 
     await api.create(make_pod("web-aaaaa").obj())
     names = iter(["web-aaaaa", "web-bbbbb", "web-ccccc", "web-ddddd"])
-    monkeypatch.setattr(mutations, "generate_name", lambda base: next(names))
+    monkeypatch.setattr(objectmeta, "generate_name", lambda base: next(names))
     pod = make_pod("").obj()
     pod.metadata.generate_name = "web-"
     assert (await api.create(pod)).metadata.name == "web-bbbbb"

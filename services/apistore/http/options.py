@@ -14,7 +14,7 @@ from aiohttp import web
 from multidict import MultiMapping
 
 from drasim.apistore.http import keys, protobuf
-from drasim.apistore.mutations import Context
+from drasim.apistore.request import Context
 from drasim.common import codec, errors, tracing
 from drasim.common.api import registry
 from drasim.common.errors import field_forbidden, field_invalid, field_required, field_too_long

@@ -10,7 +10,7 @@ from aiohttp import web
 
 from drasim.apistore import rbac
 from drasim.apistore.http import authn, keys, negotiation
-from drasim.apistore.mutations import now_rfc3339
+from drasim.apistore.objectmeta import now_rfc3339
 from drasim.common import errors
 from drasim.common.api import rbac_v1
 

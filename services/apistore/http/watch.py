@@ -21,8 +21,9 @@ from typing import TypeAlias
 import msgspec
 from aiohttp import web
 
+from drasim.apistore import strategies
 from drasim.apistore.http import keys, negotiation, options, responses, tables
-from drasim.apistore.mutations import uid_of
+from drasim.apistore.prepare import uid_of
 from drasim.common import client, errors, selection
 from drasim.common.api import registry
 from drasim.common.bus import messages
@@ -31,8 +32,6 @@ log = logging.getLogger(__name__)
 
 # Events buffered between the stream and a slow client before the stream waits.
 _BUFFER = 1024
-# Kinds whose event subjects carry `spec.nodeName`, so a node's watch reads only its events.
-_NODE_ROUTED = frozenset({"pods", "resourceslices"})
 
 # What the stream hands the watch: an event with its resourceVersion, or how it ended.
 _Item: TypeAlias = tuple[int, messages.WatchEvent] | errors.ApiError | None
@@ -130,7 +129,9 @@ async def _stream(
     for existing in initial:
         shown.add(uid_of(existing))
         await response.write(encoder.event("ADDED", bytes(existing)) + b"\n")
-    node = chosen.equals("spec.nodeName") if info.plural in _NODE_ROUTED else None
+    # Kinds whose event subjects carry a node's name: a node's watch reads only its events.
+    node_field = strategies.for_resource(info.plural).node_field
+    node = chosen.equals(node_field) if node_field else None
     queue: asyncio.Queue[_Item] = asyncio.Queue(_BUFFER)
     events = client.watch_raw(request.app[keys.BUS], info.plural, resource_version=start, node=node)
     pump = asyncio.create_task(_pump(events, queue), name=f"http-watch-{info.plural}")

@@ -1,0 +1,66 @@
+"""A write's request as the write path reads it: who asks (`Context`), which resource, and
+which row: the resource's registry entry, the object decoded from the body, its key and
+namespace (upstream `k8s.io/apiserver/pkg/endpoints/request` and the handlers' decoding).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+import msgspec
+
+from drasim.apistore.store import Key
+from drasim.common import codec, errors
+from drasim.common.api import registry
+
+__all__ = ["Context", "decode_object", "key_of", "request_namespace", "resource_info"]
+
+
+@dataclass(slots=True)
+class Context:
+    """Who asked, under which trace, and when (the same for one request). `groups` are an
+    HTTP user's or a NATS identity's that RBAC governs (`nats_authz`), whose RBAC writes
+    are checked for escalation (`rbac_escalation`); None for the other actors on NATS
+    (nodes, admins) and the apistore's own writes."""
+
+    actor: str = ""
+    traceparent: str = ""
+    now: datetime = field(default_factory=lambda: datetime.now(UTC))
+    groups: tuple[str, ...] | None = None
+
+
+def resource_info(resource: str) -> registry.ResourceInfo:
+    try:
+        return registry.by_plural(resource)
+    except errors.NotFound:
+        raise errors.NotFound(
+            f"the server could not find the requested resource ({resource})"
+        ) from None
+
+
+def decode_object(info: registry.ResourceInfo, data: bytes, name: str = "") -> Any:
+    """Decode a request body into the kind's type: malformed JSON is 400, wrong types 422."""
+    try:
+        return codec.decode(data, info.type)
+    except msgspec.ValidationError as exc:
+        errs = codec.decode_errors(exc, msgspec.json.decode(data))
+        raise errors.invalid(info.kind, name, errs, group=info.group) from exc
+    except msgspec.DecodeError as exc:
+        raise errors.BadRequest(f"the body of the request was in an unknown format: {exc}") from exc
+
+
+def key_of(info: registry.ResourceInfo, namespace: str, name: str) -> Key:
+    return (info.plural, namespace if info.namespaced else "", name)
+
+
+def request_namespace(info: registry.ResourceInfo, req_ns: str, obj_ns: str | None) -> str:
+    """The namespace a write goes to; body and request must agree, as in Kubernetes."""
+    if not info.namespaced:
+        return ""
+    if req_ns and obj_ns and req_ns != obj_ns:
+        raise errors.BadRequest(
+            "the namespace of the provided object does not match the namespace sent on the request"
+        )
+    return obj_ns or req_ns or "default"

@@ -1,0 +1,86 @@
+"""Strategies of the core group's kinds: Namespaces, Nodes, Pods, Events, ResourceQuotas
+(upstream `pkg/registry/core/<kind>/strategy.go`)."""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+from drasim.apistore import admission
+from drasim.apistore.strategies.base import Admission, Strategy
+from drasim.common.api import core_v1
+
+__all__ = ["STRATEGIES"]
+
+# What a pod waits for before it goes when none is asked (upstream's
+# `DefaultTerminationGracePeriodSeconds`).
+DEFAULT_TERMINATION_GRACE_PERIOD_SECONDS = 30
+
+
+class NamespaceStrategy(Strategy):
+    """Its status is written apart, but its creator's status stands."""
+
+    status_subresource = True
+
+    def prepare_for_create(self, obj: Any) -> None:
+        pass
+
+
+class NodeStrategy(Strategy):
+    """As a Namespace: the kubelet that registers a node reports its status with it."""
+
+    status_subresource = True
+
+    def prepare_for_create(self, obj: Any) -> None:
+        pass
+
+    def node_name(self, obj: Any) -> str:
+        return obj.metadata.name
+
+
+class PodStrategy(Strategy):
+    """A pod starts Pending, takes its priority from its PriorityClass (the Priority
+    admission), and once bound to a node terminates gracefully: it stays until its kubelet
+    confirms with a delete of grace period 0."""
+
+    status_subresource = True
+    generation = True
+    node_field: ClassVar[str] = "spec.nodeName"
+
+    def prepare_for_create(self, obj: core_v1.Pod) -> None:
+        super().prepare_for_create(obj)
+        obj.status.phase = "Pending"
+
+    def prepare_for_update(self, new: core_v1.Pod, old: core_v1.Pod) -> None:
+        admission.keep_pod_priority(new, old)
+        super().prepare_for_update(new, old)
+
+    def admit_create(self, obj: core_v1.Pod, batch: Admission) -> None:
+        admission.admit_pod(obj, batch.priority_class, batch.default_priority_class())
+
+    def grace_period(self, obj: core_v1.Pod, asked: int | None) -> int | None:
+        """A pod no node runs, or one that has finished, goes at once."""
+        if not obj.spec.node_name or obj.status.phase in ("Succeeded", "Failed"):
+            return 0
+        if asked is not None:
+            return max(asked, 0)
+        default = obj.spec.termination_grace_period_seconds
+        return DEFAULT_TERMINATION_GRACE_PERIOD_SECONDS if default is None else default
+
+    def stays_while_terminating(self, obj: core_v1.Pod) -> bool:
+        return bool(obj.spec.node_name) and (obj.metadata.deletion_grace_period_seconds or 0) > 0
+
+    def node_name(self, obj: core_v1.Pod) -> str:
+        return obj.spec.node_name
+
+
+class ResourceQuotaStrategy(Strategy):
+    status_subresource = True
+
+
+STRATEGIES: dict[str, Strategy] = {
+    "namespaces": NamespaceStrategy(),
+    "nodes": NodeStrategy(),
+    "pods": PodStrategy(),
+    "events": Strategy(),
+    "resourcequotas": ResourceQuotaStrategy(),
+}
