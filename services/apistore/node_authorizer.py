@@ -18,7 +18,8 @@ its graph, this decides by the object read: a missing object has no relationship
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Sequence
+from typing import Any
 
 import msgspec
 
@@ -32,7 +33,6 @@ __all__ = ["authorize_get", "authorize_list", "node_of", "refuse_event_log"]
 
 NODE_LEASE_NAMESPACE = "kube-node-lease"
 NODES_GROUP = "system:nodes"
-_BY_OBJECT = ("pods", "resourceslices", "resourceclaims")
 
 
 class _PodClaim(msgspec.Struct):
@@ -123,51 +123,94 @@ async def authorize_get(
     """The object `req` asks for, if `node` may read it; `data` reads it, `pods` lists the
     pods bound to a node."""
     namespace = req.namespace or ("default" if info.namespaced else "")
-    if info.plural == "nodes":
-        if req.name != node:
-            why = f"node '{node}' cannot read '{req.name}', only its own Node object"
-            raise _refusal(node, info, "get", "", req.name, why)
-        return await data(info.plural, "", req.name)
-    if info.plural == "leases":
-        if namespace != NODE_LEASE_NAMESPACE or req.name != node:
-            why = "can only access node lease with the same name as the requesting node"
-            raise _refusal(node, info, "get", namespace, req.name, why)
-        return await data(info.plural, namespace, req.name)
-    if info.plural not in _BY_OBJECT:
+    rule = _GET_RULES.get(info.plural)
+    if rule is None:
         raise _refusal(node, info, "get", namespace, req.name, "")
-    denied = _refusal(node, info, "get", namespace, req.name, _no_relationship(node))
-    if info.plural == "resourceclaims":
-        listed = _decode_list(await pods(namespace, node))
-        if not any(req.name in pod.claims() for pod in listed.items):
-            raise denied
+    return await rule(node, info, namespace, req.name, data, pods)
+
+
+async def _get_node(
+    node: str, info: registry.ResourceInfo, namespace: str, name: str, data: GetObject, _: ListPods
+) -> bytes:
+    if name != node:
+        why = f"node '{node}' cannot read '{name}', only its own Node object"
+        raise _refusal(node, info, "get", "", name, why)
+    return await data(info.plural, "", name)
+
+
+async def _get_lease(
+    node: str, info: registry.ResourceInfo, namespace: str, name: str, data: GetObject, _: ListPods
+) -> bytes:
+    if namespace != NODE_LEASE_NAMESPACE or name != node:
+        why = "can only access node lease with the same name as the requesting node"
+        raise _refusal(node, info, "get", namespace, name, why)
+    return await data(info.plural, namespace, name)
+
+
+async def _get_bound(
+    node: str, info: registry.ResourceInfo, namespace: str, name: str, data: GetObject, _: ListPods
+) -> bytes:
+    """A pod or ResourceSlice: one whose `spec.nodeName` is the node's."""
+    denied = _refusal(node, info, "get", namespace, name, _no_relationship(node))
     try:
-        body = await data(info.plural, namespace, req.name)
+        body = await data(info.plural, namespace, name)
     except errors.NotFound:
         raise denied from None
-    if info.plural != "resourceclaims" and _decode(body).spec.node_name != node:
+    if _decode(body).spec.node_name != node:
         raise denied
     return body
 
 
+async def _get_claim(
+    node: str,
+    info: registry.ResourceInfo,
+    namespace: str,
+    name: str,
+    data: GetObject,
+    pods: ListPods,
+) -> bytes:
+    """A ResourceClaim a pod bound to the node names."""
+    denied = _refusal(node, info, "get", namespace, name, _no_relationship(node))
+    listed = _decode_list(await pods(namespace, node))
+    if not any(name in pod.claims() for pod in listed.items):
+        raise denied
+    try:
+        return await data(info.plural, namespace, name)
+    except errors.NotFound:
+        raise denied from None
+
+
+_GET_RULES: dict[
+    str,
+    Callable[
+        [str, registry.ResourceInfo, str, str, GetObject, ListPods], Coroutine[Any, Any, bytes]
+    ],
+] = {
+    "nodes": _get_node,
+    "leases": _get_lease,
+    "pods": _get_bound,
+    "resourceslices": _get_bound,
+    "resourceclaims": _get_claim,
+}
+# What a node may list (or watch) of each resource: the field selector term it must give,
+# and why a list without it is refused.
+_LIST_RULES: dict[str, tuple[str, str]] = {
+    "nodes": ("metadata.name", "node '{node}' cannot read all nodes, only its own Node object"),
+    "pods": ("spec.nodeName", "can only list/watch pods with spec.nodeName field selector"),
+    "resourceslices": (
+        "spec.nodeName",
+        "can only list/watch/deletecollection resourceslices with nodeName field selector",
+    ),
+}
+
+
 def authorize_list(node: str, info: registry.ResourceInfo, req: messages.List) -> None:
     """403 unless `node` may list (or watch) what `req` asks for."""
-    terms = _equalities(req.field_selector)
     namespace = req.namespace if info.namespaced else ""
-    if info.plural == "nodes":
-        if terms.get("metadata.name") == node:
-            return
-        why = f"node '{node}' cannot read all nodes, only its own Node object"
-    elif info.plural == "pods":
-        if terms.get("spec.nodeName") == node:
-            return
-        why = "can only list/watch pods with spec.nodeName field selector"
-    elif info.plural == "resourceslices":
-        if terms.get("spec.nodeName") == node:
-            return
-        why = "can only list/watch/deletecollection resourceslices with nodeName field selector"
-    else:
-        why = ""
-    raise _refusal(node, info, "list", namespace, "", why)
+    field, why = _LIST_RULES.get(info.plural, ("", ""))
+    if field and _equalities(req.field_selector).get(field) == node:
+        return
+    raise _refusal(node, info, "list", namespace, "", why.format(node=node))
 
 
 def refuse_event_log(node: str) -> errors.Forbidden:

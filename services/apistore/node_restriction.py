@@ -21,6 +21,7 @@ the authorizer refuses what no rule allows.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import msgspec
@@ -32,7 +33,6 @@ from drasim.common.nats_auth import NODE_USER_PREFIX, node_identity
 NODE_LEASE_NAMESPACE = "kube-node-lease"
 MIRROR_POD_ANNOTATION = "kubernetes.io/config.mirror"
 _EMULATOR_ANNOTATIONS = "drasim.io/"
-_NODE_WRITABLE = {"nodes", "pods", "leases", "resourceslices", "events"}
 
 
 def node_of(actor: str) -> str | None:
@@ -62,16 +62,8 @@ def _node_name(obj: Any) -> str:
 
 def admit_create(actor: str, info: registry.ResourceInfo, obj: Any) -> None:
     node = node_of(actor)
-    if node is None:
-        return
-    if info.plural == "pods" and MIRROR_POD_ANNOTATION not in obj.metadata.annotations:
-        raise _deny(
-            info,
-            obj.metadata.name or "",
-            f'pod does not have "{MIRROR_POD_ANNOTATION}" annotation, node "{node}" can only '
-            "create mirror pods",
-        )
-    _admit_own(info, obj, node, "create")
+    if node is not None:
+        _admit_own(info, obj, node, "create")
 
 
 def admit_update(
@@ -80,21 +72,10 @@ def admit_update(
     node = node_of(actor)
     if node is None:
         return
-    name = old.metadata.name or ""
-    if info.plural not in _NODE_WRITABLE:
-        raise _unauthorized(info, name, node, "update")
-    if info.plural == "nodes":
-        if name != node:
-            raise _deny(info, name, f'node "{node}" is not allowed to modify node "{name}"')
-        if old.spec.taints != new.spec.taints:
-            raise _deny(info, name, f'node "{node}" is not allowed to modify taints')
-    elif info.plural == "leases":
-        _admit_lease(info, old.metadata.namespace or "", name, node)
-    elif info.plural == "resourceslices":
-        if _node_name(old) != node:
-            raise _unauthorized(info, name, node, "update")
-    elif info.plural == "pods":
-        _admit_pod_update(info, old, new, subresource, node)
+    rule = _UPDATE_RULES.get(info.plural)
+    if rule is None:
+        raise _unauthorized(info, old.metadata.name or "", node, "update")
+    rule(info, old, new, subresource, node)
 
 
 def admit_delete(actor: str, info: registry.ResourceInfo, obj: Any) -> None:
@@ -105,23 +86,10 @@ def admit_delete(actor: str, info: registry.ResourceInfo, obj: Any) -> None:
 
 def _admit_own(info: registry.ResourceInfo, obj: Any, node: str, verb: str) -> None:
     """A create or delete by `node`: of what is its own alone."""
-    name = obj.metadata.name or ""
-    if info.plural not in _NODE_WRITABLE:
-        raise _unauthorized(info, name, node, verb)
-    if info.plural == "nodes" and name != node:
-        raise _deny(info, name, f'node "{node}" is not allowed to modify node "{name}"')
-    if info.plural == "leases":
-        _admit_lease(info, obj.metadata.namespace or "", name, node)
-    if info.plural == "pods" and _node_name(obj) != node:
-        raise _deny(
-            info, name, f'node "{node}" can only {verb} pods with spec.nodeName set to itself'
-        )
-    if info.plural == "resourceslices" and _node_name(obj) != node:
-        raise _deny(
-            info,
-            name,
-            f"can only {verb} ResourceSlice with the same NodeName as the requesting node",
-        )
+    rule = _OWN_RULES.get(info.plural)
+    if rule is None:
+        raise _unauthorized(info, obj.metadata.name or "", node, verb)
+    rule(info, obj, node, verb)
 
 
 def admit_binding(actor: str, info: registry.ResourceInfo, name: str) -> None:
@@ -134,18 +102,81 @@ def admit_binding(actor: str, info: registry.ResourceInfo, name: str) -> None:
         )
 
 
-def _admit_lease(info: registry.ResourceInfo, namespace: str, name: str, node: str) -> None:
-    if namespace != NODE_LEASE_NAMESPACE:
-        raise _deny(
-            info, name, f'can only access leases in the "{NODE_LEASE_NAMESPACE}" system namespace'
-        )
+# -- per resource: what a node may create or delete (`verb`) of it ---------------------------
+
+
+def _own_node(info: registry.ResourceInfo, obj: Any, node: str, verb: str) -> None:
+    name = obj.metadata.name or ""
     if name != node:
+        raise _deny(info, name, f'node "{node}" is not allowed to modify node "{name}"')
+
+
+def _own_lease(info: registry.ResourceInfo, obj: Any, node: str, verb: str) -> None:
+    _admit_lease(info, obj.metadata.namespace or "", obj.metadata.name or "", node)
+
+
+def _own_pod(info: registry.ResourceInfo, obj: Any, node: str, verb: str) -> None:
+    name = obj.metadata.name or ""
+    if verb == "create" and MIRROR_POD_ANNOTATION not in obj.metadata.annotations:
         raise _deny(
-            info, name, "can only access node lease with the same name as the requesting node"
+            info,
+            name,
+            f'pod does not have "{MIRROR_POD_ANNOTATION}" annotation, node "{node}" can only '
+            "create mirror pods",
+        )
+    if _node_name(obj) != node:
+        raise _deny(
+            info, name, f'node "{node}" can only {verb} pods with spec.nodeName set to itself'
         )
 
 
-def _admit_pod_update(
+def _own_resource_slice(info: registry.ResourceInfo, obj: Any, node: str, verb: str) -> None:
+    if _node_name(obj) != node:
+        raise _deny(
+            info,
+            obj.metadata.name or "",
+            f"can only {verb} ResourceSlice with the same NodeName as the requesting node",
+        )
+
+
+def _own_any(info: registry.ResourceInfo, obj: Any, node: str, verb: str) -> None:
+    """Events: any node writes them."""
+
+
+_OWN_RULES: dict[str, Callable[[registry.ResourceInfo, Any, str, str], None]] = {
+    "nodes": _own_node,
+    "leases": _own_lease,
+    "pods": _own_pod,
+    "resourceslices": _own_resource_slice,
+    "events": _own_any,
+}
+
+
+# -- per resource: what a node may update of it ------------------------------------------------
+
+
+def _update_node(
+    info: registry.ResourceInfo, old: Any, new: Any, subresource: str, node: str
+) -> None:
+    _own_node(info, old, node, "update")
+    if old.spec.taints != new.spec.taints:
+        raise _deny(info, old.metadata.name or "", f'node "{node}" is not allowed to modify taints')
+
+
+def _update_lease(
+    info: registry.ResourceInfo, old: Any, new: Any, subresource: str, node: str
+) -> None:
+    _own_lease(info, old, node, "update")
+
+
+def _update_resource_slice(
+    info: registry.ResourceInfo, old: Any, new: Any, subresource: str, node: str
+) -> None:
+    if _node_name(old) != node:
+        raise _unauthorized(info, old.metadata.name or "", node, "update")
+
+
+def _update_pod(
     info: registry.ResourceInfo, old: Any, new: Any, subresource: str, node: str
 ) -> None:
     name = old.metadata.name or ""
@@ -170,6 +201,32 @@ def _admit_pod_update(
         name,
         f'unexpected operation "UPDATE", node "{node}" can only create and delete mirror pods',
     )
+
+
+def _update_any(
+    info: registry.ResourceInfo, old: Any, new: Any, subresource: str, node: str
+) -> None:
+    """Events: any node writes them."""
+
+
+_UPDATE_RULES: dict[str, Callable[[registry.ResourceInfo, Any, Any, str, str], None]] = {
+    "nodes": _update_node,
+    "leases": _update_lease,
+    "pods": _update_pod,
+    "resourceslices": _update_resource_slice,
+    "events": _update_any,
+}
+
+
+def _admit_lease(info: registry.ResourceInfo, namespace: str, name: str, node: str) -> None:
+    if namespace != NODE_LEASE_NAMESPACE:
+        raise _deny(
+            info, name, f'can only access leases in the "{NODE_LEASE_NAMESPACE}" system namespace'
+        )
+    if name != node:
+        raise _deny(
+            info, name, "can only access node lease with the same name as the requesting node"
+        )
 
 
 def _differs_only_in_emulator_annotations(old: Any, new: Any) -> bool:
