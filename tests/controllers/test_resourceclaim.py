@@ -258,11 +258,15 @@ def extended_resource_claim_status(claim: resource_v1.ResourceClaim) -> dict[str
 
 
 async def running_pod_with_special_claim(
-    api: ApiClient, manager: ControllerManager, changes: Changes
+    api: ApiClient, manager: ControllerManager, changes: Changes, *, leftovers: int = 0
 ) -> tuple[core_v1.Pod, resource_v1.ResourceClaim]:
     """A bound, running pod whose `example.com/gpu` came from DRA, as the scheduler and
-    kubelet leave it; returned once the controllers have handled all of it."""
+    kubelet leave it; returned once the controllers have handled all of it. `leftovers`:
+    special claims of earlier binding attempts, allocated and reserved for the pod, made
+    first and never named by it (their create answers were lost)."""
     pod = await api.create(make_pod("my-pod").limits({"example.com/gpu": "1"}).obj())
+    for _ in range(leftovers):
+        await allocate(api, await special_claim_for(api, pod), pod)
     # The scheduler's PreBind, then its binding; then the kubelet.
     claim = await allocate(api, await special_claim_for(api, pod), pod)
     status = {"extendedResourceClaimStatus": extended_resource_claim_status(claim)}
@@ -343,13 +347,14 @@ async def test_a_special_claim_its_bound_pod_does_not_name_is_released_and_delet
     """A binding attempt's special claim whose create answer was lost, found by nothing
     before the next attempt made and bound another: the pod, bound, names the other one.
     The leftover goes (released, deallocated, deleted); the named claim stays as it is."""
-    pod, named = await running_pod_with_special_claim(api, manager, changes)
-    # Made before the named one, as the lost attempt made it; allocated and reserved.
-    leftover = await allocate(api, await special_claim_for(api, pod), pod)
-    await changes.until(
-        lambda: manager.resource_claims.get(leftover.metadata.name, "default") is None
-    )
+    deleted: list[resource_v1.ResourceClaim] = []
+    manager.resource_claims.add_handlers(on_delete=deleted.append)
+    pod, named = await running_pod_with_special_claim(api, manager, changes, leftovers=1)
+    await changes.until(lambda: deleted)
     await manager.resource_claim.queue.join()
+    [leftover] = deleted
+    assert leftover.metadata.name != named.metadata.name
+    assert claimutil.is_for_pod(pod, leftover)
     await assert_untouched(api, named)
     assert [c.metadata.name for c in claims_of(manager, pod)] == [named.metadata.name]
 
