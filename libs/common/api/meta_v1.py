@@ -23,7 +23,12 @@ __all__ = [
     "LabelSelectorRequirement",
     "ObjectMeta",
     "OwnerReference",
+    "TOTAL_ANNOTATION_SIZE_LIMIT",
 ]
+
+# The most one object's annotations may hold, keys and values together (upstream's
+# `TotalAnnotationSizeLimitB`).
+TOTAL_ANNOTATION_SIZE_LIMIT = 256 * 1024
 
 
 class KubeStruct(msgspec.Struct, kw_only=True, omit_defaults=True, rename="camel", gc=False):

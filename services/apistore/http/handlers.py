@@ -170,10 +170,16 @@ def _check_object(info: registry.ResourceInfo, body: Any) -> None:
     )
 
 
+def _checked(request: web.Request, target: options.Target, body: Any) -> list[str]:
+    """Check an object body's type meta, and its unknown fields as the request's
+    `fieldValidation` says: the warnings to answer with."""
+    _check_object(target.info, body)
+    return fields.check(target.info, body, options.field_validation(request.query))
+
+
 async def create(request: web.Request, target: options.Target) -> web.Response:
     body = await negotiation.read_body(request)
-    _check_object(target.info, body)
-    warnings = fields.check(target.info, body, options.field_validation(request.query))
+    warnings = _checked(request, target, body)
     data = await _call(
         request,
         messages.Create(
@@ -187,8 +193,7 @@ async def create(request: web.Request, target: options.Target) -> web.Response:
 
 
 async def update(request: web.Request, target: options.Target, body: Any) -> web.Response:
-    _check_object(target.info, body)
-    warnings = fields.check(target.info, body, options.field_validation(request.query))
+    warnings = _checked(request, target, body)
     data = await _call(
         request,
         messages.Update(

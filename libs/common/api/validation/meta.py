@@ -12,6 +12,7 @@ from typing import Any
 from drasim.common import codec
 from drasim.common.api import core_v1
 from drasim.common.api.meta_v1 import (
+    TOTAL_ANNOTATION_SIZE_LIMIT,
     KubeObject,
     LabelSelector,
     LabelSelectorRequirement,
@@ -32,13 +33,13 @@ __all__ = [
     "INT32_MAX",
     "LABEL_NAME",
     "SUBDOMAIN_NAME",
-    "TOTAL_ANNOTATION_SIZE_LIMIT",
     "NameRule",
     "Validator",
     "each",
     "int32",
     "nonnegative",
     "nonnegative_int32",
+    "set_fields",
     "validate_annotations",
     "validate_label_selector",
     "validate_labels",
@@ -54,8 +55,6 @@ Validator = Callable[[Any, KubeObject | None], list[FieldError]]
 # A kind's name format: the reasons `name` fails; `prefix` for a `generateName`.
 NameRule = Callable[[str, bool], list[str]]
 
-# Upstream's `TotalAnnotationSizeLimitB`: keys and values of one object's annotations.
-TOTAL_ANNOTATION_SIZE_LIMIT = 256 * 1024
 INT32_MAX = 2**31 - 1
 
 
@@ -104,6 +103,11 @@ def int32(path: str, value: int) -> list[FieldError]:
 
 def nonnegative_int32(path: str, value: int) -> list[FieldError]:
     return nonnegative(path, value) or int32(path, value)
+
+
+def set_fields(**members: Any) -> list[tuple[str, Any]]:
+    """The members of a union (or one-of) that are set, as (JSON name, value) in order."""
+    return [(name, value) for name, value in members.items() if value is not None]
 
 
 def _name_is(check: Callable[[str], list[str]]) -> NameRule:

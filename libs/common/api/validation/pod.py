@@ -152,14 +152,10 @@ def _validate_pod_resource_claims(
     for i, claim in enumerate(claims):
         claim_path = f"{path}[{i}]"
         errs += meta.validate_unique_name(claim.name, f"{claim_path}.name", seen)
-        sources = [
-            (field_name, value)
-            for field_name, value in (
-                ("resourceClaimName", claim.resource_claim_name),
-                ("resourceClaimTemplateName", claim.resource_claim_template_name),
-            )
-            if value is not None
-        ]
+        sources = meta.set_fields(
+            resourceClaimName=claim.resource_claim_name,
+            resourceClaimTemplateName=claim.resource_claim_template_name,
+        )
         if not sources:
             errs.append(
                 field_invalid(

@@ -433,14 +433,10 @@ def _validate_claim_spec(
     for i, constraint in enumerate(claim.constraints):
         c_path = f"{path}.constraints[{i}]"
         errs += _validate_request_references(constraint.requests, f"{c_path}.requests", known)
-        attributes = [
-            (field_name, value)
-            for field_name, value in (
-                ("matchAttribute", constraint.match_attribute),
-                ("distinctAttribute", constraint.distinct_attribute),
-            )
-            if value is not None
-        ]
+        attributes = meta.set_fields(
+            matchAttribute=constraint.match_attribute,
+            distinctAttribute=constraint.distinct_attribute,
+        )
         if len(attributes) != 1:
             errs.append(
                 field_required(
