@@ -60,7 +60,7 @@ from nats.js import api as js_api
 from drasim.apistore import outbox
 from drasim.apistore.store import EventRow
 from drasim.cli import launch
-from drasim.common import codec, service
+from drasim.common import codec, service, watch
 from drasim.common.api import core_v1
 from drasim.common.api.meta_v1 import ObjectMeta
 from drasim.common.bus import headers, messages, wire
@@ -173,9 +173,7 @@ class WriteLoad:
         self._watch_task = asyncio.create_task(self._watch(watch_bus, start_rv))
 
     async def _watch(self, bus: Bus, start_rv: int) -> None:
-        async for event in ApiClient(bus, actor="bench").watch(
-            core_v1.Pod, resource_version=start_rv
-        ):
+        async for event in watch.watch_resource(bus, core_v1.Pod, resource_version=start_rv):
             self.received[event.resource_version] = time.perf_counter()
             if self._last_written and event.resource_version >= self._last_written:
                 self._caught_up.set()

@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from drasim.cli import launch
-from drasim.common import codec
+from drasim.common import codec, watch
 from drasim.common.api import core_v1, resource_v1
 from drasim.common.bus import messages
 from drasim.common.bus.client import Bus
@@ -139,7 +139,9 @@ async def create_pods(api: ApiClient, count: int, clients: int) -> dict[str, flo
 async def watch_recorded(api: ApiClient, resource_version: int, count: int) -> dict[str, float]:
     """When each pod's status first names its claim, until `count` pods do."""
     recorded: dict[str, float] = {}
-    async for event in api.watch(core_v1.Pod, resource_version=resource_version):
+    async for event in watch.watch_resource(
+        api.bus, core_v1.Pod, resource_version=resource_version
+    ):
         pod = event.object
         if pod.status.resource_claim_statuses and pod.metadata.name not in recorded:
             recorded[pod.metadata.name] = time.perf_counter()

@@ -42,8 +42,9 @@ from drasim.common import cluster_file, codec, errors
 from drasim.common.api import core_v1
 from drasim.common.bus import messages, subjects
 from drasim.common.bus.client import Bus
-from drasim.common.client import ApiClient, watch_raw
+from drasim.common.client import ApiClient
 from drasim.common.config import Config
+from drasim.common.watch import watch_raw
 from drasim.kubelet.run import KubeletProcess
 from drasim.kubelet.watch import watch_nodes_raw
 

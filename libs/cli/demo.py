@@ -21,7 +21,7 @@ import sys
 from collections.abc import Callable
 
 from drasim.cli import apply, session
-from drasim.common import profiles
+from drasim.common import profiles, watch
 from drasim.common.api import apps_v1, core_v1
 from drasim.common.client import ApiClient
 
@@ -123,7 +123,9 @@ async def follow(
         report(pod)
     if until is not None and len(reported) >= until:
         return
-    async for event in api.watch(core_v1.Pod, resource_version=resource_version):
+    async for event in watch.watch_resource(
+        api.bus, core_v1.Pod, resource_version=resource_version
+    ):
         if event.type != "DELETED" and event.object.metadata.namespace == namespace:
             report(event.object)
             if until is not None and len(reported) >= until:

@@ -9,7 +9,8 @@ import contextlib
 from drasim.cli import session
 from drasim.common.api import registry
 from drasim.common.bus import messages
-from drasim.common.client import ApiClient, watch_raw
+from drasim.common.client import ApiClient
+from drasim.common.watch import watch_raw
 
 PAGE = 1000
 HEADER = "  ".join(

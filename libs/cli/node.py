@@ -19,7 +19,7 @@ from collections.abc import Callable, Coroutine
 from typing import Any
 
 from drasim.cli import session
-from drasim.common import errors
+from drasim.common import errors, watch
 from drasim.common.api import core_v1
 from drasim.common.client import ApiClient
 from drasim.common.cluster_file import Exposure
@@ -158,7 +158,9 @@ async def _let_pods_go(
             out(f"node/{node}: waiting for pod {key}")
     if not waiting:
         return
-    async for event in api.watch(core_v1.Pod, resource_version=resource_version, node=node):
+    async for event in watch.watch_resource(
+        api.bus, core_v1.Pod, resource_version=resource_version, node=node
+    ):
         pod = event.object
         key = f"{pod.metadata.namespace}/{pod.metadata.name}"
         if event.type == "DELETED" or pod.status.phase in ("Succeeded", "Failed"):

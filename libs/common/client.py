@@ -1,4 +1,5 @@
-"""Typed async client of the apistore over NATS: every service talks to the cluster through it.
+"""Typed async client of the apistore over NATS: every service talks to the cluster through it
+(and watches it through `drasim.common.watch`).
 
 bus = await Bus.connect(url, prefix="drasim", name="scheduler")
 api = ApiClient(bus, actor="system:kube-scheduler")
@@ -8,19 +9,16 @@ await api.bind(pod, "worker-1")
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import AsyncIterator
 from typing import Any, TypeVar
 
 import msgspec
 import nats.errors
 import nats.js.errors
-from nats.aio.msg import Msg
 
 from drasim.common import codec, errors, tracing
 from drasim.common.api import registry
 from drasim.common.api.meta_v1 import KubeObject
-from drasim.common.bus import consumer, headers, messages, subjects
+from drasim.common.bus import headers, messages, subjects
 from drasim.common.bus.client import Bus, ConnectionLost
 
 T = TypeVar("T", bound=KubeObject)
@@ -28,16 +26,6 @@ T = TypeVar("T", bound=KubeObject)
 _status_decoder = msgspec.json.Decoder(errors.Status)
 # Objects per list page: ~1 KiB each keeps a page well under NATS' 1 MiB payload limit.
 LIST_PAGE = 500
-
-
-class WatchEvent(msgspec.Struct, frozen=True):
-    """One change of one object: `type` is ADDED, MODIFIED or DELETED; `traceparent` is the
-    trace of the write that made it ('' if none), for consumers to continue."""
-
-    type: str
-    object: Any
-    resource_version: int
-    traceparent: str = ""
 
 
 def _span_name(req: messages.Request) -> str:
@@ -251,39 +239,6 @@ class ApiClient:
         )
         return codec.decode(data, info.type)
 
-    # -- watch -----------------------------------------------------------------------
-    async def watch(
-        self,
-        type_: type[T],
-        *,
-        resource_version: int,
-        node: str | None = None,
-    ) -> AsyncIterator[WatchEvent]:
-        """Every event after `resource_version`, in order, once each.
-
-        Raises `Expired` when the stream no longer holds the events right after
-        `resource_version` (the caller relists). The stream is aligned with the log
-        (stream sequence == resourceVersion, see the apistore's outbox), so resuming is
-        starting a consumer at `resource_version + 1`.
-        """
-        info = registry.by_type(type_)
-        decode = messages.watch_event_decoder.decode
-        msgs = watch_messages(self.bus, info.plural, resource_version=resource_version, node=node)
-        async with contextlib.aclosing(msgs):
-            async for msg in msgs:
-                event = decode(msg.data)
-                yield WatchEvent(
-                    event.type,
-                    codec.decode(event.object, type_),
-                    stream_sequence(msg),
-                    msg.headers.get(headers.TRACEPARENT, "") if msg.headers else "",
-                )
-
-
-def stream_sequence(msg: Msg) -> int:
-    """The stream sequence (resourceVersion) of a delivered event."""
-    return consumer.ack_sequences(msg.reply)[0]
-
 
 async def stream_bounds(bus: Bus) -> tuple[int, int]:
     """(first, last) sequence the event stream holds now."""
@@ -292,45 +247,3 @@ async def stream_bounds(bus: Bus) -> tuple[int, int]:
     except nats.js.errors.NotFoundError as exc:
         raise errors.ServiceUnavailable("the event stream does not exist yet") from exc
     return info.state.first_seq, info.state.last_seq
-
-
-async def watch_raw(
-    bus: Bus, resource: str | None, *, resource_version: int, node: str | None = None
-) -> AsyncIterator[tuple[int, messages.WatchEvent]]:
-    """Raw events (seq, WatchEvent with the object as JSON) of one resource, or of all."""
-    decode = messages.watch_event_decoder.decode
-    msgs = watch_messages(bus, resource, resource_version=resource_version, node=node)
-    async with contextlib.aclosing(msgs):
-        async for msg in msgs:
-            yield stream_sequence(msg), decode(msg.data)
-
-
-async def watch_messages(
-    bus: Bus, resource: str | None, *, resource_version: int, node: str | None = None
-) -> AsyncIterator[Msg]:
-    """The stream's messages of one resource, or of all, after `resource_version`: the
-    event JSON with its headers (`traceparent`, actor).
-
-    A stand-in (an event the outbox could not publish whole, see `headers.STAND_IN`) is
-    given the event itself, read back from the event log; should that fail too (NATS now
-    carries less than the apistore stores), the watch ends with the error and its caller
-    retries from where it was."""
-    filter_subject = subjects.events_of(bus.prefix, resource, node=node)
-    msgs = consumer.ordered_messages(bus, {filter_subject: resource_version + 1})
-    async with contextlib.aclosing(msgs):
-        async for msg in msgs:
-            if msg.headers and headers.STAND_IN in msg.headers:
-                msg.data = await _logged_event(bus, stream_sequence(msg))
-            yield msg
-
-
-async def _logged_event(bus: Bus, seq: int) -> bytes:
-    """Event `seq` from the event log, as the stream's watch event JSON."""
-    answer = await ApiClient(bus, actor="watch").request(
-        messages.EventLog(after=seq - 1, until=seq, limit=1)
-    )
-    logged = messages.event_log_decoder.decode(answer).events
-    if not logged or logged[0].seq != seq:
-        raise errors.InternalError(f"event {seq} is not in the event log")
-    event = messages.WatchEvent(type=logged[0].type, object=logged[0].object)
-    return messages.encoder.encode(event)

@@ -1,9 +1,5 @@
-"""Informers: list + watch one resource into a local cache, calling handlers on every change.
-
-The three watch layers follow kopf: `Informer.run` retries forever (backoff on errors,
-resume from the last resourceVersion seen); `_list_then_watch` lists, marks the cache
-synced, then watches from the list's resourceVersion and returns on `Expired` so `run`
-relists; the watch itself is `ApiClient.watch`.
+"""Informers: one resource kept in a local cache by list+watch (`drasim.common.watch`),
+calling handlers on every change.
 
 Handlers keep their Kubernetes signatures; the trace of the event they are called for is
 `event_traceparent()`, so the work they start can continue the write that caused it.
@@ -14,12 +10,15 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import contextvars
+import functools
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any, Generic, TypeVar
 
-from drasim.common import errors
+from drasim.common import watch
+from drasim.common.api import registry
 from drasim.common.api.meta_v1 import KubeObject
+from drasim.common.bus import subjects
 from drasim.common.client import ApiClient
 
 T = TypeVar("T", bound=KubeObject)
@@ -50,7 +49,10 @@ class Informer(Generic[T]):
     """A cache of one resource kept current by list+watch.
 
     Handlers run synchronously, in event order, after the cache is updated:
-    `on_add(obj)`, `on_update(old, new)`, `on_delete(obj)`.
+    `on_add(obj)`, `on_update(old, new)`, `on_delete(obj)`. By default the informer
+    watches every object of its type (in `namespace`); `scopes` watch parts of it instead
+    (`watch.Scope`), each with its own list and consumer. After a list, handlers hear of
+    the listed objects in `list_order` (a sort key), or as listed.
     """
 
     def __init__(
@@ -59,7 +61,9 @@ class Informer(Generic[T]):
         type_: type[T],
         *,
         namespace: str = "",
-        node: str | None = None,
+        scopes: Sequence[watch.Scope] | None = None,
+        heartbeat: float = watch.HEARTBEAT_S,
+        list_order: Callable[[T], Any] | None = None,
         on_add: Callable[[T], Any] | None = None,
         on_update: Callable[[T, T], Any] | None = None,
         on_delete: Callable[[T], Any] | None = None,
@@ -67,8 +71,11 @@ class Informer(Generic[T]):
         self.client = client
         self.type = type_
         self.namespace = namespace
-        self.node = node
+        self.scopes = scopes
+        self.heartbeat = heartbeat
+        self.list_order = list_order
         self.cache: dict[Key, T] = {}
+        # Of the last event or list seen.
         self.resource_version = 0
         self.synced = asyncio.Event()
         self._handlers_add = [on_add] if on_add else []
@@ -111,37 +118,41 @@ class Informer(Generic[T]):
         return list(self.cache.values())
 
     async def run(self) -> None:
-        delay = 0.1
-        while True:
-            try:
-                if not self.synced.is_set() or self.resource_version == 0:
-                    await self._relist()
-                await self._watch()
-                delay = 0.1
-            except errors.Expired:
-                log.info(
-                    "informer %s: resourceVersion %d too old, relisting",
-                    self.type.__name__,
-                    self.resource_version,
-                )
-                self.resource_version = 0
-            except asyncio.CancelledError:
-                raise
-            except Exception as exc:  # the bus or apistore is away: retry from where we are
-                log.warning("informer %s: %s; retrying in %.1fs", self.type.__name__, exc, delay)
-                await asyncio.sleep(delay)
-                delay = min(delay * 2, 2.0)
-
-    async def _relist(self) -> None:
-        field_selector = f"spec.nodeName={self.node}" if self.node is not None else ""
-        items, rv = await self.client.list(
-            self.type, namespace=self.namespace, field_selector=field_selector
+        """Keep the cache current until cancelled (`watch.watch_forever`)."""
+        events = watch.watch_forever(
+            bus=self.client.bus,
+            type_=self.type,
+            scopes=self.scopes or [self._scope()],
+            heartbeat=self.heartbeat,
+            name=f"informer {self.type.__name__}",
         )
-        fresh = {key_of(o): o for o in items}
+        listed: list[T] = []
+        async with contextlib.aclosing(events):
+            async for item in events:
+                if isinstance(item, watch.Bookmark):
+                    self._replace(listed, item.resource_version)
+                    listed = []
+                elif item.type is None:
+                    listed.append(item.object)
+                else:
+                    self._on_event(item)
+
+    def _scope(self) -> watch.Scope:
+        """Every object of the type (in the namespace), listed as the client."""
+        plural = registry.by_type(self.type).plural
+        return watch.Scope(
+            subjects.events_of(self.client.bus.prefix, plural),
+            functools.partial(self.client.list, self.type, namespace=self.namespace),
+        )
+
+    def _replace(self, listed: list[T], resource_version: int) -> None:
+        """A list's objects become the cache: handlers hear what changed since the last."""
+        fresh = {key_of(o): o for o in listed}
         old_cache, self.cache = self.cache, fresh
-        self.resource_version = rv
-        for key, obj in fresh.items():
-            old = old_cache.get(key)
+        self.resource_version = resource_version
+        objects = sorted(fresh.values(), key=self.list_order) if self.list_order else fresh.values()
+        for obj in objects:
+            old = old_cache.get(key_of(obj))
             if old is None:
                 self._call(self._handlers_add, obj)
             elif old.metadata.resource_version != obj.metadata.resource_version:
@@ -151,32 +162,28 @@ class Informer(Generic[T]):
                 self._call(self._handlers_delete, obj)
         self.synced.set()
 
-    async def _watch(self) -> None:
-        async for event in self.client.watch(
-            self.type, resource_version=self.resource_version, node=self.node
-        ):
-            self.resource_version = event.resource_version
-            obj = event.object
-            if self.namespace and obj.metadata.namespace != self.namespace:
-                continue
-            key = key_of(obj)
-            cached = self.cache.get(key)
-            if cached is not None and _version(cached) > event.resource_version:
-                continue  # a later list page already had a newer version of this object
-            token = _event_traceparent.set(event.traceparent)
-            try:
-                if event.type == "DELETED":
-                    self.cache.pop(key, None)
-                    self._call(self._handlers_delete, obj)
-                    continue
-                old = self.cache.get(key)
-                self.cache[key] = obj
-                if old is None:
-                    self._call(self._handlers_add, obj)
-                else:
-                    self._call(self._handlers_update, old, obj)
-            finally:
-                _event_traceparent.reset(token)
+    def _on_event(self, event: watch.WatchEvent) -> None:
+        self.resource_version = event.resource_version
+        obj = event.object
+        if self.namespace and obj.metadata.namespace != self.namespace:
+            return
+        key = key_of(obj)
+        cached = self.cache.get(key)
+        if cached is not None and _version(cached) > event.resource_version:
+            return  # a later list page already had a newer version of this object
+        token = _event_traceparent.set(event.traceparent)
+        try:
+            if event.type == "DELETED":
+                self.cache.pop(key, None)
+                self._call(self._handlers_delete, obj)
+                return
+            self.cache[key] = obj
+            if cached is None:
+                self._call(self._handlers_add, obj)
+            else:
+                self._call(self._handlers_update, cached, obj)
+        finally:
+            _event_traceparent.reset(token)
 
     def _call(self, handlers: list[Callable[..., Any]], *args: Any) -> None:
         for handler in handlers:

@@ -15,7 +15,7 @@ An event too large for NATS (over the connection's `max_payload` or the stream's
 lower later) must not stop the events after it: it is published as a *stand-in* in its
 place, keeping the alignment. The stand-in carries the `Drasim-Stand-In` header (the size
 of the message it replaces) and the event's type with only the object's identity; watchers
-read the event itself back from the log (`drasim.common.client.watch_messages`). Each one
+read the event itself back from the log (`drasim.common.watch.watch_once`). Each one
 is an alarm: an ERROR in the log and `drasim_apistore_outbox_oversized_events_total`.
 """
 

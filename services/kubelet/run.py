@@ -1,7 +1,7 @@
 """One kubelet process: many nodes as asyncio tasks. Every task is spawned and stopped here.
 
 - registration: every node registers (Node, Lease, ResourceSlices), a few at a time;
-- `pod-watch`: one watch of the pods bound to all hosted nodes (`watch.PodWatch`); each
+- `pod-watch`: one watch of the pods bound to all hosted nodes (`watch.pod_informer`); each
   event is admitted by its node at once, in order, then queued under ("pods", uid);
 - workers: `queueing.WorkQueues`, one per pod with work in flight;
 - `heartbeat-<node>`: one Lease-renewing task per node;
@@ -29,7 +29,7 @@ from drasim.kubelet import control
 from drasim.kubelet.metrics import KubeletMetrics
 from drasim.kubelet.node import GroupInUse, NodeAgent
 from drasim.kubelet.queueing import Key, WorkQueues
-from drasim.kubelet.watch import PodWatch
+from drasim.kubelet.watch import pod_informer
 
 __all__ = ["KubeletProcess"]
 
@@ -62,7 +62,7 @@ class KubeletProcess:
             for n in nodes
         }
         self.queues: WorkQueues[PodEvent] = WorkQueues(self._sync)
-        self.watch = PodWatch(api, list(self.agents), self._on_pod_event)
+        self.watch = pod_informer(api, list(self.agents), self._on_pod_event)
         self._tasks: list[asyncio.Task[None]] = []
         self._subs: list[Subscription] = []
         self._by_subject = {

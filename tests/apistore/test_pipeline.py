@@ -17,7 +17,8 @@ from drasim.apistore.store import BEGIN_AND_LOCK_WRITES, EventRow, ObjectRow, St
 from drasim.common import codec, errors
 from drasim.common.api import core_v1
 from drasim.common.bus import headers, messages, subjects
-from drasim.common.client import ApiClient, stream_bounds, watch_raw
+from drasim.common.client import ApiClient, stream_bounds
+from drasim.common.watch import watch_raw
 from tests.builders import make_pod
 
 

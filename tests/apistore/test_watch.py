@@ -9,7 +9,7 @@ import pytest
 
 from drasim.apistore.request import Context
 from drasim.apistore.server import ApiServer
-from drasim.common import codec, errors
+from drasim.common import codec, errors, watch
 from drasim.common.api import core_v1
 from drasim.common.bus import messages
 from drasim.common.bus.client import Bus
@@ -68,7 +68,7 @@ async def test_too_old_resource_version_is_expired(fresh, bus):
         # Wait until the outbox has published everything, then the oldest are gone.
         await collect(api, rv - 1, 1)
         with pytest.raises(errors.Expired, match="too old resource version"):
-            async for _ in api.watch(core_v1.Pod, resource_version=1):
+            async for _ in watch.watch_resource(api.bus, core_v1.Pod, resource_version=1):
                 break
         recent = await collect(api, rv - 3, 3)
         assert [e.object.metadata.name for e in recent] == ["p9", "p10", "p11"]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 
+from drasim.common import watch
 from drasim.common.api import core_v1
 from drasim.common.client import ApiClient
 
@@ -13,7 +14,7 @@ async def collect(api: ApiClient, rv: int, count: int, timeout: float = 30.0) ->
     got = []
 
     async def run() -> None:
-        async for event in api.watch(core_v1.Pod, resource_version=rv):
+        async for event in watch.watch_resource(api.bus, core_v1.Pod, resource_version=rv):
             got.append(event)
             if len(got) == count:
                 return

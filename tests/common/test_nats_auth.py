@@ -18,8 +18,9 @@ from drasim.common import codec, errors, nats_auth
 from drasim.common.api import core_v1, meta_v1
 from drasim.common.bus import consumer, headers, messages, subjects
 from drasim.common.bus.client import Bus
-from drasim.common.client import ApiClient, watch_raw
+from drasim.common.client import ApiClient
 from drasim.common.embedded import EmbeddedNats
+from drasim.common.watch import watch_raw
 from drasim.kubelet import control
 from drasim.kubelet.watch import watch_nodes_raw
 

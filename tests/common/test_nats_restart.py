@@ -21,8 +21,9 @@ from drasim.apistore.outbox import ensure_stream
 from drasim.common import errors
 from drasim.common.bus import messages, subjects
 from drasim.common.bus.client import Bus
-from drasim.common.client import ApiClient, watch_raw
+from drasim.common.client import ApiClient
 from drasim.common.embedded import EmbeddedNats
+from drasim.common.watch import watch_raw
 from drasim.kubelet.watch import watch_nodes_raw
 
 if TYPE_CHECKING:

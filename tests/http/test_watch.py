@@ -229,9 +229,9 @@ async def test_a_failing_event_stream_ends_the_watch_with_an_error_event(client,
 
     async def failing(*args: Any, **kwargs: Any) -> AsyncIterator[Any]:
         raise RuntimeError("the bus went away")
-        yield  # an async generator, as `client.watch_raw`
+        yield  # an async generator, as `watch.watch_raw`
 
-    monkeypatch.setattr("drasim.apistore.http.watch.client.watch_raw", failing)
+    monkeypatch.setattr("drasim.apistore.http.watch.watch.watch_raw", failing)
     _, rv = await api.list(core_v1.Pod)
     async with await open_watch(http, resourceVersion=str(rv)) as response:
         event = await Watch(response).next()

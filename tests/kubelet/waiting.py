@@ -6,6 +6,7 @@ import asyncio
 from collections.abc import Callable
 from typing import TypeVar
 
+from drasim.common import watch
 from drasim.common.api import core_v1
 from drasim.common.api.meta_v1 import KubeObject
 from drasim.common.client import ApiClient
@@ -31,7 +32,7 @@ async def wait_for(
         current = items[0] if items else None
         if condition(current):
             return current
-        async for event in api.watch(type_, resource_version=rv):
+        async for event in watch.watch_resource(api.bus, type_, resource_version=rv):
             obj = event.object
             if obj.metadata.name != name or (namespace and obj.metadata.namespace != namespace):
                 continue
@@ -50,7 +51,7 @@ async def wait_for_event(
         for event in items:
             if event.involved_object.name == pod and event.reason == reason:
                 return event.message
-        async for change in api.watch(core_v1.Event, resource_version=rv):
+        async for change in watch.watch_resource(api.bus, core_v1.Event, resource_version=rv):
             event = change.object
             if event.involved_object.name == pod and event.reason == reason:
                 return event.message
@@ -71,7 +72,7 @@ async def wait_for_all(
         current = {(o.metadata.namespace, o.metadata.name): o for o in items}
         if condition(list(current.values())):
             return list(current.values())
-        async for event in api.watch(type_, resource_version=rv):
+        async for event in watch.watch_resource(api.bus, type_, resource_version=rv):
             obj = event.object
             if namespace and obj.metadata.namespace != namespace:
                 continue

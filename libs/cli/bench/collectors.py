@@ -17,7 +17,7 @@ from collections.abc import Callable
 
 from drasim.cli.bench import views
 from drasim.common.bus.client import Bus
-from drasim.common.client import watch_raw
+from drasim.common.watch import watch_raw
 
 SAMPLE_INTERVAL = 1.0  # upstream `throughputSampleInterval`
 

@@ -13,7 +13,8 @@ flow control, idle heartbeats; made again from the next stream sequence when a c
 sequence is skipped, when heartbeats stop, or when the connection to NATS was made again
 (a restarted server has lost it). Messages of all filters come through one queue: in
 order per filter, interleaved between them. Unlike nats-py's, no task per consumer: one
-watchdog per watch checks every consumer's heartbeats.
+watchdog per watch checks every consumer's heartbeats. `drasim.common.watch` builds the
+watches of drasim on them.
 """
 
 from __future__ import annotations
@@ -73,7 +74,7 @@ class _Watch:
         # Messages to give, errors that end the watch, and the reply subjects of flow
         # control requests (answered once the reader got that far, which is what flow
         # control asks: the server holds back what the reader has not caught up with).
-        self.queue: asyncio.Queue[Msg | str | BaseException] = asyncio.Queue()
+        self.queue: asyncio.Queue[tuple[str, Msg] | str | BaseException] = asyncio.Queue()
         self._inbox = bus.nc.new_inbox()
         self._ids = itertools.count()
         self._tasks: set[asyncio.Task[None]] = set()
@@ -201,7 +202,7 @@ class _Watch:
             return
         consumer.delivered = consumer_seq
         consumer.next_seq = stream_seq + 1
-        self.queue.put_nowait(msg)
+        self.queue.put_nowait((consumer.filter, msg))
 
     def _publish(self, subject: str) -> None:
         task = asyncio.get_running_loop().create_task(self._publish_quietly(subject))
@@ -236,10 +237,11 @@ def ack_sequences(reply: str) -> tuple[int, int]:
 
 
 async def ordered_messages(
-    bus: Bus, starts: Mapping[str, int], *, idle_heartbeat: float = 2.0
-) -> AsyncIterator[Msg]:
+    bus: Bus, starts: Mapping[str, int], *, idle_heartbeat: float
+) -> AsyncIterator[tuple[str, Msg]]:
     """The event stream's messages on each filter subject of `starts` from the stream
-    sequence it maps to, each filter's in order, through one ordered consumer per filter.
+    sequence it maps to, each filter's in order, through one ordered consumer per filter,
+    as (filter, message).
 
     Raises `Expired` when the stream no longer holds a sequence asked for (the caller
     relists), `ServiceUnavailable` when it cannot make a consumer (the caller retries from
@@ -252,7 +254,7 @@ async def ordered_messages(
         watchdog = asyncio.create_task(watch.watchdog())
         while True:
             item = await watch.queue.get()
-            if isinstance(item, Msg):
+            if isinstance(item, tuple):
                 yield item
             elif isinstance(item, BaseException):
                 raise item

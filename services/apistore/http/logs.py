@@ -20,7 +20,7 @@ import msgspec
 from aiohttp import web
 
 from drasim.apistore.http import keys
-from drasim.common import client, errors
+from drasim.common import errors, watch
 from drasim.common.api import core_v1
 from drasim.common.container_devices import (
     CONTAINER_DEVICES_ANNOTATION,
@@ -108,7 +108,7 @@ async def follow(request: web.Request, pod: core_v1.Pod, text: str) -> web.Strea
     assert task is not None
     watches = request.app[keys.WATCHES]  # ended with the server, as watches are
     watches.add(task)
-    events = client.watch_raw(
+    events = watch.watch_raw(
         request.app[keys.BUS],
         "pods",
         resource_version=int(pod.metadata.resource_version),

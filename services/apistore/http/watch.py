@@ -1,6 +1,6 @@
 """`?watch=1`: Kubernetes' chunked stream of JSON watch events, one per line.
 
-The events come from the apistore's event stream (`client.watch_raw`), whose sequence is
+The events come from the apistore's event stream (`watch.watch_raw`), whose sequence is
 the resourceVersion, so a watch from resourceVersion R sees every later change once, in
 order. Without R (or with "0") the watch first sends every current object as ADDED, as
 Kubernetes does. A selector filters the stream; an object that stops matching leaves with a
@@ -24,7 +24,7 @@ from aiohttp import web
 from drasim.apistore import strategies
 from drasim.apistore.http import keys, negotiation, options, responses, tables
 from drasim.apistore.prepare import uid_of
-from drasim.common import client, errors, selection
+from drasim.common import errors, selection, watch
 from drasim.common.api import registry
 from drasim.common.bus import messages
 
@@ -34,7 +34,7 @@ log = logging.getLogger(__name__)
 _BUFFER = 1024
 
 # What the stream hands the watch: an event with its resourceVersion, or how it ended.
-_Item: TypeAlias = tuple[int, messages.WatchEvent] | errors.ApiError | None
+_Item: TypeAlias = tuple[int, watch.WatchEvent] | errors.ApiError | None
 
 
 class _Encoder:
@@ -133,7 +133,7 @@ async def _stream(
     node_field = strategies.for_resource(info.plural).node_field
     node = chosen.equals(node_field) if node_field else None
     queue: asyncio.Queue[_Item] = asyncio.Queue(_BUFFER)
-    events = client.watch_raw(request.app[keys.BUS], info.plural, resource_version=start, node=node)
+    events = watch.watch_raw(request.app[keys.BUS], info.plural, resource_version=start, node=node)
     pump = asyncio.create_task(_pump(events, queue), name=f"http-watch-{info.plural}")
     interval = request.app[keys.BOOKMARK_INTERVAL] if opts.allow_watch_bookmarks else None
     last = start
@@ -160,7 +160,7 @@ async def _stream(
 
 
 async def _pump(
-    events: AsyncIterator[tuple[int, messages.WatchEvent]], queue: asyncio.Queue[_Item]
+    events: AsyncIterator[tuple[int, watch.WatchEvent]], queue: asyncio.Queue[_Item]
 ) -> None:
     """Move events from the stream into the queue, then what ended it: an error (410
     Expired; anything unforeseen as a 500, so the client reads an ERROR event and re-watches
@@ -178,7 +178,7 @@ async def _pump(
 
 
 def _visible_as(
-    event: messages.WatchEvent, chosen: selection.Selection, shown: set[str]
+    event: watch.WatchEvent, chosen: selection.Selection, shown: set[str]
 ) -> str | None:
     """The event type this watch sends for a stream event, or None to skip it."""
     data = bytes(event.object)
