@@ -1,7 +1,13 @@
 """DynamicResources, split by concern as upstream's `dynamicresources/` is:
 
+- `plugin`: the plugin, one method per extension point;
+- `claims`: the pod's user claims, found, checked and written;
+- `extended`: the extended-resource path, the special claim (spec §3.3, §3.5), opening with
+  a map of what each extension point does for it;
+- `state`: what one attempt keeps in the CycleState;
+- `queueing_hints`: the events that may requeue a rejected pod, and their hints;
 - `class_cache`: which DeviceClass serves an extended resource name (spec §2);
-- `extended`: the special claim for DRA-backed extended resources (spec §3.3, §3.5);
-- `cel_env`: the CEL environment of device selectors;
-- `allocator`: structured-parameters allocation on one node (spec §3.4, §3.7.2).
+- `pools`: the devices each node can reach, from the ResourceSlices;
+- `allocator`: structured-parameters allocation on one node (spec §3.4, §3.7.2);
+- `cel_env`: the CEL environment of device selectors.
 """

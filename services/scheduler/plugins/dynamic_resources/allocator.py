@@ -1,9 +1,9 @@
 """Structured-parameters device allocation for one node, as upstream's allocator in
 `dynamic-resource-allocation/structured` does it (spec §3.3.6, §3.4.4, §3.4.5, §3.7.2).
 
-`Snapshot` indexes the ResourceSlices once; it stays valid until a slice changes and may
-serve many pods. It keeps, per node, the devices that node can reach and, per
-(expression, device), the CEL result, so a Filter call for one node only looks at that
+`Snapshot` (module `pools`) indexes the ResourceSlices once; it stays valid until a slice
+changes and may serve many pods. It keeps, per node, the devices that node can reach and,
+per (expression, device), the CEL result, so a Filter call for one node only looks at that
 node's devices and evaluates each selector once per device. `Allocator` adds the classes and
 the devices already allocated (cluster state plus in-flight allocations) and answers
 "can these claims be allocated together on this node, and with which devices?".
@@ -21,12 +21,19 @@ timeout.
 
 from __future__ import annotations
 
-from collections.abc import Container, Hashable, Iterable, Iterator, Mapping, Sequence, Set
+from collections.abc import Container, Hashable, Iterable, Mapping, Sequence, Set
 from dataclasses import dataclass, field
 
 from drasim.common.api import core_v1, resource_v1
-from drasim.scheduler.plugins import node_affinity
 from drasim.scheduler.plugins.dynamic_resources import cel_env
+from drasim.scheduler.plugins.dynamic_resources.pools import (
+    AllocatorError,
+    Candidate,
+    DeviceID,
+    NodeView,
+    PoolID,
+    Snapshot,
+)
 
 __all__ = [
     "ALLOCATION_RESULTS_MAX_SIZE",
@@ -34,236 +41,16 @@ __all__ = [
     "Allocator",
     "AllocatorError",
     "DeviceID",
+    "PoolID",
     "Snapshot",
     "node_device_capacity",
 ]
 
-DeviceID = tuple[str, str, str]
-"""(driver, pool, device): a device's identity, as in `DeviceRequestAllocationResult`."""
-
-PoolID = tuple[str, str]
-
-# Devices per claim (`AllocationResultsMaxSize`, spec §9; the KEP's 128 is wrong, §12).
 ALLOCATION_RESULTS_MAX_SIZE = 32
 
 _METADATA_NAME = "metadata.name"
 _BLOCKING_TAINT_EFFECTS = ("NoSchedule", "NoExecute")
-_POOL_BEING_UPDATED = "currently being updated"
-_POOL_INVALID = "currently invalid"
 _ALLOCATION_MODES = ("", resource_v1.ALLOCATION_MODE_EXACT_COUNT, resource_v1.ALLOCATION_MODE_ALL)
-
-
-class AllocatorError(Exception):
-    """A hard error: the claims can be allocated on no node as they stand (CEL error, too
-    many devices, ...). The scheduler turns it into status Error (spec §3.4.5)."""
-
-
-@dataclass(frozen=True, slots=True, eq=False)
-class _Candidate:
-    """A device of the newest generation of its pool, with where it can be used from.
-
-    `node_name`, `all_nodes` and `node_selector` come from the slice, or from the device
-    itself with `perDeviceNodeSelection`.
-    """
-
-    id: DeviceID
-    device: resource_v1.Device
-    order: tuple[str, str, str, int]  # driver, pool, slice name, index: the search order
-    node_name: str | None
-    all_nodes: bool
-    node_selector: core_v1.NodeSelector | None
-    tainted: bool  # any taint at all: only then do tolerations need a look
-
-    def reaches(self, node: core_v1.Node) -> bool:
-        if self.node_name:
-            return self.node_name == node.metadata.name
-        if self.all_nodes:
-            return True
-        return self.node_selector is not None and node_affinity.node_selector_matches(
-            self.node_selector, node
-        )
-
-
-@dataclass(slots=True)
-class _IndexedSlice:
-    name: str
-    pool: PoolID
-    unusable: str | None  # why the pool cannot be allocated from, if it cannot
-    devices: list[_Candidate]
-
-
-@dataclass(slots=True)
-class _NodeView:
-    candidates: list[_Candidate]  # from usable pools, in search order
-    unusable_pools: dict[PoolID, str]  # pools that reach the node but cannot be used
-    pools: tuple[PoolID, ...]  # of the candidates
-    tainted: bool  # some candidate has a taint
-    # The candidates that a list of selectors (by their expressions) accepts: whether a
-    # device matches never changes while the snapshot lives, only whether it is free.
-    matching: dict[tuple[str, ...], list[_Candidate]] = field(default_factory=dict)
-    # (selectors, count) -> (the pools' versions, the first free devices or None), see
-    # `Allocator._find_first_free`.
-    first_free: dict[tuple[tuple[str, ...], int], tuple[Hashable, list[_Candidate] | None]] = field(
-        default_factory=dict
-    )
-
-
-class Snapshot:
-    """ResourceSlices indexed by the nodes they serve, plus a CEL result cache.
-
-    Only the newest generation of each pool counts; a pool with fewer slices of that
-    generation than `resourceSliceCount` is being updated, one with duplicate device names
-    is invalid, and neither is allocated from.
-    """
-
-    def __init__(self, slices: Iterable[resource_v1.ResourceSlice]) -> None:
-        newest: dict[PoolID, list[resource_v1.ResourceSlice]] = {}
-        for s in slices:
-            pool_id = (s.spec.driver, s.spec.pool.name)
-            current = newest.get(pool_id)
-            if current is None or s.spec.pool.generation > current[0].spec.pool.generation:
-                newest[pool_id] = [s]
-            elif s.spec.pool.generation == current[0].spec.pool.generation:
-                current.append(s)
-
-        self._by_node_name: dict[str, list[_IndexedSlice]] = {}
-        self._all_nodes: list[_IndexedSlice] = []
-        self._by_selector: list[tuple[core_v1.NodeSelector, _IndexedSlice]] = []
-        self._per_device: list[_IndexedSlice] = []
-        # pool -> the nodes its slices name, or None if a slice reaches nodes otherwise
-        # (all nodes, a node selector, per device): who to tell when its devices change.
-        self.pool_nodes: dict[PoolID, set[str] | None] = {}
-        for pool_id, pool_slices in newest.items():
-            unusable = _pool_problem(pool_slices)
-            for s in sorted(pool_slices, key=lambda s: s.metadata.name):
-                self._index(pool_id, unusable, s)
-        # Node labels only matter if some slice or device selects nodes by selector.
-        self._label_dependent = bool(self._by_selector) or any(
-            c.node_selector is not None for s in self._per_device for c in s.devices
-        )
-        self._views: dict[str, tuple[dict[str, str], _NodeView]] = {}
-        self._variables: dict[DeviceID, cel_env.DeviceVariables] = {}
-        self._cel_results: dict[tuple[str, DeviceID], bool] = {}
-
-    def _index(self, pool_id: PoolID, unusable: str | None, s: resource_v1.ResourceSlice) -> None:
-        spec = s.spec
-        per_device = bool(spec.per_device_node_selection)
-        devices = []
-        for index, device in enumerate(spec.devices):
-            placement = device if per_device else spec
-            devices.append(
-                _Candidate(
-                    id=(spec.driver, spec.pool.name, device.name),
-                    device=device,
-                    order=(spec.driver, spec.pool.name, s.metadata.name, index),
-                    node_name=placement.node_name,
-                    all_nodes=bool(placement.all_nodes),
-                    node_selector=placement.node_selector,
-                    tainted=bool(device.taints),
-                )
-            )
-        indexed = _IndexedSlice(s.metadata.name, pool_id, unusable, devices)
-        nodes = self.pool_nodes.setdefault(pool_id, set())
-        if spec.node_name and not per_device:
-            if nodes is not None:
-                nodes.add(spec.node_name)
-        else:
-            self.pool_nodes[pool_id] = None
-        if spec.node_name:
-            self._by_node_name.setdefault(spec.node_name, []).append(indexed)
-        elif spec.all_nodes:
-            self._all_nodes.append(indexed)
-        elif spec.node_selector is not None:
-            self._by_selector.append((spec.node_selector, indexed))
-        elif per_device:
-            self._per_device.append(indexed)
-        # A slice with none of these is from some future API; it serves no node.
-
-    def _node_view(self, node: core_v1.Node) -> _NodeView:
-        """The devices `node` can reach, computed once per node (and per label set, if
-        labels matter)."""
-        labels = node.metadata.labels if self._label_dependent else {}
-        cached = self._views.get(node.metadata.name)
-        if cached is not None and cached[0] == labels:
-            return cached[1]
-        candidates: list[_Candidate] = []
-        unusable: dict[PoolID, str] = {}
-        for s, devices in self._reaching(node):
-            if s.unusable is not None:
-                unusable[s.pool] = s.unusable
-            else:
-                candidates += devices
-        candidates.sort(key=lambda c: c.order)
-        pools = tuple(dict.fromkeys((c.id[0], c.id[1]) for c in candidates))
-        tainted = any(c.tainted for c in candidates)
-        view = _NodeView(candidates, dict(sorted(unusable.items())), pools, tainted)
-        self._views[node.metadata.name] = (dict(labels), view)
-        return view
-
-    def _reaching(self, node: core_v1.Node) -> Iterator[tuple[_IndexedSlice, list[_Candidate]]]:
-        for s in self._by_node_name.get(node.metadata.name, ()):
-            yield s, s.devices
-        for s in self._all_nodes:
-            yield s, s.devices
-        for selector, s in self._by_selector:
-            if node_affinity.node_selector_matches(selector, node):
-                yield s, s.devices
-        for s in self._per_device:
-            devices = [c for c in s.devices if c.reaches(node)]
-            if devices:
-                yield s, devices
-
-    def _select_cached(
-        self,
-        view: _NodeView,
-        key: tuple[str, ...],
-        selectors: Sequence[tuple[str, cel_env.Selector]],
-    ) -> list[_Candidate] | None:
-        """All of the node's candidates that every selector accepts, remembered per node
-        under `key` (the selectors' expressions); None when a selector fails on some
-        device: then only the free devices may be looked at (as upstream does), so the
-        caller selects among those instead."""
-        found = view.matching.get(key)
-        if found is None:
-            try:
-                found = self._select(view.candidates, selectors)
-            except AllocatorError:
-                return None
-            view.matching[key] = found
-        return found
-
-    def _select(
-        self,
-        candidates: Iterable[_Candidate],
-        selectors: Sequence[tuple[str, cel_env.Selector]],
-    ) -> list[_Candidate]:
-        """The candidates every selector accepts; `selectors` pairs each compiled selector
-        with where it comes from, for error messages."""
-        return [c for c in candidates if all(self._matches(w, s, c) for w, s in selectors)]
-
-    def _matches(self, where: str, selector: cel_env.Selector, candidate: _Candidate) -> bool:
-        key = (selector.expression, candidate.id)
-        result = self._cel_results.get(key)
-        if result is None:
-            try:
-                variables = self._variables.get(candidate.id)
-                if variables is None:
-                    variables = cel_env.DeviceVariables(candidate.id[0], candidate.device)
-                    self._variables[candidate.id] = variables
-                result = variables.matches(selector)
-            except cel_env.CELError as err:
-                raise AllocatorError(
-                    f"{where} on device {'/'.join(candidate.id)}: CEL runtime error: {err}"
-                ) from None
-            self._cel_results[key] = result
-        return result
-
-
-def _pool_problem(pool_slices: list[resource_v1.ResourceSlice]) -> str | None:
-    if len(pool_slices) != pool_slices[0].spec.pool.resource_slice_count:
-        return _POOL_BEING_UPDATED
-    names = [d.name for s in pool_slices for d in s.spec.devices]
-    return _POOL_INVALID if len(names) != len(set(names)) else None
 
 
 @dataclass(slots=True, eq=False)
@@ -301,7 +88,7 @@ class _Alternative:
 
     plan: _AlternativePlan
     count: int  # devices needed; an "All" request that matches nothing needs 0 and fails
-    candidates: list[_Candidate]  # selectable, tolerated, not allocated elsewhere
+    candidates: list[Candidate]  # selectable, tolerated, not allocated elsewhere
 
 
 @dataclass(slots=True)
@@ -313,7 +100,7 @@ class _Request:
 @dataclass(slots=True)
 class _Search:
     requests: list[_Request]
-    picks: list[list[tuple[_AlternativePlan, _Candidate]]]  # per claim
+    picks: list[list[tuple[_AlternativePlan, Candidate]]]  # per claim
     in_use: set[DeviceID] = field(default_factory=set)  # picked in this call
 
 
@@ -362,7 +149,7 @@ class Allocator:
         """As `allocate`, with each result built only when asked for: Filter finds one
         per feasible node, Reserve uses one."""
         plan = self._plan(claims)
-        view = self._snapshot._node_view(node)
+        view = self._snapshot.node_view(node)
         if plan.simple is not None:
             return self._find_first_free(view, plan.simple)
         requests = [
@@ -387,10 +174,10 @@ class Allocator:
         plan = self._plans.get((id(claim),))
         if plan is None or plan.simple is None:
             return self.find(node, [claim])
-        return self._find_first_free(self._snapshot._node_view(node), plan.simple)
+        return self._find_first_free(self._snapshot.node_view(node), plan.simple)
 
     def _find_first_free(
-        self, view: _NodeView, alternative: _AlternativePlan
+        self, view: NodeView, alternative: _AlternativePlan
     ) -> list[Allocation] | None:
         """The search for one ExactCount request: its first `count` free devices.
 
@@ -417,8 +204,8 @@ class Allocator:
                 return [Allocation([(alternative, c) for c in devices])]
         allocated, in_flight = self._taken
         tolerations = alternative.tolerations
-        found: list[_Candidate] | None = None
-        picked: list[_Candidate] = []
+        found: list[Candidate] | None = None
+        picked: list[Candidate] = []
         for c in self._matching(view, alternative):
             if c.id in allocated or c.id in in_flight:
                 continue
@@ -498,10 +285,10 @@ class Allocator:
             tolerations=spec.tolerations,
         )
 
-    def _matching(self, view: _NodeView, alternative: _AlternativePlan) -> list[_Candidate]:
+    def _matching(self, view: NodeView, alternative: _AlternativePlan) -> list[Candidate]:
         """The node's devices the alternative's selectors accept (for ExactCount, those
         taken may be left out)."""
-        found = self._snapshot._select_cached(view, alternative.key, alternative.compiled)
+        found = self._snapshot.select_cached(view, alternative.key, alternative.compiled)
         if found is not None:
             return found
         if alternative.exact:
@@ -509,10 +296,10 @@ class Allocator:
             # (a selector failing on a taken device is no error).
             allocated, in_flight = self._taken
             free = [c for c in view.candidates if c.id not in allocated and c.id not in in_flight]
-            return self._snapshot._select(free, alternative.compiled)
-        return self._snapshot._select(view.candidates, alternative.compiled)  # raises
+            return self._snapshot.select(free, alternative.compiled)
+        return self._snapshot.select(view.candidates, alternative.compiled)  # raises
 
-    def _alternative(self, view: _NodeView, alternative: _AlternativePlan) -> _Alternative:
+    def _alternative(self, view: NodeView, alternative: _AlternativePlan) -> _Alternative:
         if alternative.exact:
             usable = self._usable(self._matching(view, alternative), alternative)
             return _Alternative(alternative, alternative.count, usable)
@@ -527,9 +314,7 @@ class Allocator:
         matching = self._matching(view, alternative)
         return _Alternative(alternative, len(matching), self._usable(matching, alternative))
 
-    def _usable(
-        self, matching: list[_Candidate], alternative: _AlternativePlan
-    ) -> list[_Candidate]:
+    def _usable(self, matching: list[Candidate], alternative: _AlternativePlan) -> list[Candidate]:
         """Matching devices the request may take: not allocated, no untolerated taint."""
         allocated, in_flight = self._taken
         tolerations = alternative.tolerations
@@ -548,7 +333,7 @@ class Allocation:
 
     __slots__ = ("_picks", "_result")
 
-    def __init__(self, picks: list[tuple[_AlternativePlan, _Candidate]]) -> None:
+    def __init__(self, picks: list[tuple[_AlternativePlan, Candidate]]) -> None:
         self._picks = picks
         self._result: resource_v1.AllocationResult | None = None
 
@@ -614,7 +399,7 @@ def _pick_devices(
 
 
 def _allocation_result(
-    picks: list[tuple[_AlternativePlan, _Candidate]],
+    picks: list[tuple[_AlternativePlan, Candidate]],
 ) -> resource_v1.AllocationResult:
     return resource_v1.AllocationResult(
         devices=resource_v1.DeviceAllocationResult(
@@ -634,7 +419,7 @@ def _allocation_result(
 
 
 def _result_node_selector(
-    devices: list[_Candidate],
+    devices: list[Candidate],
 ) -> core_v1.NodeSelector | None:
     """Where the claim can be used (upstream `createNodeSelector`): the node itself if any
     device is node-local, else the union of the network-attached devices' selector
@@ -691,8 +476,8 @@ def node_device_capacity(
     allocated: `allocated` should hold them. Pools being updated or invalid are left out.
     """
     snapshot = slices if isinstance(slices, Snapshot) else Snapshot(slices)
-    matching = snapshot._select(
-        snapshot._node_view(node).candidates,
+    matching = snapshot.select(
+        snapshot.node_view(node).candidates,
         _compile(cls.spec.selectors, f"class {cls.metadata.name}"),
     )
     return len(matching), sum(1 for c in matching if c.id in allocated)
