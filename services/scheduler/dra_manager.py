@@ -206,7 +206,7 @@ class DraManager:
     def watch(self, sink: framework.NodeChangeSink) -> None:
         """Tell `sink` of every change that can alter what the allocator finds on a node:
         a class or a slice (every node), a device taken or freed (the nodes its pool
-        reaches). For `framework.FilterVerdicts`."""
+        reaches). For `framework.VerdictCache`."""
         self._sinks.append(sink)
 
     # -- reading ---------------------------------------------------------------------------

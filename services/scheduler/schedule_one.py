@@ -15,8 +15,6 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import logging
-import random
-from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 import msgspec
@@ -33,7 +31,6 @@ from drasim.scheduler.framework import (
     Diagnosis,
     FitError,
     FrameworkError,
-    NodeInfo,
     Status,
 )
 from drasim.scheduler.queue import QueuedPodInfo
@@ -52,7 +49,6 @@ __all__ = [
     "schedule_one",
     "schedule_pod",
     "scheduling_cycle",
-    "select_host",
 ]
 
 log = logging.getLogger(__name__)
@@ -229,54 +225,11 @@ def schedule_pod(sched: Scheduler, state: CycleState, pod: core_v1.Pod) -> Sched
     feasible, diagnosis = spans.find_nodes_that_fit(sched.framework, state, pod, nodes)
     if not feasible:
         raise FitError(pod, len(nodes), diagnosis)
-    evaluated = diagnosis.evaluated_nodes
     if len(feasible) == 1:
-        host = feasible[0].name
+        host = sched.framework.pick_host(state, pod, feasible, sched.rng)
     else:
-        host = spans.call("Score", pick_host, sched.framework, state, pod, feasible, sched.rng)
-    chosen = sched.snapshot.get(host)
-    assert chosen is not None
-    sched.framework.confirm_reused_verdict(state, pod, chosen)
-    return ScheduleResult(host, evaluated, len(feasible))
-
-
-def pick_host(
-    fwk: framework.Framework,
-    state: CycleState,
-    pod: core_v1.Pod,
-    nodes: Sequence[NodeInfo],
-    rng: random.Random,
-) -> str:
-    """PreScore, Score and the highest total (`select_host`), from the pod spec's kept
-    scores where the walk left them (`Framework.best_kept_node`); without Score plugins
-    every node scores 1, as upstream."""
-    if not fwk.score_plugins:
-        return select_host(nodes, [1] * len(nodes), rng)
-    status = fwk.run_pre_score_plugins(state, pod, nodes)
-    if not framework.is_success(status):
-        assert status is not None
-        raise FrameworkError(status)
-    host = fwk.best_kept_node(state, pod, rng)
-    if host is None:
-        host = select_host(nodes, fwk.total_scores(state, pod, nodes), rng)
-    return host
-
-
-def select_host(nodes: Sequence[NodeInfo], scores: Sequence[int], rng: random.Random) -> str:
-    """The node with the highest total score; ties are broken uniformly at random by
-    reservoir sampling, so equal nodes share the load."""
-    best = 0
-    best_score = scores[0]
-    ties = 1
-    random = rng.random  # (randrange costs a Python call per tie; often hundreds tie)
-    for i, score in enumerate(scores):
-        if score > best_score:
-            best, best_score, ties = i, score, 1
-        elif score == best_score and i != best:
-            ties += 1
-            if random() * ties < 1:
-                best = i
-    return nodes[best].name
+        host = spans.call("Score", sched.framework.pick_host, state, pod, feasible, sched.rng)
+    return ScheduleResult(host, diagnosis.evaluated_nodes, len(feasible))
 
 
 # --- the binding cycle -------------------------------------------------------------------

@@ -158,9 +158,8 @@ def find_nodes_that_fit(
     if not trace.get_current_span().is_recording():
         return fwk.find_nodes_that_fit(state, pod, nodes)
     started = time.time_ns()
-    state.record_rejections = True
     try:
-        feasible, diagnosis = fwk.find_nodes_that_fit(state, pod, nodes)
+        feasible, diagnosis = fwk.find_nodes_that_fit(state, pod, nodes, name_every_rejection=True)
     except framework.FrameworkError as err:
         s = tracing.start_span("Filter", kind=tracing.SpanKind.INTERNAL)
         _annotate(s, err.status)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import random
 from collections.abc import Callable, Sequence
 from typing import ClassVar
 
@@ -21,6 +22,7 @@ from drasim.scheduler.framework import (
     NodeInfo,
     PreFilterResult,
     Status,
+    verdict_cache,
 )
 from drasim.scheduler.plugins import (
     node_affinity,
@@ -836,10 +838,9 @@ def test_filtering_stops_at_enough_feasible_nodes_and_rotates() -> None:
 class ReusableFilter(FakeFilter):
     """A filter whose verdict depends on the pod's spec, the NodeInfo and `external`,
     whose changes it reports to the sink of `watch_filter_inputs` (as DynamicResources
-    does for devices taken and freed)."""
+    does for devices taken and freed); with `veto` it signs no pod."""
 
     name: ClassVar[str] = "ReusableFilter"
-    reusable_filter_verdicts: ClassVar[bool] = True
     external: dict[str, int] = dataclasses.field(default_factory=dict)
     veto: bool = False
     sinks: list[NodeChangeSink] = dataclasses.field(default_factory=list)
@@ -847,9 +848,10 @@ class ReusableFilter(FakeFilter):
     def pre_filter(
         self, state: CycleState, pod: core_v1.Pod, nodes: Sequence[NodeInfo]
     ) -> tuple[PreFilterResult | None, Status | None]:
-        if self.veto:
-            state.reuse_filter_verdicts = False
         return None, None
+
+    def sign_pod(self, state: CycleState, pod: core_v1.Pod) -> bool:
+        return not self.veto
 
     def watch_filter_inputs(self, sink: NodeChangeSink) -> None:
         self.sinks.append(sink)
@@ -888,7 +890,8 @@ def test_verdicts_are_reused_until_the_node_or_a_reported_input_changes() -> Non
     feasible, again = fwk.find_nodes_that_fit(state, same_spec, all_nodes)
     assert [n.name for n in feasible] == ["a", "c"] and filtered(log) == []
     assert again.message(3) == diagnosis.message(3)
-    assert state.reused_feasible == {"a", "c"}
+    kept = verdict_cache.attempt_verdicts(state)
+    assert kept is not None and kept.reused == {"a", "c"}
 
     # A pod added to node a (new generation) and a reported change of c: both again.
     all_nodes[0].add_pod(make_pod("p").req({"cpu": "1"}).obj())
@@ -910,7 +913,7 @@ def test_verdicts_older_than_the_change_log_are_all_dropped() -> None:
     log = Recorder()
     plugin = ReusableFilter(log)
     fwk = Framework([plugin])
-    fwk.filter_verdicts.MAX_LOG = 2
+    fwk.verdict_cache.MAX_LOG = 2
     all_nodes = nodes("a", "b", "c")
     fwk.find_nodes_that_fit(CycleState(), POD, all_nodes)
     filtered(log)
@@ -924,7 +927,7 @@ def test_verdicts_older_than_the_change_log_are_all_dropped() -> None:
     assert len(filtered(log)) == 3
 
 
-def test_verdicts_are_not_reused_when_a_plugin_cannot_or_a_prefilter_says_no() -> None:
+def test_verdicts_are_not_reused_when_a_plugin_cannot_or_does_not_sign_the_pod() -> None:
     log = Recorder()
     fwk = Framework([ReusableFilter(log), FakeFilter(log)])  # FakeFilter declares nothing
     for _ in range(2):
@@ -947,24 +950,26 @@ def test_a_reused_verdict_is_confirmed_on_the_chosen_node() -> None:
     state = CycleState()
     [chosen], _ = fwk.find_nodes_that_fit(state, POD, all_nodes)
     filtered(log)
-    fwk.confirm_reused_verdict(state, POD, chosen)
+    fwk.verdict_cache.confirm(state, POD, chosen)
     assert filtered(log) == ["ReusableFilter.filter(a)"]
 
     # A change nobody reported: the confirmation fails and every verdict goes.
     plugin.reject["a"] = Status.unschedulable("no")
     with pytest.raises(FrameworkError, match="stale"):
-        fwk.confirm_reused_verdict(state, POD, chosen)
+        fwk.verdict_cache.confirm(state, POD, chosen)
     feasible, _ = fwk.find_nodes_that_fit(CycleState(), POD, all_nodes)
     assert feasible == [] and filtered(log) == ["ReusableFilter.filter(a)"] * 2
 
 
 @dataclasses.dataclass
 class ReusableScore(FakeScore):
-    """Counts its calls; declares its scores reusable."""
+    """Counts its calls; signs every pod, so its scores may be kept."""
 
     name: ClassVar[str] = "ReusableScore"
-    reusable_scores: ClassVar[bool] = True
     calls: list[str] = dataclasses.field(default_factory=list)
+
+    def sign_pod(self, state: CycleState, pod: core_v1.Pod) -> bool:
+        return True
 
     def score(self, state: CycleState, pod: core_v1.Pod, node_info: NodeInfo) -> int:
         self.calls.append(node_info.name)
@@ -977,9 +982,13 @@ def test_scores_are_reused_with_the_filter_verdicts() -> None:
     all_nodes = nodes("a", "b")
 
     def attempt() -> list[tuple[str, int]]:
+        """The totals the host was picked from (those kept for the spec)."""
         state = CycleState()
         feasible, _ = fwk.find_nodes_that_fit(state, POD, all_nodes)
-        return [(s.name, s.total_score) for s in fwk.run_score_plugins(state, POD, feasible)]
+        fwk.pick_host(state, POD, feasible, random.Random(0))
+        kept = verdict_cache.attempt_verdicts(state)
+        assert kept is not None
+        return [(node, total) for node, (_, total) in sorted(kept.verdicts.totals.items())]
 
     assert attempt() == [("a", 10), ("b", 20)] and scorer.calls == ["a", "b"]
     scorer.scores["a"] = 99  # unseen: nothing reported changed

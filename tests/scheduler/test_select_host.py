@@ -1,12 +1,11 @@
-"""Picking the host from the feasible nodes' total scores (`schedule_one.select_host`)."""
+"""Picking the host from the feasible nodes' total scores (`framework.select_host`)."""
 
 from __future__ import annotations
 
 import collections
 import random
 
-from drasim.scheduler.framework import NodeInfo
-from drasim.scheduler.schedule_one import select_host
+from drasim.scheduler.framework import NodeInfo, select_host
 from tests.scheduler.wrappers import make_node
 
 

@@ -2,7 +2,7 @@
 
 Two frameworks of the default profile share one cache and one DraManager: one reuses the
 verdicts and scores of earlier attempts for pods of the same spec
-(`framework.FilterVerdicts`), the other filters and scores every node each time. Along a
+(`framework.VerdictCache`), the other filters and scores every node each time. Along a
 long random history of what a cluster produces (pods reserved, bound, failed and deleted;
 devices of node-local and shared pools taken and freed; nodes, DeviceClasses and
 ResourceSlices changing), every attempt must find the same feasible nodes, the same
@@ -24,13 +24,13 @@ import pytest
 
 from drasim.common import codec
 from drasim.common.api import core_v1, resource_v1
-from drasim.scheduler import framework, schedule_one
+from drasim.scheduler import framework
 from drasim.scheduler.cache import Cache, Snapshot
 from drasim.scheduler.dra_manager import DraManager
-from drasim.scheduler.framework import CycleState, Framework, NodeInfo
+from drasim.scheduler.framework import CycleState, Framework, NodeInfo, verdict_cache
+from drasim.scheduler.framework.verdict_cache import KeptPositions
 from drasim.scheduler.plugins import names
 from drasim.scheduler.server import new_default_framework
-from drasim.scheduler.verdicts import KeptPositions
 
 DRIVER = "test-driver.cdi.k8s.io"
 NIC_DRIVER = "nic.example.com"
@@ -177,26 +177,31 @@ def attempt(
     pod: core_v1.Pod,
     nodes: list[NodeInfo],
     calls: collections.Counter[str] | None = None,
+    *,
+    name_every_rejection: bool = False,
 ) -> tuple[Outcome, list[NodeInfo]]:
-    """Filter and, with a choice to make, Score, as `schedule_one.schedule_pod` does;
-    Score runs for the pick from kept scores are counted apart in `calls`."""
+    """Filter and, with a choice to make, Score, as `schedule_one.schedule_pod` does. The
+    reusing framework picks its host as the scheduler does (`Framework.pick_host`, from
+    kept scores where they answer): one of the best. Every node's scores are then taken
+    afresh for the comparison, not counted in `calls`."""
     try:
-        feasible, diagnosis = fwk.find_nodes_that_fit(state, pod, nodes)
+        feasible, diagnosis = fwk.find_nodes_that_fit(
+            state, pod, nodes, name_every_rejection=name_every_rejection
+        )
         scores = {}
         if len(feasible) > 1:
+            picked = None
+            if fwk.verdict_cache.enabled:
+                picked = fwk.pick_host(state, pod, feasible, random.Random(len(feasible)))
+            before = calls["score"] if calls is not None else 0
             status = fwk.run_pre_score_plugins(state, pod, feasible)
             assert framework.is_success(status), status
             scores = {
                 s.name: (s.total_score, tuple((p.name, p.score) for p in s.scores))
                 for s in fwk.run_score_plugins(state, pod, feasible)
             }
-            # From kept scores (the reusing framework only): one of the best.
-            before = calls["score"] if calls is not None else 0
-            picked = fwk.best_kept_node(state, pod, random.Random(len(feasible)))
-            if calls is not None:
-                calls["kept score"] += calls["score"] - before
+            if calls is not None and picked is not None:
                 calls["score"] = before
-                calls["kept picks"] += picked is not None
             if picked is not None:
                 assert scores[picked][0] == max(total for total, _ in scores.values())
     except framework.FrameworkError as err:
@@ -234,6 +239,15 @@ def count_calls(fwk: Framework) -> collections.Counter[str]:
     for pl in fwk.score_plugins:
         if pl.name == names.NODE_RESOURCES_FIT:
             setattr(pl, "score", counted("score", pl.score))  # noqa: B010
+    # Picks of a host from kept positions' scores.
+    best_kept_node = fwk.verdict_cache.best_kept_node
+
+    def counted_pick(*args: Any) -> Any:
+        host = best_kept_node(*args)
+        calls["kept picks"] += host is not None
+        return host
+
+    setattr(fwk.verdict_cache, "best_kept_node", counted_pick)  # noqa: B010
     return calls
 
 
@@ -261,8 +275,8 @@ class Cluster:
         self.dra = DraManager()
         self.reusing = new_default_framework(object(), self.dra)  # type: ignore[arg-type]
         self.reference = new_default_framework(object(), self.dra)  # type: ignore[arg-type]
-        self.reference.filter_verdicts.enabled = False
-        assert self.reusing.filter_verdicts.enabled
+        self.reference.verdict_cache.enabled = False
+        assert self.reusing.verdict_cache.enabled
         self.reusing_calls = count_calls(self.reusing)
         self.reference_calls = count_calls(self.reference)
         self.cache = Cache()
@@ -419,33 +433,36 @@ class Cluster:
         assert len(nodes) < framework.MIN_FEASIBLE_NODES_TO_FIND
         state, reference_state = CycleState(), CycleState()
         # Without, rejections are named only when no node fits (`open_nodes`).
-        state.record_rejections = self.attempts % 2 == 0
+        name_all = self.attempts % 2 == 0
         # Either may go first: they share the DraManager and its allocator caches.
         if self.rng.random() < 0.5:
-            got, feasible = attempt(self.reusing, state, pod, nodes, self.reusing_calls)
+            got, feasible = attempt(
+                self.reusing, state, pod, nodes, self.reusing_calls, name_every_rejection=name_all
+            )
             want, _ = attempt(self.reference, reference_state, pod, nodes)
         else:
             want, _ = attempt(self.reference, reference_state, pod, nodes)
-            got, feasible = attempt(self.reusing, state, pod, nodes, self.reusing_calls)
-        if got.feasible and not state.record_rejections:
+            got, feasible = attempt(
+                self.reusing, state, pod, nodes, self.reusing_calls, name_every_rejection=name_all
+            )
+        if got.feasible and not name_all:
             assert not got.rejected and not got.unschedulable_plugins
             want = dataclasses.replace(
                 want, rejected={}, message=got.message, unschedulable_plugins=frozenset()
             )
         assert got == want, f"attempt {self.attempts} of {pod.metadata.name}: {spec}"
-        assert not reference_state.reused_feasible
+        assert verdict_cache.attempt_verdicts(reference_state) is None
         self.attempts += 1
         self.feasible += bool(got.feasible)
         self.scored += bool(got.scores)
-        self.reused_feasible += len(state.reused_feasible) + sum(
-            state.filtered_now is not None and name not in state.filtered_now
-            for name in got.feasible
-        )
+        kept = verdict_cache.attempt_verdicts(state)
+        if kept is not None:
+            self.reused_feasible += sum(kept.reused_verdict(name) for name in got.feasible)
         if not feasible:
             return
         chosen = self.rng.choice(feasible)
         # As `schedule_pod` does: Filter runs for real on a node whose verdict was reused.
-        self.reusing.confirm_reused_verdict(state, pod, chosen)
+        self.reusing.verdict_cache.confirm(state, pod, chosen)
         assumed = codec.clone(pod)
         assumed.spec.node_name = chosen.name
         self.cache.assume_pod(assumed)
@@ -586,7 +603,7 @@ async def test_devices_freed_on_the_node_changed_last_are_seen() -> None:
 
     The Reserve of the first pod logged the node's change; the second attempt moved the
     spec's place in the log past it and stored a fresh rejection; the claim's deletion
-    reports the same node again. `FilterVerdicts.node_changed` once dropped that report
+    reports the same node again. `VerdictCache.node_changed` once dropped that report
     because it equals the log's last entry, and as the node's generation did not change
     (the pod had left the cache already), the stale rejection was reused: the pod,
     requeued by that very ResourceClaim deletion, stayed unschedulable until something
@@ -595,7 +612,7 @@ async def test_devices_freed_on_the_node_changed_last_are_seen() -> None:
     dra = DraManager()
     reusing = new_default_framework(object(), dra)  # type: ignore[arg-type]
     reference = new_default_framework(object(), dra)  # type: ignore[arg-type]
-    reference.filter_verdicts.enabled = False
+    reference.verdict_cache.enabled = False
     cache, snapshot = Cache(), Snapshot()
     dra.on_class_add(
         codec.convert(class_dict("class-0", CLASSES["class-0"][1]), resource_v1.DeviceClass)
@@ -663,16 +680,16 @@ async def test_devices_freed_on_the_node_changed_last_are_seen() -> None:
 @pytest.mark.parametrize("seed", range(3))
 def test_kept_positions_pass_the_same_nodes_and_pick_a_best_one(seed: int) -> None:
     """With more nodes than `MIN_FEASIBLE_NODES_TO_FIND`, Filter stops early and the next
-    attempt starts where it stopped. A walk over a spec's kept positions
-    (`_FilterWalk.kept_nodes`) must find the same nodes in the same order, pass over as many
-    and leave the same next start as one that visits every node, and the host picked from
-    kept scores must have the best total score, along a history of pods placed and removed,
-    nodes changed, added and removed."""
+    attempt starts where it stopped. A walk over a spec's kept positions (the VerdictCache's)
+    must find the same nodes in the same order, pass over as many and leave the same next
+    start as one that visits every node, and the host picked from kept scores must have the
+    best total score, along a history of pods placed and removed, nodes changed, added and
+    removed."""
     rng = random.Random(seed)
     dra = DraManager()
     reusing = new_default_framework(object(), dra)  # type: ignore[arg-type]
     reference = new_default_framework(object(), dra)  # type: ignore[arg-type]
-    reference.filter_verdicts.enabled = False
+    reference.verdict_cache.enabled = False
     reusing_calls, reference_calls = count_calls(reusing), count_calls(reference)
     cache, snapshot = Cache(), Snapshot()
     node_names = [f"node-{i:03}" for i in range(300)]
@@ -727,7 +744,7 @@ def test_kept_positions_pass_the_same_nodes_and_pick_a_best_one(seed: int) -> No
             if not want:
                 assert got_diagnosis.node_to_status == want_diagnosis.node_to_status
                 continue
-            host = schedule_one.pick_host(reusing, state, pod, got, rng)
+            host = reusing.pick_host(state, pod, got, rng)
             status = reference.run_pre_score_plugins(reference_state, pod, want)
             assert framework.is_success(status)
             totals = dict(
@@ -738,10 +755,8 @@ def test_kept_positions_pass_the_same_nodes_and_pick_a_best_one(seed: int) -> No
                 )
             )
             assert totals[host] == max(totals.values()), f"step {step}"
-            picks += state.kept_walk is not None
-            chosen = snapshot.get(host)
-            assert chosen is not None
-            reusing.confirm_reused_verdict(state, pod, chosen)
+            kept = verdict_cache.attempt_verdicts(state)
+            picks += kept is not None and kept.kept_walk is not None
             assumed = codec.clone(pod)
             assumed.spec.node_name = host
             cache.assume_pod(assumed)

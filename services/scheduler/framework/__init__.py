@@ -6,7 +6,8 @@
 - `events`: cluster events and queueing hints, which requeue rejected pods;
 - `node_info`: `NodeInfo`, a node with its pods, and their requests as integer vectors;
 - `types`: scores per node and plugin, `Diagnosis` and `FitError`;
-- `runtime`: `Framework`, which sorts a profile's plugins into extension points and runs them.
+- `runtime`: `Framework`, which sorts a profile's plugins into extension points and runs them;
+- `verdict_cache`: Filter verdicts and scores kept across attempts of pods of one spec.
 
 Callers import the package (`from drasim.scheduler import framework`, `framework.Status`);
 everything public is re-exported here. Everything is pure and synchronous except
@@ -28,8 +29,11 @@ from drasim.scheduler.framework.interfaces import (
     MAX_NODE_SCORE,
     MIN_NODE_SCORE,
     BindPlugin,
+    CandidateNodesPlugin,
     EnqueueExtensions,
+    FilterInputReporter,
     FilterPlugin,
+    NodeChangeSink,
     NodeScore,
     Plugin,
     PostFilterPlugin,
@@ -40,6 +44,7 @@ from drasim.scheduler.framework.interfaces import (
     ReservePlugin,
     ScoreExtensions,
     ScorePlugin,
+    SignPlugin,
 )
 from drasim.scheduler.framework.node_info import (
     DEFAULT_MEMORY_REQUEST,
@@ -58,6 +63,7 @@ from drasim.scheduler.framework.runtime import (
     ExtensionPoint,
     Framework,
     PluginDurationObserver,
+    select_host,
 )
 from drasim.scheduler.framework.status import (
     Code,
@@ -68,7 +74,7 @@ from drasim.scheduler.framework.status import (
     is_success,
 )
 from drasim.scheduler.framework.types import Diagnosis, FitError, NodePluginScores, PluginScore
-from drasim.scheduler.verdicts import FilterVerdicts, NodeChangeSink
+from drasim.scheduler.framework.verdict_cache import VerdictCache
 
 __all__ = [
     "DEFAULT_MEMORY_REQUEST",
@@ -78,6 +84,7 @@ __all__ = [
     "MIN_NODE_SCORE",
     "ActionType",
     "BindPlugin",
+    "CandidateNodesPlugin",
     "ClusterEvent",
     "ClusterEventWithHint",
     "Code",
@@ -86,8 +93,8 @@ __all__ = [
     "EnqueueExtensions",
     "EventResource",
     "ExtensionPoint",
+    "FilterInputReporter",
     "FilterPlugin",
-    "FilterVerdicts",
     "FitError",
     "Framework",
     "FrameworkError",
@@ -111,8 +118,10 @@ __all__ = [
     "ReservePlugin",
     "ScoreExtensions",
     "ScorePlugin",
+    "SignPlugin",
     "StateData",
     "Status",
+    "VerdictCache",
     "is_rejected",
     "is_scalar_resource_name",
     "is_skip",
@@ -122,4 +131,5 @@ __all__ = [
     "pod_resource_request",
     "pod_scheduling_properties_change",
     "resource_vector",
+    "select_host",
 ]

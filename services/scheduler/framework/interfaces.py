@@ -10,6 +10,7 @@ import dataclasses
 from typing import TYPE_CHECKING, ClassVar, NamedTuple, Protocol, runtime_checkable
 
 from drasim.common.api import core_v1
+from drasim.scheduler.framework.status import FrameworkError, Status
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -17,15 +18,17 @@ if TYPE_CHECKING:
     from drasim.scheduler.framework.cycle_state import CycleState
     from drasim.scheduler.framework.events import ClusterEventWithHint
     from drasim.scheduler.framework.node_info import NodeInfo
-    from drasim.scheduler.framework.status import Status
     from drasim.scheduler.framework.types import Diagnosis
 
 __all__ = [
     "MAX_NODE_SCORE",
     "MIN_NODE_SCORE",
     "BindPlugin",
+    "CandidateNodesPlugin",
     "EnqueueExtensions",
+    "FilterInputReporter",
     "FilterPlugin",
+    "NodeChangeSink",
     "NodeScore",
     "Plugin",
     "PostFilterPlugin",
@@ -36,6 +39,8 @@ __all__ = [
     "ReservePlugin",
     "ScoreExtensions",
     "ScorePlugin",
+    "SignPlugin",
+    "invalid_score",
 ]
 
 MAX_NODE_SCORE = 100
@@ -195,3 +200,59 @@ class EnqueueExtensions(Protocol):
     name: ClassVar[str]
 
     def events_to_register(self) -> list[ClusterEventWithHint]: ...
+
+
+class NodeChangeSink(Protocol):
+    """Where a plugin reports changes its Filter reads beyond the pod's spec and the
+    NodeInfo (DynamicResources: classes, slices, devices taken or freed)."""
+
+    def node_changed(self, node_name: str) -> None: ...
+
+    def all_changed(self) -> None: ...
+
+
+@runtime_checkable
+class SignPlugin(Protocol):
+    """A Filter plugin whose verdict on a node, and its score if it scores, follow from the
+    pod's spec, the NodeInfo and what it reports to a `NodeChangeSink`: the framework may
+    then keep them for later pods of the same spec (`VerdictCache`; upstream `SignPlugin`,
+    KEP-5598). The cache is used only when every Filter plugin is one.
+
+    `sign_pod` runs after PreFilter: False keeps this pod's verdicts from being kept or
+    reused (DynamicResources: the pod has claims of its own, whose state it reads).
+    """
+
+    name: ClassVar[str]
+
+    def sign_pod(self, state: CycleState, pod: core_v1.Pod) -> bool: ...
+
+
+@runtime_checkable
+class FilterInputReporter(Protocol):
+    """A plugin whose Filter reads more than the pod's spec and the NodeInfo (DynamicResources:
+    classes, slices, allocated devices): it reports every change of that to `sink`."""
+
+    def watch_filter_inputs(self, sink: NodeChangeSink) -> None: ...
+
+
+@runtime_checkable
+class CandidateNodesPlugin(Protocol):
+    """A PreFilter plugin that may know, for this pod, the only nodes its Filter can pass
+    (NodeResourcesFit: the nodes advertising enough of a device plugin's resource). Filter
+    tries those first; if none passes, every node is filtered after all, so that the
+    diagnosis names each node's own reason. Unlike a PreFilterResult it changes no verdict:
+    a shortcut only. None: every node may pass."""
+
+    name: ClassVar[str]
+
+    def candidate_nodes(self, state: CycleState) -> frozenset[str] | None: ...
+
+
+def invalid_score(plugin: str, score: int) -> FrameworkError:
+    """Upstream's error for a (normalized) score outside 0–100."""
+    return FrameworkError(
+        Status.error(
+            f"plugin {plugin!r} returns an invalid score {score}, it should in the range of "
+            f"[{MIN_NODE_SCORE}, {MAX_NODE_SCORE}] after normalizing"
+        )
+    )

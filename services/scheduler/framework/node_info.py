@@ -211,7 +211,7 @@ class NodeInfo:
     def replace_pod(self, old: core_v1.Pod, new: core_v1.Pod) -> bool:
         """Swap in a newer version of a pod on this node if nothing Filter or Score reads
         changed (its requests and labels): then the generation stays, so verdicts kept for
-        this node stay valid (`verdicts.FilterVerdicts`) — an assumed pod's confirmation
+        this node stay valid (`framework.VerdictCache`) — an assumed pod's confirmation
         and its status updates would otherwise invalidate them again and again. Returns
         False (and changes nothing) when the caller must remove and add instead."""
         if new.metadata.labels != old.metadata.labels:
@@ -246,7 +246,7 @@ class NodeInfoList(list[NodeInfo]):
     """A snapshot's nodes in order, each node's position (`positions`), and the names of
     the nodes replaced in place since the list was made (`changed`). A node keeps its
     position for the list's life: another set of nodes makes a new list. So what an
-    attempt learnt per node (`verdicts.FilterVerdicts`, NodeResourcesFit's index) holds in
+    attempt learnt per node (`framework.VerdictCache`, NodeResourcesFit's index) holds in
     later attempts but for the nodes named since (`NodeListReader`)."""
 
     __slots__ = ("changed", "positions")

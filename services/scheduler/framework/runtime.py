@@ -7,9 +7,7 @@ Upstream: `pkg/scheduler/framework/runtime/framework.go` and `pkg/scheduler/sche
 
 from __future__ import annotations
 
-import bisect
 import enum
-import itertools
 import random
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -21,6 +19,7 @@ from drasim.scheduler.framework.interfaces import (
     MAX_NODE_SCORE,
     MIN_NODE_SCORE,
     BindPlugin,
+    CandidateNodesPlugin,
     EnqueueExtensions,
     FilterPlugin,
     NodeScore,
@@ -33,6 +32,7 @@ from drasim.scheduler.framework.interfaces import (
     ReservePlugin,
     ScoreExtensions,
     ScorePlugin,
+    invalid_score,
 )
 from drasim.scheduler.framework.node_info import NodeInfo, NodeInfoList
 from drasim.scheduler.framework.status import (
@@ -47,20 +47,16 @@ from drasim.scheduler.framework.status import (
     wrap,
 )
 from drasim.scheduler.framework.types import Diagnosis, NodePluginScores, PluginScore
-from drasim.scheduler.verdicts import (
-    FilterVerdicts,
-    PodVerdicts,
-    circular_slices,
-    count_between,
-    kept_scores,
-)
+from drasim.scheduler.framework.verdict_cache import VerdictCache
 
 __all__ = [
     "MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND",
     "MIN_FEASIBLE_NODES_TO_FIND",
     "ExtensionPoint",
+    "FilterWalk",
     "Framework",
     "PluginDurationObserver",
+    "select_host",
     "with_nominated_pods",
 ]
 
@@ -89,16 +85,6 @@ PluginDurationObserver = Callable[[ExtensionPoint, str, str, float], None]
 every plugin call."""
 
 
-def _invalid_score(plugin: str, score: int) -> FrameworkError:
-    """Upstream's error for a (normalized) score outside 0–100."""
-    return FrameworkError(
-        Status.error(
-            f"plugin {plugin!r} returns an invalid score {score}, it should in the range of "
-            f"[{MIN_NODE_SCORE}, {MAX_NODE_SCORE}] after normalizing"
-        )
-    )
-
-
 def _plugin_list_message(plugins: Iterable[str]) -> str:
     """Go's `%v` of a sorted string slice: `[A B]`."""
     return "[" + " ".join(sorted(plugins)) + "]"
@@ -115,10 +101,9 @@ def with_nominated_pods(state: CycleState, node_info: NodeInfo) -> NodeInfo:
     return copy
 
 
-class _FilterWalk:
+class FilterWalk:
     """One attempt's Filter over the nodes, upstream's way: from `start` round the list
-    until `to_find` nodes passed; each node's first non-success status rules it out.
-    Both walks answer (feasible nodes, nodes passed over)."""
+    until `to_find` nodes passed; each node's first non-success status rules it out."""
 
     def __init__(
         self,
@@ -155,26 +140,20 @@ class _FilterWalk:
     def every_node(
         self,
         nodes: Sequence[NodeInfo],
-        verdicts: dict[str, tuple[int, Status | None]] | None,
         diagnosis: Diagnosis,
+        verdict: Callable[[NodeInfo], Status | None] | None = None,
     ) -> tuple[list[NodeInfo], int]:
-        """Visit each node in turn, answering from `verdicts` where the node's generation
-        is the one they saw; every rejection goes into the diagnosis."""
+        """Visit each node in turn: (feasible nodes, nodes passed over). `verdict` answers
+        for a node in place of `filter` (the VerdictCache's kept verdicts); every rejection
+        goes into the diagnosis."""
+        verdict = verdict or self.filter
         num_all = len(nodes)
         feasible: list[NodeInfo] = []
         processed = 0
         for i in range(self.start, self.start + num_all):
             node_info = nodes[i % num_all]
             processed += 1
-            known = verdicts.get(node_info.name) if verdicts is not None else None
-            if known is not None and known[0] == node_info.generation:
-                status = known[1]
-                if status is None:
-                    self.state.reused_feasible.add(node_info.name)
-            else:
-                status = self.filter(node_info)
-                if verdicts is not None:
-                    verdicts[node_info.name] = (node_info.generation, status)
+            status = verdict(node_info)
             if status is None:
                 feasible.append(node_info)
                 if len(feasible) >= self.to_find:
@@ -182,56 +161,6 @@ class _FilterWalk:
             else:
                 diagnosis.node_to_status[node_info.name] = status
                 diagnosis.add_plugin_status(status)
-        return feasible, processed
-
-    def kept_nodes(
-        self, nodes: NodeInfoList, pod_verdicts: PodVerdicts, diagnosis: Diagnosis
-    ) -> tuple[list[NodeInfo], int]:
-        """`every_node` by bisection over what this spec's attempts learnt per position
-        (`KeptPositions`): Filter runs only for the unknown positions on the way, in walk
-        order, until `to_find` known feasible nodes lie between `start` and the next
-        unknown one. The same nodes pass, in the same order, and as many are passed over.
-        The rejections of the nodes passed over go into the diagnosis only when no node
-        passed or the attempt records them (`CycleState.record_rejections`), as a full
-        cluster otherwise costs a visit to every node per attempt. Leaves the range in
-        `CycleState.kept_walk` for `Framework.best_kept_node`."""
-        kept = pod_verdicts.positions
-        assert kept is not None
-        verdicts = pod_verdicts.filter
-        state, start, to_find = self.state, self.start, self.to_find
-        state.filtered_now = filtered = set()
-        while True:
-            last = kept.nth_feasible(start, to_find)
-            position = kept.first_unknown(start, last)
-            if position is None:
-                break
-            node_info = nodes[position]
-            known = verdicts.get(node_info.name)
-            if known is not None and known[0] == node_info.generation:
-                status = known[1]
-            else:
-                status = self.filter(node_info)
-                verdicts[node_info.name] = (node_info.generation, status)
-                filtered.add(node_info.name)
-            kept.found(position, status is None)
-        num_all = len(nodes)
-        if last is None:  # fewer than to_find pass: the whole way round
-            processed, last = num_all, (start - 1) % num_all
-        else:
-            processed = (last - start) % num_all + 1
-        passed = kept.feasible
-        i = bisect.bisect_left(passed, start)
-        feasible = [
-            nodes[p] for p in itertools.islice(itertools.chain(passed[i:], passed[:i]), to_find)
-        ]
-        if not feasible or state.record_rejections:
-            for i in range(start, start + processed):
-                name = nodes[i % num_all].name
-                status = verdicts[name][1]
-                if status is not None:
-                    diagnosis.node_to_status[name] = status
-                    diagnosis.add_plugin_status(status)
-        state.kept_walk = (kept, nodes, start, last)
         return feasible, processed
 
 
@@ -262,12 +191,15 @@ class Framework:
         self.pre_bind_plugins = [p for p in plugins if isinstance(p, PreBindPlugin)]
         self.bind_plugins = [p for p in plugins if isinstance(p, BindPlugin)]
         self.enqueue_extensions = [p for p in plugins if isinstance(p, EnqueueExtensions)]
+        self.candidate_plugins = [p for p in plugins if isinstance(p, CandidateNodesPlugin)]
         self.score_weights = {p.name: (score_weights or {}).get(p.name, 1) for p in plugins}
         self._observe = observe_plugin_duration
         # 0 picks upstream's adaptive percentage (see `num_feasible_nodes_to_find`).
         self.percentage_of_nodes_to_score = percentage_of_nodes_to_score
         self._next_start_node_index = 0
-        self.filter_verdicts = FilterVerdicts(self.filter_plugins)
+        self.verdict_cache = VerdictCache(
+            self.filter_plugins, self.score_plugins, self.score_weights, self.run_filter_plugins
+        )
 
     def _observed(
         self,
@@ -353,18 +285,22 @@ class Framework:
         return max(num_all_nodes * percentage // 100, MIN_FEASIBLE_NODES_TO_FIND)
 
     def find_nodes_that_fit(
-        self, state: CycleState, pod: core_v1.Pod, node_infos: Sequence[NodeInfo]
+        self,
+        state: CycleState,
+        pod: core_v1.Pod,
+        node_infos: Sequence[NodeInfo],
+        *,
+        name_every_rejection: bool = False,
     ) -> tuple[list[NodeInfo], Diagnosis]:
         """PreFilter, then Filter (upstream `findNodesThatFitPod`).
 
         As upstream, Filter stops once `num_feasible_nodes_to_find` nodes passed, and the
         next attempt starts where this one stopped, so every node gets its turn. Nodes not
-        checked have no status in the diagnosis. Raises FrameworkError when a plugin
-        returns Error.
+        checked have no status in the diagnosis; with kept verdicts, nodes passed over are
+        named only when none fits, unless `name_every_rejection` (a traced attempt). Raises
+        FrameworkError when a plugin returns Error.
         """
         diagnosis = Diagnosis()
-        # Verdicts kept per node do not know the pods nominated to it.
-        state.reuse_filter_verdicts = self.filter_verdicts.enabled and not state.nominated_pods
         result, status, plugins_with_nodes = self.run_pre_filter_plugins(state, pod, node_infos)
         diagnosis.unschedulable_plugins = set(plugins_with_nodes)
         if not is_success(status):
@@ -383,31 +319,51 @@ class Framework:
             diagnosis.absent_nodes_status = Status.unresolvable(
                 f"node(s) didn't satisfy plugin(s) {_plugin_list_message(plugins_with_nodes)}"
             )
-        if state.candidate_nodes is not None:
+        only = self._candidate_nodes(state)
+        if only is not None:
             # Only these can pass; if none does, every node is filtered after all, so
             # that the diagnosis says what each node lacks, as upstream's does.
             if isinstance(nodes, NodeInfoList):  # (in walk order, without a pass over all)
                 positions = nodes.positions
                 candidates = [
-                    nodes[p]
-                    for p in sorted(positions[n] for n in state.candidate_nodes if n in positions)
+                    nodes[p] for p in sorted(positions[n] for n in only if n in positions)
                 ]
             else:
-                candidates = [n for n in nodes if n.name in state.candidate_nodes]
+                candidates = [n for n in nodes if n.name in only]
             probe = Diagnosis()
-            feasible = self._find_nodes_that_pass_filters(state, pod, candidates, probe)
+            feasible = self._find_nodes_that_pass_filters(
+                state, pod, candidates, probe, name_every_rejection
+            )
             if feasible:
                 diagnosis.evaluated_nodes = probe.evaluated_nodes
                 return feasible, diagnosis
-        return self._find_nodes_that_pass_filters(state, pod, nodes, diagnosis), diagnosis
+        feasible = self._find_nodes_that_pass_filters(
+            state, pod, nodes, diagnosis, name_every_rejection
+        )
+        return feasible, diagnosis
+
+    def _candidate_nodes(self, state: CycleState) -> frozenset[str] | None:
+        """The only nodes that may pass, as the PreFilters that ran know them."""
+        only: frozenset[str] | None = None
+        for pl in self.candidate_plugins:
+            if pl.name not in state.skip_filter_plugins:
+                names = pl.candidate_nodes(state)
+                if names is not None:
+                    only = names if only is None else only & names
+        return only
 
     def _find_nodes_that_pass_filters(
-        self, state: CycleState, pod: core_v1.Pod, nodes: Sequence[NodeInfo], diagnosis: Diagnosis
+        self,
+        state: CycleState,
+        pod: core_v1.Pod,
+        nodes: Sequence[NodeInfo],
+        diagnosis: Diagnosis,
+        name_every_rejection: bool,
     ) -> list[NodeInfo]:
         num_all = len(nodes)
         if num_all == 0:
             return []
-        walk = _FilterWalk(
+        walk = FilterWalk(
             state,
             pod,
             filters=[
@@ -419,37 +375,13 @@ class Framework:
             start=self._next_start_node_index % num_all,
             to_find=self.num_feasible_nodes_to_find(num_all),
         )
-        if not state.reuse_filter_verdicts:
-            feasible, processed = walk.every_node(nodes, None, diagnosis)
-        else:
-            state.pod_verdicts = self.filter_verdicts.for_pod(pod, nodes)
-            if isinstance(nodes, NodeInfoList):
-                feasible, processed = walk.kept_nodes(nodes, state.pod_verdicts, diagnosis)
-            else:
-                feasible, processed = walk.every_node(nodes, state.pod_verdicts.filter, diagnosis)
+        found = self.verdict_cache.find_feasible_nodes(
+            state, pod, nodes, walk, diagnosis, name_every_rejection=name_every_rejection
+        )
+        feasible, processed = found if found is not None else walk.every_node(nodes, diagnosis)
         self._next_start_node_index = (walk.start + processed) % num_all
         diagnosis.evaluated_nodes = processed
         return feasible
-
-    def confirm_reused_verdict(
-        self, state: CycleState, pod: core_v1.Pod, node_info: NodeInfo
-    ) -> None:
-        """Run Filter for real on the chosen node if its verdict was reused: plugins keep
-        per-node results for Reserve, and a verdict must never be trusted blindly. Raises
-        FrameworkError (the pod retries after backoff) if it no longer passes; that
-        would mean a change went unreported, so every kept verdict is dropped."""
-        name = node_info.name
-        reused = name in state.reused_feasible or (
-            state.filtered_now is not None and name not in state.filtered_now
-        )
-        if not reused:
-            return
-        status = self.run_filter_plugins(state, pod, node_info)
-        if not is_success(status):
-            self.filter_verdicts.all_changed()
-            raise FrameworkError(
-                Status.error(f"reused Filter verdict for node {node_info.name} was stale")
-            )
 
     async def run_post_filter_plugins(
         self, state: CycleState, pod: core_v1.Pod, diagnosis: Diagnosis
@@ -473,48 +405,28 @@ class Framework:
             rejector = rejector or pl.name
         return Status(Code.UNSCHEDULABLE, reasons).with_plugin(rejector)
 
-    def best_kept_node(self, state: CycleState, pod: core_v1.Pod, rng: random.Random) -> str | None:
-        """After PreScore: the host among the feasible nodes of a `kept_nodes` walk, from
-        the spec's kept total scores, scoring only the nodes not scored yet: the highest
-        total, ties broken uniformly at random, as `schedule_one.select_host` does over
-        every node. None (score every node as usual) without such a walk, when a Score
-        plugin in use cannot keep its scores (not `reusable_scores`, or normalizing), or
-        when the attempt times its plugins."""
-        walk = state.kept_walk
-        if walk is None or (self._observe is not None and state.record_plugin_metrics):
-            return None
-        plugins = [p for p in self.score_plugins if p.name not in state.skip_score_plugins]
-        if not all(
-            getattr(p, "reusable_scores", False) and not isinstance(p, ScoreExtensions)
-            for p in plugins
-        ):
-            return None
-        weighted = [(p, self.score_weights[p.name]) for p in plugins]
-        kept, nodes, start, last = walk
-        kept.score_with(tuple((p.name, weight) for p, weight in weighted))
-        ranges = circular_slices(start, last)
-        for first, end in ranges:
-            lo = bisect.bisect_left(kept.unscored, first)
-            for position in kept.unscored[lo : bisect.bisect_right(kept.unscored, end)]:
-                node_info = nodes[position]
-                total = 0
-                for pl, weight in weighted:
-                    value = pl.score(state, pod, node_info)
-                    if not MIN_NODE_SCORE <= value <= MAX_NODE_SCORE:
-                        raise _invalid_score(pl.name, value)
-                    total += weight * value
-                kept.scored(position, total)
-        for score in sorted(kept.by_score, reverse=True):
-            bucket = kept.by_score[score]
-            counts = [count_between(bucket, first, end) for first, end in ranges]
-            if not any(counts):
-                continue
-            pick = rng.randrange(sum(counts))
-            for (first, _), count in zip(ranges, counts, strict=True):
-                if pick < count:
-                    return nodes[bucket[bisect.bisect_left(bucket, first) + pick]].name
-                pick -= count
-        return None
+    def pick_host(
+        self, state: CycleState, pod: core_v1.Pod, feasible: Sequence[NodeInfo], rng: random.Random
+    ) -> str:
+        """PreScore, Score and the highest total (upstream `prioritizeNodes`, `selectHost`);
+        without Score plugins every node scores 1, as upstream. Kept scores answer where they
+        can, and a host whose Filter verdict was reused is filtered again
+        (`VerdictCache.pick_host`). Raises FrameworkError when a plugin fails."""
+        scored = len(feasible) > 1 and bool(self.score_plugins)
+        if scored:
+            status = self.run_pre_score_plugins(state, pod, feasible)
+            if not is_success(status):
+                assert status is not None
+                raise FrameworkError(status)
+
+        def select(totals: list[int] | None) -> str:
+            if len(feasible) == 1:
+                return feasible[0].name
+            if totals is None:
+                totals = self.total_scores(state, pod, feasible) if scored else [1] * len(feasible)
+            return select_host(feasible, totals, rng)
+
+        return self.verdict_cache.pick_host(state, pod, feasible, rng, select)
 
     def run_pre_score_plugins(
         self, state: CycleState, pod: core_v1.Pod, nodes: Sequence[NodeInfo]
@@ -568,11 +480,7 @@ class Framework:
         for pl in plugins:
             score = pl.score
             started = time.perf_counter()
-            if state.pod_verdicts is not None and getattr(pl, "reusable_scores", False):
-                kept = state.pod_verdicts.scores.setdefault(pl.name, {})
-                values = kept_scores(kept, state, pod, nodes, score)
-            else:
-                values = [score(state, pod, n) for n in nodes]
+            values = [score(state, pod, n) for n in nodes]
             if timed:  # (upstream times each node; one figure per cycle is enough here)
                 self._observed(state, ExtensionPoint.SCORE, pl.name, started, None)
             if isinstance(pl, ScoreExtensions):
@@ -584,7 +492,7 @@ class Framework:
                 )
             if values and not MIN_NODE_SCORE <= min(values) <= max(values) <= MAX_NODE_SCORE:
                 bad = next(v for v in values if not MIN_NODE_SCORE <= v <= MAX_NODE_SCORE)
-                raise _invalid_score(pl.name, bad)
+                raise invalid_score(pl.name, bad)
             weight = self.score_weights[pl.name]
             if weight != 1:
                 values = [v * weight for v in values]
@@ -663,3 +571,20 @@ class Framework:
     def events_to_register(self) -> dict[str, list[ClusterEventWithHint]]:
         """Plugin name → the events that may requeue pods it rejected."""
         return {pl.name: pl.events_to_register() for pl in self.enqueue_extensions}
+
+
+def select_host(nodes: Sequence[NodeInfo], scores: Sequence[int], rng: random.Random) -> str:
+    """The node with the highest total score; ties are broken uniformly at random by
+    reservoir sampling, so equal nodes share the load (upstream `selectHost`)."""
+    best = 0
+    best_score = scores[0]
+    ties = 1
+    random = rng.random  # (randrange costs a Python call per tie; often hundreds tie)
+    for i, score in enumerate(scores):
+        if score > best_score:
+            best, best_score, ties = i, score, 1
+        elif score == best_score and i != best:
+            ties += 1
+            if random() * ties < 1:
+                best = i
+    return nodes[best].name

@@ -132,8 +132,10 @@ class NodeAffinity:
     """PreFilter, Filter and EnqueueExtensions."""
 
     name: ClassVar[str] = names.NODE_AFFINITY
-    # Filter reads only the pod's spec and the NodeInfo (see framework.FilterVerdicts).
-    reusable_filter_verdicts: ClassVar[bool] = True
+
+    def sign_pod(self, state: framework.CycleState, pod: core_v1.Pod) -> bool:
+        """Filter reads only the pod's spec and the NodeInfo: its verdicts may be kept."""
+        return True
 
     def pre_filter(
         self,

@@ -236,6 +236,9 @@ class _PreFilterState:
     # not changed once returned (the framework only names the plugin on it). Kept across
     # `clone`, as its contents depend on the pod alone.
     statuses: dict[tuple[object, ...], framework.Status] = dataclasses.field(default_factory=dict)
+    # The only nodes that may fit, when the pod asks for a resource only device plugins
+    # serve: those advertising enough of it. None: any node may.
+    candidate_nodes: frozenset[str] | None = None
 
     def clone(self) -> _PreFilterState:
         return self
@@ -293,13 +296,6 @@ class NodeResourcesFit:
     """
 
     name: ClassVar[str] = names.NODE_RESOURCES_FIT
-    # Filter reads only the pod's spec, the NodeInfo and which extended resources DRA
-    # serves (DynamicResources' `watch_filter_inputs` reports its changes): see
-    # framework.FilterVerdicts.
-    reusable_filter_verdicts: ClassVar[bool] = True
-    # Score reads the pod's spec, the NodeInfo and, for extended resources DRA serves,
-    # device counts of the node's pools: the same reports cover it.
-    reusable_scores: ClassVar[bool] = True
 
     def __init__(
         self,
@@ -328,10 +324,10 @@ class NodeResourcesFit:
             ignored_resource_groups=self.args.ignored_resource_groups,
             resolve=self.resolve_device_class,
         )
-        state.write(_PRE_FILTER_STATE_KEY, _PreFilterState(pod_request, checks))
+        candidates: frozenset[str] | None = None
         # A resource only device plugins serve (no class maps it) fits only on nodes whose
         # allocatable has enough of it: with thousands of nodes and few such nodes, Filter
-        # need not look at the others (`CycleState.candidate_nodes`).
+        # need not look at the others (`candidate_nodes`).
         scarce = [(name, want) for name, want, _, mapped in checks if not mapped]
         scarce = [(name, want) for name, want in scarce if name not in _NATIVE_CHECKED]
         if scarce:
@@ -344,10 +340,26 @@ class NodeResourcesFit:
             for name, want in scarce[1:]:
                 more = advertised.get(name, {})
                 found = {n for n in found if more.get(n, 0) >= want}
-            candidates = frozenset(found)
-            if len(candidates) < len(nodes):
-                state.candidate_nodes = candidates
+            if len(found) < len(nodes):
+                candidates = frozenset(found)
+        state.write(_PRE_FILTER_STATE_KEY, _PreFilterState(pod_request, checks, {}, candidates))
         return None, None
+
+    def candidate_nodes(self, state: framework.CycleState) -> frozenset[str] | None:
+        """The nodes advertising enough of each device plugin's resource the pod asks for,
+        when that is fewer than all (see `framework.CandidateNodesPlugin`)."""
+        try:
+            pre_filter_state = state.read(_PRE_FILTER_STATE_KEY)
+        except KeyError:
+            return None
+        assert isinstance(pre_filter_state, _PreFilterState)
+        return pre_filter_state.candidate_nodes
+
+    def sign_pod(self, state: framework.CycleState, pod: core_v1.Pod) -> bool:
+        """Filter reads only the pod's spec, the NodeInfo and which extended resources DRA
+        serves; Score also the device counts of the node's pools for those. DynamicResources
+        reports their changes (`watch_filter_inputs`): verdicts and scores may be kept."""
+        return True
 
     def filter(
         self, state: framework.CycleState, pod: core_v1.Pod, node_info: framework.NodeInfo

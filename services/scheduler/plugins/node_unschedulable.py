@@ -29,8 +29,10 @@ class NodeUnschedulable:
     """Filter and EnqueueExtensions."""
 
     name: ClassVar[str] = names.NODE_UNSCHEDULABLE
-    # Filter reads only the pod's spec and the NodeInfo (see framework.FilterVerdicts).
-    reusable_filter_verdicts: ClassVar[bool] = True
+
+    def sign_pod(self, state: framework.CycleState, pod: core_v1.Pod) -> bool:
+        """Filter reads only the pod's spec and the NodeInfo: its verdicts may be kept."""
+        return True
 
     def filter(
         self, state: framework.CycleState, pod: core_v1.Pod, node_info: framework.NodeInfo

@@ -61,8 +61,10 @@ class TaintToleration:
     """Filter and EnqueueExtensions."""
 
     name: ClassVar[str] = names.TAINT_TOLERATION
-    # Filter reads only the pod's spec and the NodeInfo (see framework.FilterVerdicts).
-    reusable_filter_verdicts: ClassVar[bool] = True
+
+    def sign_pod(self, state: framework.CycleState, pod: core_v1.Pod) -> bool:
+        """Filter reads only the pod's spec and the NodeInfo: its verdicts may be kept."""
+        return True
 
     def filter(
         self, state: framework.CycleState, pod: core_v1.Pod, node_info: framework.NodeInfo

@@ -87,11 +87,6 @@ class DynamicResources:
     """
 
     name: ClassVar[str] = names.DYNAMIC_RESOURCES
-    # For a pod whose only claim is its in-memory special claim, Filter's verdict depends
-    # on the pod's spec, the node, the classes and slices and the allocations of the
-    # node's pools: all reported by `watch_filter_inputs`. PreFilter excludes every other
-    # pod.
-    reusable_filter_verdicts: ClassVar[bool] = True
 
     def __init__(
         self,
@@ -115,8 +110,26 @@ class DynamicResources:
 
     def watch_filter_inputs(self, sink: framework.NodeChangeSink) -> None:
         """What Filter's verdict for a node depends on besides the pod and the NodeInfo
-        (see `framework.FilterVerdicts`): the DraManager reports it."""
+        (see `framework.VerdictCache`): the DraManager reports it."""
         self.dra_manager.watch(sink)
+
+    def sign_pod(self, state: framework.CycleState, pod: core_v1.Pod) -> bool:
+        """After PreFilter: for a pod without claims, or whose only claim is its in-memory
+        special claim, Filter's verdict depends on the pod's spec, the node, the classes
+        and slices and the allocations of the node's pools, all reported by
+        `watch_filter_inputs`; not for user claims or a leftover special claim."""
+        try:
+            s = read_state(state)
+        except KeyError:
+            return False
+        if s.claims.empty():
+            return True
+        claim = s.claims.extended_resource_claim()
+        return (
+            s.only_extended_resource_claim
+            and claim is not None
+            and claim.metadata.name == extended.SPECIAL_CLAIM_IN_MEMORY_NAME
+        )
 
     # -- PreFilter --
 
@@ -173,12 +186,6 @@ class DynamicResources:
             and extended_resource_claim is not None
             and s.allocator is not None
         )
-        if not (
-            s.only_extended_resource_claim
-            and extended_resource_claim is not None
-            and extended_resource_claim.metadata.name == extended.SPECIAL_CLAIM_IN_MEMORY_NAME
-        ):
-            state.reuse_filter_verdicts = False  # user claims, or a leftover special claim
         return None, None
 
     # -- Filter --

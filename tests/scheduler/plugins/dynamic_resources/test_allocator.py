@@ -903,7 +903,7 @@ class ChangeLog:
 
 
 def test_the_manager_reports_changes_of_the_nodes_pools_classes_and_slices() -> None:
-    """What DynamicResources reports for reusing Filter verdicts (framework.FilterVerdicts)."""
+    """What DynamicResources reports for reusing Filter verdicts (framework.VerdictCache)."""
     from drasim.scheduler.dra_manager import DraManager
 
     manager = DraManager()
