@@ -7,7 +7,8 @@
   `unschedulable`, `gated`), read when Prometheus scrapes, so queue operations cost nothing;
 - `scheduler_plugin_execution_duration_seconds{plugin,extension_point,status}`: as upstream,
   only 10 % of scheduling attempts time their plugins (`schedule_one` samples them into
-  `CycleState.record_plugin_metrics`); the others cost one boolean check per plugin call;
+  `CycleState.record_plugin_metrics`, and the framework runs them wrapped, see
+  `framework.instrumentation`); the others run them as they are;
 - `scheduler_pod_scheduling_sli_duration_seconds{attempts}`: from the pod's first entry into
   the queue to its binding, over all its attempts; `scheduler_pod_scheduling_attempts`: the
   attempts a bound pod needed.

@@ -164,9 +164,7 @@ async def scheduling_cycle(
         # PostFilter may make the pod fit in a later cycle (preemption, or deleting a
         # special claim left from an earlier attempt); its verdict ends the message.
         if fwk.post_filter_plugins:
-            status = await spans.point(
-                "PostFilter", fwk.run_post_filter_plugins(state, pod, fit_error.diagnosis)
-            )
+            status = await fwk.run_post_filter_plugins(state, pod, fit_error.diagnosis)
             fit_error.diagnosis.post_filter_msg = status.message() if status else ""
             if status is not None and status.code == Code.ERROR:
                 # What PostFilter had to do for a later fit failed (deleting a leftover
@@ -192,13 +190,9 @@ async def scheduling_cycle(
 
     # Reserve; on failure the framework has already run every Unreserve.
     try:
-        status = await spans.point(
-            "Reserve", fwk.run_reserve_plugins_reserve(state, assumed, result.suggested_host)
-        )
+        status = await fwk.run_reserve_plugins_reserve(state, assumed, result.suggested_host)
     except Exception:
-        await spans.point(
-            "Unreserve", fwk.run_reserve_plugins_unreserve(state, assumed, result.suggested_host)
-        )
+        await fwk.run_reserve_plugins_unreserve(state, assumed, result.suggested_host)
         sched.cache.forget_pod(assumed)
         raise
     if not framework.is_success(status):
@@ -222,13 +216,10 @@ def schedule_pod(sched: Scheduler, state: CycleState, pod: core_v1.Pod) -> Sched
     nodes = sched.snapshot.node_info_list
     if not nodes:
         raise NoNodesAvailableError()
-    feasible, diagnosis = spans.find_nodes_that_fit(sched.framework, state, pod, nodes)
+    feasible, diagnosis = sched.framework.find_nodes_that_fit(state, pod, nodes)
     if not feasible:
         raise FitError(pod, len(nodes), diagnosis)
-    if len(feasible) == 1:
-        host = sched.framework.pick_host(state, pod, feasible, sched.rng)
-    else:
-        host = spans.call("Score", sched.framework.pick_host, state, pod, feasible, sched.rng)
+    host = sched.framework.pick_host(state, pod, feasible, sched.rng)
     return ScheduleResult(host, diagnosis.evaluated_nodes, len(feasible))
 
 
@@ -265,9 +256,7 @@ async def binding_cycle(
     # the attempt, so the queue may let them go now.
     sched.queue.done(assumed.metadata.uid)
 
-    status = await spans.point(
-        "PreBind", sched.framework.run_pre_bind_plugins(state, assumed, host)
-    )
+    status = await sched.framework.run_pre_bind_plugins(state, assumed, host)
     if not framework.is_success(status):
         assert status is not None
         if framework.is_rejected(status):
@@ -276,7 +265,7 @@ async def binding_cycle(
             return Status(status.code, err=FitError(assumed, 1, diagnosis))
         return status
 
-    status = await spans.point("Bind", sched.framework.run_bind_plugins(state, assumed, host))
+    status = await sched.framework.run_bind_plugins(state, assumed, host)
     if not framework.is_success(status):
         return status
     sched.metrics.pod_scheduled(assumed_pod_info)
@@ -309,10 +298,7 @@ async def handle_binding_cycle_error(
     """Unreserve and forget the pod, requeue it, and tell the pods waiting that what it
     held is free again."""
     assumed = assumed_pod_info.pod
-    await spans.point(
-        "Unreserve",
-        sched.framework.run_reserve_plugins_unreserve(state, assumed, result.suggested_host),
-    )
+    await sched.framework.run_reserve_plugins_unreserve(state, assumed, result.suggested_host)
     try:
         sched.cache.forget_pod(assumed)
         forgotten = True

@@ -21,7 +21,7 @@ from drasim.common import events
 from drasim.common.api import core_v1, policy_v1, resource_v1
 from drasim.common.client import ApiClient
 from drasim.common.informer import Informer, event_traceparent
-from drasim.scheduler import framework, schedule_one, spans
+from drasim.scheduler import framework, schedule_one
 from drasim.scheduler.cache import Cache, Snapshot
 from drasim.scheduler.dra_manager import DraManager
 from drasim.scheduler.framework import ActionType, ClusterEvent, EventResource
@@ -65,14 +65,9 @@ def new_default_framework(
         api=api,
         preemption=preemption or default_preemption.ClusterViews(),
     )
-    fwk = spans.TracedFramework(
-        [registry.REGISTRY[name](handle) for name in DEFAULT_PLUGINS],
-        observe_plugin_duration=observe_plugin_duration,
+    return registry.new_framework(
+        DEFAULT_PLUGINS, handle, observe_plugin_duration=observe_plugin_duration
     )
-    for plugin in fwk.plugins:
-        if isinstance(plugin, default_preemption.DefaultPreemption):
-            plugin.framework = fwk  # it runs Filter again on copies of nodes
-    return fwk
 
 
 class Scheduler:

@@ -27,7 +27,7 @@ from drasim.common.bus.client import Bus
 from drasim.common.client import ApiClient
 from drasim.controllers.server import ControllerManager
 from drasim.kubelet.run import KubeletProcess
-from drasim.scheduler import spans as scheduler_spans
+from drasim.scheduler.framework import instrumentation
 from drasim.scheduler.server import Scheduler
 from tests.builders import KEP_DEVICE_CLASS_YAML, make_node, make_pod
 from tests.kubelet.waiting import wait_for
@@ -254,7 +254,7 @@ async def test_filter_shows_why_each_rejected_node_was(
     assert filter_span.attributes["drasim.feasible_nodes"] == 1
     assert filter_span.attributes["drasim.rejected_nodes"] == 25
     assert filter_span.attributes["drasim.rejected_nodes_not_shown"] == 25 - 20
-    assert len(filter_span.events) == scheduler_spans.MAX_NODE_EVENTS == 20
+    assert len(filter_span.events) == instrumentation.MAX_NODE_EVENTS == 20
     for event in filter_span.events:
         assert event.name == "node rejected"
         assert event.attributes["k8s.node.name"].startswith("small-")

@@ -7,6 +7,8 @@
 - `node_info`: `NodeInfo`, a node with its pods, and their requests as integer vectors;
 - `types`: scores per node and plugin, `Diagnosis` and `FitError`;
 - `runtime`: `Framework`, which sorts a profile's plugins into extension points and runs them;
+- `filter_walk`: one attempt's Filter over the nodes;
+- `instrumentation`: plugin durations and spans, as wrappers around plugins and points;
 - `verdict_cache`: Filter verdicts and scores kept across attempts of pods of one spec.
 
 Callers import the package (`from drasim.scheduler import framework`, `framework.Status`);
@@ -25,6 +27,7 @@ from drasim.scheduler.framework.events import (
     node_scheduling_properties_change,
     pod_scheduling_properties_change,
 )
+from drasim.scheduler.framework.instrumentation import ExtensionPoint, PluginDurationObserver
 from drasim.scheduler.framework.interfaces import (
     MAX_NODE_SCORE,
     MIN_NODE_SCORE,
@@ -58,13 +61,7 @@ from drasim.scheduler.framework.node_info import (
     pod_resource_request,
     resource_vector,
 )
-from drasim.scheduler.framework.runtime import (
-    MIN_FEASIBLE_NODES_TO_FIND,
-    ExtensionPoint,
-    Framework,
-    PluginDurationObserver,
-    select_host,
-)
+from drasim.scheduler.framework.runtime import MIN_FEASIBLE_NODES_TO_FIND, Framework, select_host
 from drasim.scheduler.framework.status import (
     Code,
     FrameworkError,

@@ -1,5 +1,6 @@
 """The framework at run time: one profile's plugins sorted into extension points, and the
-rules by which each point runs them.
+rules by which each point runs them. Metrics and spans are wrappers (`instrumentation`),
+reuse across attempts is the `VerdictCache`'s.
 
 Upstream: `pkg/scheduler/framework/runtime/framework.go` and `pkg/scheduler/schedule_one.go`
 (`findNodesThatFitPod`, `numFeasibleNodesToFind`).
@@ -7,14 +8,17 @@ Upstream: `pkg/scheduler/framework/runtime/framework.go` and `pkg/scheduler/sche
 
 from __future__ import annotations
 
-import enum
+import dataclasses
 import random
-import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any, cast
 
 from drasim.common.api import core_v1
+from drasim.scheduler.framework import instrumentation
 from drasim.scheduler.framework.cycle_state import CycleState
 from drasim.scheduler.framework.events import ClusterEventWithHint
+from drasim.scheduler.framework.filter_walk import FilterFn, FilterWalk, filter_node
+from drasim.scheduler.framework.instrumentation import PluginDurationObserver, TimedPlugin
 from drasim.scheduler.framework.interfaces import (
     MAX_NODE_SCORE,
     MIN_NODE_SCORE,
@@ -40,7 +44,6 @@ from drasim.scheduler.framework.status import (
     FrameworkError,
     Status,
     as_error,
-    code_name,
     is_rejected,
     is_skip,
     is_success,
@@ -52,12 +55,8 @@ from drasim.scheduler.framework.verdict_cache import VerdictCache
 __all__ = [
     "MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND",
     "MIN_FEASIBLE_NODES_TO_FIND",
-    "ExtensionPoint",
-    "FilterWalk",
     "Framework",
-    "PluginDurationObserver",
     "select_host",
-    "with_nominated_pods",
 ]
 
 # Filtering stops after this many feasible nodes at least (upstream's constants).
@@ -65,135 +64,88 @@ MIN_FEASIBLE_NODES_TO_FIND = 100
 MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND = 5
 
 
-class ExtensionPoint(enum.StrEnum):
-    """Metric label values of `scheduler_plugin_execution_duration_seconds`."""
-
-    PRE_FILTER = "PreFilter"
-    FILTER = "Filter"
-    POST_FILTER = "PostFilter"
-    PRE_SCORE = "PreScore"
-    SCORE = "Score"
-    SCORE_EXTENSION_NORMALIZE = "ScoreExtensionNormalize"
-    RESERVE = "Reserve"
-    UNRESERVE = "Unreserve"
-    PRE_BIND = "PreBind"
-    BIND = "Bind"
-
-
-PluginDurationObserver = Callable[[ExtensionPoint, str, str, float], None]
-"""`(extension_point, plugin, status code as upstream spells it, seconds)`, called after
-every plugin call."""
-
-
 def _plugin_list_message(plugins: Iterable[str]) -> str:
     """Go's `%v` of a sorted string slice: `[A B]`."""
     return "[" + " ".join(sorted(plugins)) + "]"
 
 
-def with_nominated_pods(state: CycleState, node_info: NodeInfo) -> NodeInfo:
-    """The node with the pods nominated to it added (a copy), or the node itself."""
-    nominated = state.nominated_pods.get(node_info.name)
-    if not nominated:
-        return node_info
-    copy = node_info.snapshot()
-    for pod in nominated:
-        copy.add_pod(pod)
-    return copy
+@dataclasses.dataclass(frozen=True, slots=True)
+class _ExtensionPoints:
+    """A profile's plugins sorted by the extension points they implement, in list order."""
 
+    pre_filter: list[PreFilterPlugin]
+    filter: list[FilterPlugin]
+    post_filter: list[PostFilterPlugin]
+    pre_score: list[PreScorePlugin]
+    score: list[ScorePlugin]
+    reserve: list[ReservePlugin]
+    pre_bind: list[PreBindPlugin]
+    bind: list[BindPlugin]
 
-class FilterWalk:
-    """One attempt's Filter over the nodes, upstream's way: from `start` round the list
-    until `to_find` nodes passed; each node's first non-success status rules it out."""
+    @classmethod
+    def of(cls, plugins: Sequence[Plugin]) -> _ExtensionPoints:
+        return cls(
+            pre_filter=[p for p in plugins if isinstance(p, PreFilterPlugin)],
+            filter=[p for p in plugins if isinstance(p, FilterPlugin)],
+            post_filter=[p for p in plugins if isinstance(p, PostFilterPlugin)],
+            pre_score=[p for p in plugins if isinstance(p, PreScorePlugin)],
+            score=[p for p in plugins if isinstance(p, ScorePlugin)],
+            reserve=[p for p in plugins if isinstance(p, ReservePlugin)],
+            pre_bind=[p for p in plugins if isinstance(p, PreBindPlugin)],
+            bind=[p for p in plugins if isinstance(p, BindPlugin)],
+        )
 
-    def __init__(
-        self,
-        state: CycleState,
-        pod: core_v1.Pod,
-        *,
-        filters: list[tuple[str, Callable[[CycleState, core_v1.Pod, NodeInfo], Status | None]]],
-        observe: Callable[[CycleState, ExtensionPoint, str, float, Status | None], None] | None,
-        start: int,
-        to_find: int,
-    ) -> None:
-        self.state, self.pod, self.filters, self.observe = state, pod, filters, observe
-        self.start, self.to_find = start, to_find
+    def timed(self, observe: PluginDurationObserver) -> _ExtensionPoints:
+        """The same points, each plugin wrapped to report its durations (`TimedPlugin`)."""
+        wrapped: dict[str, Any] = {}
 
-    def filter(self, node_info: NodeInfo) -> Status | None:
-        """Run the Filters on one node: None if it passes, else the rejecting status.
-        Raises FrameworkError when a plugin errs."""
-        state, pod, observe = self.state, self.pod, self.observe
-        if state.nominated_pods:
-            node_info = with_nominated_pods(state, node_info)
-        for name, run_filter in self.filters:
-            if observe is not None:
-                started = time.perf_counter()
-                status = run_filter(state, pod, node_info)
-                observe(state, ExtensionPoint.FILTER, name, started, status)
-            else:
-                status = run_filter(state, pod, node_info)
-            if status is not None and status.code != Code.SUCCESS:
-                if not is_rejected(status):
-                    raise FrameworkError(wrap(f"running {name!r} filter plugin", status))
-                return status.with_plugin(name)
-        return None
+        def each(plugins: list[Any]) -> list[Any]:
+            return [wrapped.setdefault(p.name, TimedPlugin(p, observe)) for p in plugins]
 
-    def every_node(
-        self,
-        nodes: Sequence[NodeInfo],
-        diagnosis: Diagnosis,
-        verdict: Callable[[NodeInfo], Status | None] | None = None,
-    ) -> tuple[list[NodeInfo], int]:
-        """Visit each node in turn: (feasible nodes, nodes passed over). `verdict` answers
-        for a node in place of `filter` (the VerdictCache's kept verdicts); every rejection
-        goes into the diagnosis."""
-        verdict = verdict or self.filter
-        num_all = len(nodes)
-        feasible: list[NodeInfo] = []
-        processed = 0
-        for i in range(self.start, self.start + num_all):
-            node_info = nodes[i % num_all]
-            processed += 1
-            status = verdict(node_info)
-            if status is None:
-                feasible.append(node_info)
-                if len(feasible) >= self.to_find:
-                    break
-            else:
-                diagnosis.node_to_status[node_info.name] = status
-                diagnosis.add_plugin_status(status)
-        return feasible, processed
+        return _ExtensionPoints(
+            *(each(getattr(self, field.name)) for field in dataclasses.fields(self))
+        )
 
 
 class Framework:
     """One scheduling profile: its plugins sorted into extension points, run in list order.
 
     A plugin joins every point whose Protocol it implements (checked with `isinstance`).
+    `factories` build more plugins with this framework as their handle, as upstream's
+    `NewFramework` does: a plugin may keep `run_filter_plugins` and call it later.
+    With `observe_plugin_duration`, attempts sampled for metrics run timed plugins.
     """
 
     def __init__(
         self,
-        plugins: Sequence[Plugin],
+        plugins: Sequence[Plugin] = (),
         *,
+        factories: Sequence[Callable[[Framework], Plugin]] = (),
         score_weights: Mapping[str, int] | None = None,
         observe_plugin_duration: PluginDurationObserver | None = None,
         percentage_of_nodes_to_score: int = 0,
     ) -> None:
+        plugins = [*plugins, *(make(self) for make in factories)]
         names = [plugin.name for plugin in plugins]
         if len(set(names)) != len(names):
             raise ValueError(f"plugin names must be unique, got {names}")
-        self.plugins = list(plugins)
-        self.pre_filter_plugins = [p for p in plugins if isinstance(p, PreFilterPlugin)]
-        self.filter_plugins = [p for p in plugins if isinstance(p, FilterPlugin)]
-        self.post_filter_plugins = [p for p in plugins if isinstance(p, PostFilterPlugin)]
-        self.pre_score_plugins = [p for p in plugins if isinstance(p, PreScorePlugin)]
-        self.score_plugins = [p for p in plugins if isinstance(p, ScorePlugin)]
-        self.reserve_plugins = [p for p in plugins if isinstance(p, ReservePlugin)]
-        self.pre_bind_plugins = [p for p in plugins if isinstance(p, PreBindPlugin)]
-        self.bind_plugins = [p for p in plugins if isinstance(p, BindPlugin)]
+        self.plugins = plugins
+        self._points = _ExtensionPoints.of(plugins)
+        self._timed = (
+            self._points.timed(observe_plugin_duration) if observe_plugin_duration else None
+        )
+        self.pre_filter_plugins = self._points.pre_filter
+        self.filter_plugins = self._points.filter
+        self.post_filter_plugins = self._points.post_filter
+        self.pre_score_plugins = self._points.pre_score
+        self.score_plugins = self._points.score
+        self.reserve_plugins = self._points.reserve
+        self.pre_bind_plugins = self._points.pre_bind
+        self.bind_plugins = self._points.bind
         self.enqueue_extensions = [p for p in plugins if isinstance(p, EnqueueExtensions)]
         self.candidate_plugins = [p for p in plugins if isinstance(p, CandidateNodesPlugin)]
         self.score_weights = {p.name: (score_weights or {}).get(p.name, 1) for p in plugins}
-        self._observe = observe_plugin_duration
+        self._normalizing = {p.name for p in self.score_plugins if isinstance(p, ScoreExtensions)}
         # 0 picks upstream's adaptive percentage (see `num_feasible_nodes_to_find`).
         self.percentage_of_nodes_to_score = percentage_of_nodes_to_score
         self._next_start_node_index = 0
@@ -201,19 +153,15 @@ class Framework:
             self.filter_plugins, self.score_plugins, self.score_weights, self.run_filter_plugins
         )
 
-    def _observed(
-        self,
-        state: CycleState,
-        point: ExtensionPoint,
-        plugin: str,
-        started: float,
-        status: Status | None,
-    ) -> None:
-        if self._observe is not None and state.record_plugin_metrics:
-            self._observe(point, plugin, code_name(status), time.perf_counter() - started)
+    def _run(self, state: CycleState) -> _ExtensionPoints:
+        """The plugins this attempt runs: timed if it is sampled for metrics."""
+        if self._timed is not None and state.record_plugin_metrics:
+            return self._timed
+        return self._points
 
     # -- scheduling cycle --
 
+    @instrumentation.traced_pre_filter
     def run_pre_filter_plugins(
         self, state: CycleState, pod: core_v1.Pod, nodes: Sequence[NodeInfo]
     ) -> tuple[PreFilterResult | None, Status | None, set[str]]:
@@ -222,10 +170,8 @@ class Framework:
         result: PreFilterResult | None = None
         plugins_with_nodes: set[str] = set()
         unschedulable: Status | None = None
-        for pl in self.pre_filter_plugins:
-            started = time.perf_counter()
+        for pl in self._run(state).pre_filter:
             narrowed, status = pl.pre_filter(state, pod, nodes)
-            self._observed(state, ExtensionPoint.PRE_FILTER, pl.name, started, status)
             if is_skip(status):
                 state.skip_filter_plugins.add(pl.name)
                 continue
@@ -258,20 +204,11 @@ class Framework:
     ) -> Status | None:
         """The first non-success Filter status rules the node out; the rest do not run.
         Pods nominated to the node count as running there (`CycleState.nominated_pods`)."""
-        if state.nominated_pods:
-            node_info = with_nominated_pods(state, node_info)
-        for pl in self.filter_plugins:
-            if pl.name in state.skip_filter_plugins:
-                continue
-            started = time.perf_counter()
-            status = pl.filter(state, pod, node_info)
-            self._observed(state, ExtensionPoint.FILTER, pl.name, started, status)
-            if not is_success(status):
-                assert status is not None
-                if not is_rejected(status):
-                    status = wrap(f"running {pl.name!r} filter plugin", status)
-                return status.with_plugin(pl.name)
-        return None
+        return filter_node(self._filters(state), state, pod, node_info)
+
+    def _filters(self, state: CycleState) -> list[tuple[str, FilterFn]]:
+        skipped = state.skip_filter_plugins
+        return [(pl.name, pl.filter) for pl in self._run(state).filter if pl.name not in skipped]
 
     def num_feasible_nodes_to_find(self, num_all_nodes: int) -> int:
         """How many feasible nodes are enough to stop filtering (upstream
@@ -313,11 +250,36 @@ class Framework:
             diagnosis.add_plugin_status(status)
             return [], diagnosis
 
+        feasible = self._filter(
+            state,
+            pod,
+            node_infos,
+            diagnosis,
+            narrowed=result,
+            narrowed_by=plugins_with_nodes,
+            name_every_rejection=name_every_rejection,
+        )
+        return feasible, diagnosis
+
+    @instrumentation.traced_filter
+    def _filter(
+        self,
+        state: CycleState,
+        pod: core_v1.Pod,
+        node_infos: Sequence[NodeInfo],
+        diagnosis: Diagnosis,
+        *,
+        narrowed: PreFilterResult | None,
+        narrowed_by: set[str],
+        name_every_rejection: bool,
+    ) -> list[NodeInfo]:
+        """Filter over the nodes PreFilter left, the candidates first if a plugin named
+        them (`CandidateNodesPlugin`)."""
         nodes = node_infos
-        if result is not None and result.node_names is not None:
-            nodes = [n for n in node_infos if n.name in result.node_names]
+        if narrowed is not None and narrowed.node_names is not None:
+            nodes = [n for n in node_infos if n.name in narrowed.node_names]
             diagnosis.absent_nodes_status = Status.unresolvable(
-                f"node(s) didn't satisfy plugin(s) {_plugin_list_message(plugins_with_nodes)}"
+                f"node(s) didn't satisfy plugin(s) {_plugin_list_message(narrowed_by)}"
             )
         only = self._candidate_nodes(state)
         if only is not None:
@@ -336,11 +298,10 @@ class Framework:
             )
             if feasible:
                 diagnosis.evaluated_nodes = probe.evaluated_nodes
-                return feasible, diagnosis
-        feasible = self._find_nodes_that_pass_filters(
+                return feasible
+        return self._find_nodes_that_pass_filters(
             state, pod, nodes, diagnosis, name_every_rejection
         )
-        return feasible, diagnosis
 
     def _candidate_nodes(self, state: CycleState) -> frozenset[str] | None:
         """The only nodes that may pass, as the PreFilters that ran know them."""
@@ -366,12 +327,7 @@ class Framework:
         walk = FilterWalk(
             state,
             pod,
-            filters=[
-                (pl.name, pl.filter)
-                for pl in self.filter_plugins
-                if pl.name not in state.skip_filter_plugins
-            ],
-            observe=self._observed if self._observe and state.record_plugin_metrics else None,
+            filters=self._filters(state),
             start=self._next_start_node_index % num_all,
             to_find=self.num_feasible_nodes_to_find(num_all),
         )
@@ -383,6 +339,7 @@ class Framework:
         diagnosis.evaluated_nodes = processed
         return feasible
 
+    @instrumentation.traced("PostFilter")
     async def run_post_filter_plugins(
         self, state: CycleState, pod: core_v1.Pod, diagnosis: Diagnosis
     ) -> Status | None:
@@ -390,10 +347,8 @@ class Framework:
         their Unschedulable reasons into one status, named after the first plugin."""
         reasons: list[str] = []
         rejector = ""
-        for pl in self.post_filter_plugins:
-            started = time.perf_counter()
+        for pl in self._run(state).post_filter:
             status = await pl.post_filter(state, pod, diagnosis)
-            self._observed(state, ExtensionPoint.POST_FILTER, pl.name, started, status)
             if is_success(status):
                 return None
             assert status is not None
@@ -412,7 +367,16 @@ class Framework:
         without Score plugins every node scores 1, as upstream. Kept scores answer where they
         can, and a host whose Filter verdict was reused is filtered again
         (`VerdictCache.pick_host`). Raises FrameworkError when a plugin fails."""
-        scored = len(feasible) > 1 and bool(self.score_plugins)
+        if len(feasible) == 1:
+            only = feasible[0].name
+            return self.verdict_cache.pick_host(state, pod, feasible, rng, lambda _: only)
+        return self._score(state, pod, feasible, rng)
+
+    @instrumentation.traced_call("Score")
+    def _score(
+        self, state: CycleState, pod: core_v1.Pod, feasible: Sequence[NodeInfo], rng: random.Random
+    ) -> str:
+        scored = bool(self.score_plugins)
         if scored:
             status = self.run_pre_score_plugins(state, pod, feasible)
             if not is_success(status):
@@ -420,22 +384,19 @@ class Framework:
                 raise FrameworkError(status)
 
         def select(totals: list[int] | None) -> str:
-            if len(feasible) == 1:
-                return feasible[0].name
             if totals is None:
                 totals = self.total_scores(state, pod, feasible) if scored else [1] * len(feasible)
             return select_host(feasible, totals, rng)
 
-        return self.verdict_cache.pick_host(state, pod, feasible, rng, select)
+        scorers = self._run(state).score
+        return self.verdict_cache.pick_host(state, pod, feasible, rng, select, scorers)
 
     def run_pre_score_plugins(
         self, state: CycleState, pod: core_v1.Pod, nodes: Sequence[NodeInfo]
     ) -> Status | None:
         """Skips are recorded in `state.skip_score_plugins`; other failures abort."""
-        for pl in self.pre_score_plugins:
-            started = time.perf_counter()
+        for pl in self._run(state).pre_score:
             status = pl.pre_score(state, pod, nodes)
-            self._observed(state, ExtensionPoint.PRE_SCORE, pl.name, started, status)
             if is_skip(status):
                 state.skip_score_plugins.add(pl.name)
                 continue
@@ -474,22 +435,18 @@ class Framework:
     ) -> list[tuple[str, list[int]]]:
         """Score, normalize, check the 0–100 range and apply the weight, plugin by plugin:
         (plugin, the nodes' scores in `nodes` order)."""
-        plugins = [p for p in self.score_plugins if p.name not in state.skip_score_plugins]
-        timed = self._observe is not None and state.record_plugin_metrics
+        skipped = state.skip_score_plugins
         weighted: list[tuple[str, list[int]]] = []
-        for pl in plugins:
+        for pl in self._run(state).score:
+            if pl.name in skipped:
+                continue
             score = pl.score
-            started = time.perf_counter()
             values = [score(state, pod, n) for n in nodes]
-            if timed:  # (upstream times each node; one figure per cycle is enough here)
-                self._observed(state, ExtensionPoint.SCORE, pl.name, started, None)
-            if isinstance(pl, ScoreExtensions):
-                started = time.perf_counter()
+            if pl.name in self._normalizing:
                 scores = [NodeScore(n.name, v) for n, v in zip(nodes, values, strict=True)]
-                values = [v for _, v in pl.normalize_scores(state, pod, scores)]
-                self._observed(
-                    state, ExtensionPoint.SCORE_EXTENSION_NORMALIZE, pl.name, started, None
-                )
+                values = [
+                    v for _, v in cast(ScoreExtensions, pl).normalize_scores(state, pod, scores)
+                ]
             if values and not MIN_NODE_SCORE <= min(values) <= max(values) <= MAX_NODE_SCORE:
                 bad = next(v for v in values if not MIN_NODE_SCORE <= v <= MAX_NODE_SCORE)
                 raise invalid_score(pl.name, bad)
@@ -499,6 +456,7 @@ class Framework:
             weighted.append((pl.name, values))
         return weighted
 
+    @instrumentation.traced("Reserve")
     async def run_reserve_plugins_reserve(
         self, state: CycleState, pod: core_v1.Pod, node_name: str
     ) -> Status | None:
@@ -507,38 +465,33 @@ class Framework:
         Upstream leaves the Unreserve call to its caller, which always makes it; doing it
         here keeps that rule in one place.
         """
-        for pl in self.reserve_plugins:
-            started = time.perf_counter()
+        for pl in self._run(state).reserve:
             status = pl.reserve(state, pod, node_name)
-            self._observed(state, ExtensionPoint.RESERVE, pl.name, started, status)
             if not is_success(status):
                 assert status is not None
                 if is_rejected(status):
                     status.plugin = pl.name
                 else:
                     status = wrap(f"running Reserve plugin {pl.name!r}", status)
-                await self.run_reserve_plugins_unreserve(state, pod, node_name)
+                await self._unreserve(state, pod, node_name)
                 return status
         return None
 
-    async def run_reserve_plugins_unreserve(
-        self, state: CycleState, pod: core_v1.Pod, node_name: str
-    ) -> None:
+    async def _unreserve(self, state: CycleState, pod: core_v1.Pod, node_name: str) -> None:
         """Every reserve plugin's Unreserve, in reverse order of Reserve."""
-        for pl in reversed(self.reserve_plugins):
-            started = time.perf_counter()
+        for pl in reversed(self._run(state).reserve):
             await pl.unreserve(state, pod, node_name)
-            self._observed(state, ExtensionPoint.UNRESERVE, pl.name, started, None)
+
+    run_reserve_plugins_unreserve = instrumentation.traced("Unreserve")(_unreserve)
 
     # -- binding cycle --
 
+    @instrumentation.traced("PreBind")
     async def run_pre_bind_plugins(
         self, state: CycleState, pod: core_v1.Pod, node_name: str
     ) -> Status | None:
-        for pl in self.pre_bind_plugins:
-            started = time.perf_counter()
+        for pl in self._run(state).pre_bind:
             status = await pl.pre_bind(state, pod, node_name)
-            self._observed(state, ExtensionPoint.PRE_BIND, pl.name, started, status)
             if not is_success(status):
                 assert status is not None
                 if is_rejected(status):
@@ -546,16 +499,15 @@ class Framework:
                 return wrap(f"running PreBind plugin {pl.name!r}", status)
         return None
 
+    @instrumentation.traced("Bind")
     async def run_bind_plugins(
         self, state: CycleState, pod: core_v1.Pod, node_name: str
     ) -> Status | None:
         """Ask binders in order until one does not Skip; Skip from all (or none
         configured) is returned as Skip."""
         status: Status | None = Status.skip()
-        for pl in self.bind_plugins:
-            started = time.perf_counter()
+        for pl in self._run(state).bind:
             status = await pl.bind(state, pod, node_name)
-            self._observed(state, ExtensionPoint.BIND, pl.name, started, status)
             if is_skip(status):
                 continue
             if not is_success(status):

@@ -33,10 +33,11 @@ import dataclasses
 import itertools
 import random
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING
 
 from drasim.common import codec
 from drasim.common.api import core_v1
+from drasim.scheduler.framework.filter_walk import FilterWalk
 from drasim.scheduler.framework.interfaces import (
     MAX_NODE_SCORE,
     MIN_NODE_SCORE,
@@ -62,22 +63,6 @@ STATE_KEY = "VerdictCache"
 
 Verdict = tuple[int, "Status | None"]
 """(the NodeInfo's generation, None if feasible else the rejecting status)"""
-
-
-class FilterWalk(Protocol):
-    """What the framework's walk over the nodes offers the cache (`runtime.FilterWalk`)."""
-
-    start: int
-    to_find: int
-
-    def filter(self, node_info: NodeInfo) -> Status | None: ...
-
-    def every_node(
-        self,
-        nodes: Sequence[NodeInfo],
-        diagnosis: Diagnosis,
-        verdict: Callable[[NodeInfo], Status | None] | None = None,
-    ) -> tuple[list[NodeInfo], int]: ...
 
 
 # --- what is kept ------------------------------------------------------------------------
@@ -351,20 +336,23 @@ class VerdictCache:
         feasible: Sequence[NodeInfo],
         rng: random.Random,
         select: Callable[[list[int] | None], str],
+        scorers: Sequence[ScorePlugin] | None = None,
     ) -> str:
         """Score's hook, after PreScore: the host among the feasible nodes. From kept total
         scores when the Filter hook answered and every Score plugin in use keeps them,
         scoring only the nodes not scored yet; else `select(None)` scores as usual
-        (`select(totals)` picks the highest total). A host whose verdict was reused is
-        filtered again first (`confirm`)."""
+        (`select(totals)` picks the highest total). `scorers` are the Score plugins as this
+        attempt runs them (timed, when sampled). A host whose verdict was reused is filtered
+        again first (`confirm`)."""
         attempt = attempt_verdicts(state)
         if attempt is None:
             return select(None)
         host: str | None = None
-        if len(feasible) > 1 and self._kept_score_plugins(state) is not None:
-            host = self.best_kept_node(state, pod, rng)
+        weighted = self._kept_score_plugins(state, scorers)
+        if len(feasible) > 1 and weighted is not None:
+            host = self.best_kept_node(state, pod, rng, scorers)
             if host is None and attempt.kept_walk is None:
-                host = select(self._kept_totals(attempt, state, pod, feasible))
+                host = select(self._kept_totals(attempt, state, pod, feasible, weighted))
         if host is None:
             host = select(None)
         if attempt.reused_verdict(host):
@@ -515,22 +503,31 @@ class VerdictCache:
 
     # -- Score --
 
-    def _kept_score_plugins(self, state: CycleState) -> list[tuple[ScorePlugin, int]] | None:
+    def _kept_score_plugins(
+        self, state: CycleState, scorers: Sequence[ScorePlugin] | None
+    ) -> list[tuple[ScorePlugin, int]] | None:
         """The Score plugins in use with their weights, if each keeps its scores (a
         `SignPlugin` that does not normalize); else None."""
-        plugins = [p for p in self._score_plugins if p.name not in state.skip_score_plugins]
+        skipped = state.skip_score_plugins
+        plugins = [p for p in scorers or self._score_plugins if p.name not in skipped]
         if not plugins or not all(p.name in self._keeping_scores for p in plugins):
             return None
         return [(p, self._score_weights[p.name]) for p in plugins]
 
-    def best_kept_node(self, state: CycleState, pod: core_v1.Pod, rng: random.Random) -> str | None:
+    def best_kept_node(
+        self,
+        state: CycleState,
+        pod: core_v1.Pod,
+        rng: random.Random,
+        scorers: Sequence[ScorePlugin] | None = None,
+    ) -> str | None:
         """After PreScore: the host among the feasible nodes of a walk over kept positions,
         from the spec's kept total scores, scoring only the nodes not scored yet: the
         highest total, ties broken uniformly at random, as `runtime.select_host` does over
         every node. None without such a walk, or when a Score plugin in use does not keep
         its scores."""
         attempt = attempt_verdicts(state)
-        weighted = self._kept_score_plugins(state)
+        weighted = self._kept_score_plugins(state, scorers)
         if attempt is None or attempt.kept_walk is None or weighted is None:
             return None
         walk = attempt.kept_walk
@@ -559,11 +556,10 @@ class VerdictCache:
         state: CycleState,
         pod: core_v1.Pod,
         nodes: Sequence[NodeInfo],
+        weighted: list[tuple[ScorePlugin, int]],
     ) -> list[int]:
         """Each node's total score from an earlier attempt while its NodeInfo and what
         plugins report hold, else scored now."""
-        weighted = self._kept_score_plugins(state)
-        assert weighted is not None
         verdicts = attempt.verdicts
         scored_by = tuple((p.name, weight) for p, weight in weighted)
         if verdicts.scored_by != scored_by:

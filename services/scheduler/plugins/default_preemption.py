@@ -81,13 +81,19 @@ class DefaultPreemption:
     name = names.DEFAULT_PREEMPTION
 
     def __init__(
-        self, api: ApiClient, views: ClusterViews, *, rng: random.Random | None = None
+        self,
+        api: ApiClient,
+        views: ClusterViews,
+        *,
+        run_filter_plugins: Callable[[CycleState, core_v1.Pod, NodeInfo], Status | None],
+        rng: random.Random | None = None,
     ) -> None:
         self.api = api
         self.views = views
+        # The profile's Filter, run again on copies of nodes (upstream's handle
+        # `RunFilterPluginsWithNominatedPods`).
+        self.run_filter_plugins = run_filter_plugins
         self._rng = rng or random.Random()
-        # The profile this plugin runs in, set once it is built (to run Filter again).
-        self.framework: framework.Framework | None = None
 
     async def post_filter(
         self, state: CycleState, pod: core_v1.Pod, diagnosis: Diagnosis
@@ -172,7 +178,6 @@ class DefaultPreemption:
         budgets: list[policy_v1.PodDisruptionBudget],
     ) -> tuple[Candidate | None, Status | None]:
         """Upstream `SelectVictimsOnNode`, on a copy of the node."""
-        assert self.framework is not None
         mine = priority_of(pod)
         lower = [p for p in node.pods if priority_of(p) < mine]
         if not lower:
@@ -181,7 +186,7 @@ class DefaultPreemption:
         trial = state.clone()
         for victim in lower:
             info.remove_pod(victim)
-        status = self.framework.run_filter_plugins(trial, pod, info)
+        status = self.run_filter_plugins(trial, pod, info)
         if not framework.is_success(status):
             assert status is not None
             return None, status
@@ -192,7 +197,7 @@ class DefaultPreemption:
         for group, counts in ((violating, True), (others, False)):
             for candidate in group:
                 info.add_pod(candidate)
-                if framework.is_success(self.framework.run_filter_plugins(trial, pod, info)):
+                if framework.is_success(self.run_filter_plugins(trial, pod, info)):
                     continue  # reprieved
                 info.remove_pod(candidate)
                 victims.append(candidate)

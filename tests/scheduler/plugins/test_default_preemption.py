@@ -57,10 +57,28 @@ def setup(
 ) -> tuple[DefaultPreemption, framework.Framework, RecordingApi]:
     api = RecordingApi()
     views = ClusterViews(nodes=lambda: nodes, budgets=lambda: list(budgets))
-    plugin = DefaultPreemption(api, views)  # type: ignore[arg-type]
-    fwk = framework.Framework([NodeResourcesFit(), plugin])
-    plugin.framework = fwk
-    return plugin, fwk, api
+    fwk = with_preemption(api, views)
+    return preemption_of(fwk), fwk, api
+
+
+def with_preemption(api: RecordingApi, views: ClusterViews) -> framework.Framework:
+    """NodeResourcesFit and DefaultPreemption, which runs the framework's Filter."""
+    return framework.Framework(
+        [NodeResourcesFit()],
+        factories=[
+            lambda fwk: DefaultPreemption(
+                api,  # type: ignore[arg-type]
+                views,
+                run_filter_plugins=fwk.run_filter_plugins,
+            )
+        ],
+    )
+
+
+def preemption_of(fwk: framework.Framework) -> DefaultPreemption:
+    plugin = fwk.plugins[-1]
+    assert isinstance(plugin, DefaultPreemption)
+    return plugin
 
 
 async def attempt(
@@ -162,9 +180,7 @@ async def test_lower_nominations_to_the_chosen_node_are_cleared() -> None:
     views = ClusterViews(
         nodes=lambda: [n1], nominated_on=lambda name: [waiting] if name == "n1" else []
     )
-    plugin = DefaultPreemption(api, views)  # type: ignore[arg-type]
-    fwk = framework.Framework([NodeResourcesFit(), plugin])
-    plugin.framework = fwk
+    fwk = with_preemption(api, views)
     urgent = make_pod("u").req({"cpu": "1"}).obj()
     urgent.spec.priority = 10
     status, state = await attempt(fwk, urgent, [n1])

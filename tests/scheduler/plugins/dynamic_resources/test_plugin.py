@@ -1115,7 +1115,7 @@ def test_registry_builds_the_plugin_from_the_handle() -> None:
     dra_manager = DraManager()
     api = cast(ApiClient, FakeApi(dra_manager))
     plugin = registry.REGISTRY[names.DYNAMIC_RESOURCES](
-        registry.Handle(dra_manager=dra_manager, api=api, extended_resources=False)
+        None, registry.Handle(dra_manager=dra_manager, api=api, extended_resources=False)
     )
     assert isinstance(plugin, DynamicResources) and not plugin.extended_resources
     assert (
@@ -1126,7 +1126,7 @@ def test_registry_builds_the_plugin_from_the_handle() -> None:
     assert handle.resolve_device_class == dra_manager.resolve_device_class
     assert handle.dra_capacity == dra_manager.dra_capacity
     with pytest.raises(ValueError, match="needs the handle's dra_manager and api"):
-        registry.REGISTRY[names.DYNAMIC_RESOURCES](registry.Handle())
+        registry.REGISTRY[names.DYNAMIC_RESOURCES](None, registry.Handle())
 
 
 def test_dra_capacity_counts_the_class_devices_on_the_node() -> None:
