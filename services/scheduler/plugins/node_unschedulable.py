@@ -42,21 +42,9 @@ class NodeUnschedulable:
         return None
 
     def events_to_register(self) -> list[framework.ClusterEventWithHint]:
-        return [
-            framework.ClusterEventWithHint(
-                framework.ClusterEvent(
-                    framework.EventResource.NODE,
-                    framework.ActionType.ADD | framework.ActionType.UPDATE_NODE_TAINT,
-                ),
-                self.is_schedulable_after_node_change,
-            ),
-            framework.ClusterEventWithHint(
-                framework.ClusterEvent(
-                    framework.EventResource.POD, framework.ActionType.UPDATE_POD_TOLERATION
-                ),
-                self.is_schedulable_after_pod_toleration_change,
-            ),
-        ]
+        return taint_toleration.taint_events(
+            self.is_schedulable_after_node_change, self.is_schedulable_after_pod_toleration_change
+        )
 
     def is_schedulable_after_node_change(
         self, pod: core_v1.Pod, old: core_v1.Node | None, new: core_v1.Node

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any, ClassVar
 
-from drasim.common.api import core_v1
+from drasim.common.api import core_v1, resource_v1
 from drasim.scheduler import framework
 from drasim.scheduler.plugins import names
 
@@ -19,6 +19,7 @@ __all__ = [
     "ERR_REASON_UNTOLERATED",
     "TaintToleration",
     "find_matching_untolerated_taint",
+    "taint_events",
     "toleration_tolerates_taint",
     "tolerations_tolerate_taint",
 ]
@@ -29,9 +30,13 @@ ERR_REASON_UNTOLERATED = "node(s) had untolerated taint {{{key}: {value}}}"
 _DO_NOT_SCHEDULE = ("NoSchedule", "NoExecute")
 
 
-def toleration_tolerates_taint(toleration: core_v1.Toleration, taint: core_v1.Taint) -> bool:
+def toleration_tolerates_taint(
+    toleration: core_v1.Toleration | resource_v1.DeviceToleration,
+    taint: core_v1.Taint | resource_v1.DeviceTaint,
+) -> bool:
     """Empty effect or key in the toleration match any; operator Exists ignores the value,
-    Equal (also the empty operator) needs equal values (upstream `ToleratesTaint`)."""
+    Equal (also the empty operator) needs equal values (upstream `ToleratesTaint`; a
+    device's, `resourceclaim.ToleratesTaint`, keeps the same rule)."""
     if toleration.effect and toleration.effect != taint.effect:
         return False
     if toleration.key and toleration.key != taint.key:
@@ -57,6 +62,29 @@ def find_matching_untolerated_taint(
     return None
 
 
+def taint_events(
+    after_node_change: framework.QueueingHintFn,
+    after_pod_toleration_change: framework.QueueingHintFn,
+) -> list[framework.ClusterEventWithHint]:
+    """What may help a pod a node's taint kept off: a node added or its taints changed, or
+    the pod's tolerations changed (NodeUnschedulable's taint included)."""
+    return [
+        framework.ClusterEventWithHint(
+            framework.ClusterEvent(
+                framework.EventResource.NODE,
+                framework.ActionType.ADD | framework.ActionType.UPDATE_NODE_TAINT,
+            ),
+            after_node_change,
+        ),
+        framework.ClusterEventWithHint(
+            framework.ClusterEvent(
+                framework.EventResource.POD, framework.ActionType.UPDATE_POD_TOLERATION
+            ),
+            after_pod_toleration_change,
+        ),
+    ]
+
+
 class TaintToleration:
     """Filter and EnqueueExtensions."""
 
@@ -78,21 +106,9 @@ class TaintToleration:
         )
 
     def events_to_register(self) -> list[framework.ClusterEventWithHint]:
-        return [
-            framework.ClusterEventWithHint(
-                framework.ClusterEvent(
-                    framework.EventResource.NODE,
-                    framework.ActionType.ADD | framework.ActionType.UPDATE_NODE_TAINT,
-                ),
-                self.is_schedulable_after_node_change,
-            ),
-            framework.ClusterEventWithHint(
-                framework.ClusterEvent(
-                    framework.EventResource.POD, framework.ActionType.UPDATE_POD_TOLERATION
-                ),
-                self.is_schedulable_after_pod_toleration_change,
-            ),
-        ]
+        return taint_events(
+            self.is_schedulable_after_node_change, self.is_schedulable_after_pod_toleration_change
+        )
 
     def is_schedulable_after_node_change(
         self, pod: core_v1.Pod, old: core_v1.Node | None, new: core_v1.Node

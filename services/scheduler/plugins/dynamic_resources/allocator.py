@@ -25,6 +25,7 @@ from collections.abc import Container, Hashable, Iterable, Mapping, Sequence, Se
 from dataclasses import dataclass, field
 
 from drasim.common.api import core_v1, resource_v1
+from drasim.scheduler.plugins import taint_toleration
 from drasim.scheduler.plugins.dynamic_resources import cel_env
 from drasim.scheduler.plugins.dynamic_resources.pools import (
     AllocatorError,
@@ -505,20 +506,9 @@ def _taint_blocks(
     prevent allocation)."""
     return any(
         taint.effect in _BLOCKING_TAINT_EFFECTS
-        and not any(_tolerates(toleration, taint) for toleration in tolerations)
+        and not any(taint_toleration.toleration_tolerates_taint(t, taint) for t in tolerations)
         for taint in device.taints
     )
-
-
-def _tolerates(toleration: resource_v1.DeviceToleration, taint: resource_v1.DeviceTaint) -> bool:
-    """Upstream `resourceclaim.ToleratesTaint`: empty effect and key match any."""
-    if toleration.effect and toleration.effect != taint.effect:
-        return False
-    if toleration.key and toleration.key != taint.key:
-        return False
-    if toleration.operator in ("", "Equal"):
-        return toleration.value == taint.value
-    return toleration.operator == "Exists"
 
 
 def _ref(claim: resource_v1.ResourceClaim) -> str:
