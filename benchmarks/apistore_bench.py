@@ -20,7 +20,7 @@ How the ceilings are measured (same machine, payloads, connections and requests 
   responder in its own process, as the apistore is one; measured right before and right
   after the writes and averaged (the machine's other load moves then alike). The ceiling
   (`ceiling_reqreply_per_s`) is the raw round trip as nats-py makes it (`nc.request`), what
-  the issue measured as its ceiling (~21,000/s on this machine). Beside it, stricter, the
+  the issue took as its ceiling. Beside it, stricter, the
   same round trips through drasim's own faster request path (`Bus.request`, which the
   writes' clients use): `reqreply_own_client_per_s`, `fraction_of_own_client_reqreply`;
   `reqreply_own_client_cpu_us` is the CPU one such round trip costs the processes and
@@ -467,8 +467,8 @@ async def run(
 
     # Writes and the round-trip ceiling are measured in turns, in windows of equal length:
     # a round-trip bracket (nats-py's `nc.request`, then `Bus.request`), a write window,
-    # a bracket, ... a bracket. A machine whose speed drifts (this shared one does, by
-    # half within minutes) then moves each write window and the brackets around it alike.
+    # a bracket, ... a bracket. A machine whose speed drifts (a shared one does, within
+    # minutes) then moves each write window and the brackets around it alike.
     window = args.duration / args.rounds
     apistore = await launch.ServiceProcess.start(
         launch.Launch.service(
@@ -502,8 +502,8 @@ async def run(
     results["ceiling_pg_rows_per_s"] = await ceiling_pg(db)
     results["ceiling_js_msgs_per_s"] = await ceiling_js(nats_url, prefix)
     results["ceiling_js_acked_each_msgs_per_s"] = await ceiling_js_acked_each(nats_url, prefix)
-    # The raw round trip, as the issue measured its ceilings (nats-py as it comes: its
-    # ~21,000/s on this machine): the ceiling the share is taken against.
+    # The raw round trip, as the issue measured its ceilings (nats-py as it comes): the
+    # ceiling the share is taken against.
     plain_rates = [done / seconds for done, seconds, _ in plain]
     results["ceiling_reqreply_per_s"] = sum(d for d, _, _ in plain) / sum(t for _, t, _ in plain)
     results["ceiling_reqreply_each_per_s"] = plain_rates

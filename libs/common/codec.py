@@ -110,8 +110,8 @@ def decode(data: bytes | str, type_: type[T]) -> T:
 
 
 def clone(obj: T) -> T:
-    """A deep copy of an API object, through its JSON: some 40 times faster than
-    `copy.deepcopy`, which walks the Structs in Python."""
+    """A deep copy of an API object, through its JSON: msgspec encodes and decodes in C,
+    where `copy.deepcopy` walks the Structs in Python."""
     return _decoder(type(obj)).decode(_ENCODER.encode(obj))
 
 

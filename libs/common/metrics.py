@@ -9,7 +9,7 @@ publishes a registry on `GET /metrics` when the service is given `--metrics-port
 Figures moved on hot paths (one API request, one plugin call) use `CounterVec` and
 `HistogramVec` from here rather than prometheus_client's: a service updates its metrics on
 one event-loop thread only, so they need no lock and no per-call label checks, and an update
-costs a dict lookup and a bisection (well under a microsecond). Figures that are states
+costs a dict lookup and a bisection. Figures that are states
 (queue lengths, object counts) are not updated at all: a `Callback` computes them from the
 service's own structures when Prometheus scrapes.
 """

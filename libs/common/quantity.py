@@ -63,8 +63,7 @@ _SUFFIX_HELP = "unable to parse quantity's suffix"
 # a 10**exponent integer too (seconds for `1e200000`). drasim keeps exact Fractions, whose
 # cost grows with the digits of the value, so it also refuses more than _MAX_DIGITS digits
 # written and a magnitude of 10**_MAX_MAGNITUDE or more: far beyond int64 (about 9.2e18),
-# where every consumer saturates anyway. Within them a quantity parses and prints in well
-# under 0.1 ms.
+# where every consumer saturates anyway.
 _MAX_EXPONENT = 2**31 - 1
 _MAX_DIGITS = 1000
 _MAX_MAGNITUDE = 1000

@@ -181,8 +181,8 @@ def event_loop_name() -> str:
 
 
 # Python collects its youngest generation every 700 new container objects by default; a
-# service holding many thousands of cached objects then spent a sixth of its time in the
-# collector (scheduler under `drasim bench`, py-spy --native: 16 %; 7.7 % with these).
+# service holding many thousands of cached objects then spends much of its time in the
+# collector, which rarer collections of the younger generations spare it.
 GC_THRESHOLDS = (10_000, 10, 10)
 
 

@@ -9,8 +9,8 @@ the current span's `traceparent` with every request.
 Export happens only when configured (`OTEL_EXPORTER_OTLP_ENDPOINT` or
 `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`, and the other standard `OTEL_*` variables: service
 name, resource attributes, sampler, headers), or when a test hands `setup` an exporter.
-Otherwise no SDK is installed: spans are the API's non-recording ones, which cost a few
-hundred nanoseconds and still carry the parent's ids, so trace ids travel and
+Otherwise no SDK is installed: spans are the API's non-recording ones, which cost little
+and still carry the parent's ids, so trace ids travel and
 `drasim events --trace-id` works. Code that builds attributes or events for a span (per
 node, per device) checks `span.is_recording()` first.
 

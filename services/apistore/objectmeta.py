@@ -70,7 +70,7 @@ os.register_at_fork(after_in_child=_forget_random_hex)  # a child never repeats 
 
 def new_uid() -> str:
     """A random (version 4) UUID as `str(uuid.uuid4())` writes it, from the same source
-    (`os.urandom`), at a fifth of the cost."""
+    (`os.urandom`), but drawing many uids' bytes in one system call."""
     global _random_hex, _random_at
     if _random_at >= len(_random_hex):
         _random_hex, _random_at = os.urandom(4096).hex(), 0

@@ -14,10 +14,10 @@ loop, and every other node the process hosts, never waits on the disk.
 A checkpoint is two files, `NAME` and `NAME.1`, written in turn in place: each holds the
 encoded value, a newline, and a line with the save's number and the value's CRC-32. A
 load takes the newest whole one, so a write cut short by a crash leaves the save before
-it. (Replacing one file by rename, the usual way, made ext4 write the new file out at once:
-~0.5 ms of kernel CPU and ~3 ms per save, with 4–6 saves per pod on a kubelet that hosts
-a thousand nodes; an overwrite in place costs ~20 µs.) A file from before this format
-(the value alone) loads as save number 0.
+it. (Replacing one file by rename, the usual way, makes ext4 write the new file out at
+once, in kernel time on every save, and a kubelet that hosts many nodes saves several
+times per pod; an overwrite in place costs a small fraction of that.) A file of the older
+format (the value alone) loads as save number 0.
 
 Saves of one file are written one at a time, in the order they were made, and the file
 always ends with the newest. Saves that queue behind a write coalesce: the next write takes
@@ -44,9 +44,8 @@ T = TypeVar("T")
 # The threads that write checkpoint files, for every Checkpoint of the process: their own
 # pool rather than the loop's default executor, so that a burst of saves on a thousand
 # nodes never queues ahead of the loop's other blocking calls (name resolution). Two are
-# enough: a write takes tens of microseconds, and each thread takes the GIL from the event
-# loop now and then (with 8, the loop's p99 lag during a burst of a thousand nodes' saves
-# was 4 times that with 2).
+# enough: a write is short, and each thread takes the GIL from the event loop now and then,
+# so more threads lag the loop more during a burst of saves without writing faster.
 _WRITERS = ThreadPoolExecutor(max_workers=2, thread_name_prefix="checkpoint")
 
 

@@ -31,7 +31,7 @@ def pod_with_arg(name: str, size: int) -> core_v1.Pod:
 
 async def test_a_pod_with_a_1_2_mb_argument_is_published_and_later_events_follow(server, api):
     """The issue's pod: accepted (etcd takes 1.2 MB), then every watcher must get it and
-    every event after it (the outbox used to fail on it forever)."""
+    every event after it (an outbox that cannot publish it stalls every later event)."""
     assert server.core.max_object_bytes == limits.MAX_OBJECT_BYTES  # the embedded NATS
     _, rv = await api.list(core_v1.Pod)
     watch = asyncio.create_task(collect(api, rv, 2))

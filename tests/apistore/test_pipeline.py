@@ -110,8 +110,8 @@ async def test_list_pages_end_before_they_outgrow_max_bytes(server):
 
 async def test_a_list_bigger_than_one_nats_message_comes_in_pages(server, api, bus):
     """Every page fits the bus's maximum payload (nats-server's default is 1 MB, the
-    embedded one's 8 MiB): a page of 500 pods with their status could be more, and its
-    answer used to be dropped (the client timed out)."""
+    embedded one's 8 MiB): a page of 500 pods with their status could be more, and an
+    answer over it is dropped (the client times out)."""
     await api.create(codec.convert({"metadata": {"name": "wide"}}, core_v1.Namespace))
     count = bus.nc.max_payload // 100_000 + 5  # more than one message carries
     names = [f"wide-{i:02}" for i in range(count)]

@@ -35,8 +35,8 @@ class KubeStruct(msgspec.Struct, kw_only=True, omit_defaults=True, rename="camel
     """Kubernetes JSON names on the wire; defaults stay off it.
 
     Not tracked by Python's cycle collector (`gc=False`): API objects are trees, never
-    cycles, and the services hold many thousands of them, whose scans made every full
-    collection slow (seen as scheduler time in allocation-heavy lines).
+    cycles, and the services hold many thousands of them, whose scans would make every full
+    collection slow.
     """
 
 

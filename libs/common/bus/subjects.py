@@ -38,7 +38,7 @@ def api(prefix: str, actor: str) -> str:
     The apistore takes a request's actor from its subject, never from a header: NATS'
     subject permissions decide which actors a connection may publish as (its own; an admin
     any, as Kubernetes' impersonation lets system:masters), so the actor is the
-    authenticated identity (see `drasim.common.embedded.NatsUser`)."""
+    authenticated identity (see `drasim.common.nats_auth.NatsUser`)."""
     return f"{prefix}.api.{token(actor)}"
 
 

@@ -27,8 +27,7 @@ class EmbeddedPostgres(ChildServer):
 
     It listens on 127.0.0.1 and on a unix socket in a private directory (so it never meets
     a system postgres' socket), and serves the database `drasim`. Its URL names the unix
-    socket: on the same machine that costs both ends less per round trip than loopback TCP
-    (measured with benchmarks/apistore_bench.py).
+    socket: on the same machine that costs both ends less per round trip than loopback TCP.
     As root, it runs as the system user `embedded_postgres`.
 
     Nobody gets in without a password (scram-sha-256 on the socket and on TCP alike): a

@@ -422,7 +422,7 @@ class Framework:
         self, state: CycleState, pod: core_v1.Pod, nodes: Sequence[NodeInfo]
     ) -> list[int]:
         """Each node's sum of `run_score_plugins`, all that picking a host needs, without
-        its objects per node and plugin (a cycle scores ~230 nodes)."""
+        its objects per node and plugin (a cycle may score hundreds of nodes)."""
         weighted = self._weighted_scores(state, pod, nodes)
         if len(weighted) == 1:
             return weighted[0][1]
