@@ -16,7 +16,10 @@ the ResourceSlices drasim's DRA driver shims publish (`reference.nodes`).
   ServiceAccounts, and with the plugin each pod would gain a token volume drasim cannot
   give (and wait for its namespace's `default` account to be made).
 - Stopping (or a process record left by a killed run, as `drasim up` keeps) ends every child:
-  SIGTERM to its process group, SIGKILL after 10 s.
+  SIGTERM to its process group, SIGKILL after 10 s. A parent that dies without stopping
+  (SIGKILL) takes its children along: each gets SIGTERM as drasim's services do
+  (`drasim.cli.launch.die_with_parent`), so the children must be started from a thread
+  that lives as long as the cluster (the main one), since the signal follows the thread.
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ import secrets
 import signal
 import ssl
 import subprocess
+import sys
 import time
 import urllib.request
 from collections.abc import Callable
@@ -39,7 +43,7 @@ import yaml
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 
-from drasim.cli import kubeconfig, supervisor
+from drasim.cli import kubeconfig, launch, supervisor
 from drasim.common.cluster_file import Cluster
 from drasim.common.embedded import free_port
 from reference import nodes
@@ -265,6 +269,7 @@ class ReferenceCluster:
             stdout=log,
             stderr=subprocess.STDOUT,
             start_new_session=True,  # Ctrl-C reaches the parent only; it stops us in order
+            preexec_fn=launch.die_with_parent if sys.platform == "linux" else None,
         )
         self._children.append(_Child(name, argv, process, log))
         self._records.add(name, process.pid)

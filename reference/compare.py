@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
-from drasim.cli import supervisor
+from drasim.cli import launch, supervisor
 from drasim.common import cluster_file
 from reference import diff, normalize, paths, scenarios
 from reference.cluster import ReferenceCluster
@@ -61,25 +61,32 @@ START_TIMEOUT = 300.0
 # -- the two clusters ---------------------------------------------------------------------
 @dataclass
 class DrasimCluster:
-    """`drasim up` on a fresh data directory, in its own session, until `stop()`."""
+    """`drasim up` on a fresh data directory, in its own session, until `stop()`:
+    `spawn()`, then `wait_ready()`."""
 
     data_dir: Path
     cluster: Path | None
     say: Callable[[str], None] = print
     process: subprocess.Popen[str] | None = field(init=False, default=None)
     _log: IO[str] | None = field(init=False, default=None)
+    _ready: threading.Event = field(init=False, default_factory=threading.Event)
 
     @property
     def kubeconfig(self) -> Path:
         return self.data_dir / "kubeconfig"
 
-    def start(self) -> None:
+    @property
+    def log_path(self) -> Path:
+        return self.data_dir / "up.log"
+
+    def spawn(self) -> None:
+        """Start `drasim up`; it dies with this thread (see `reference.cluster`)."""
         drasim = Path(sys.executable).parent / "drasim"
         argv = [str(drasim), "up", "--data-dir", str(self.data_dir)]
         if self.cluster is not None:
             argv += ["--cluster", str(self.cluster)]
         self.data_dir.mkdir(parents=True, exist_ok=True)
-        self._log = (self.data_dir / "up.log").open("a")
+        self._log = self.log_path.open("a")
         env = {k: v for k, v in os.environ.items() if not k.startswith("DRASIM_")}
         self.process = subprocess.Popen(
             argv,
@@ -89,27 +96,31 @@ class DrasimCluster:
             text=True,
             env=env,
             start_new_session=True,
+            preexec_fn=launch.die_with_parent if sys.platform == "linux" else None,
         )
-        ready = threading.Event()
-        threading.Thread(target=self._read, args=(ready,), daemon=True).start()
+        threading.Thread(target=self._read, daemon=True).start()
         self.say(f"started drasim up (pid {self.process.pid}, log {self._log.name})")
+
+    def wait_ready(self) -> None:
+        """Return once `drasim up` printed its ready line; RuntimeError if it exits first."""
+        assert self.process is not None
         deadline = time.monotonic() + START_TIMEOUT
-        while not ready.wait(0.5):
+        while not self._ready.wait(0.5):
             if self.process.poll() is not None:
                 raise RuntimeError(
-                    f"drasim up exited with {self.process.returncode}; see {self._log.name}"
+                    f"drasim up exited with {self.process.returncode}; see {self.log_path}"
                 )
             if time.monotonic() > deadline:
                 raise RuntimeError(f"drasim up not ready after {START_TIMEOUT:.0f} s")
 
-    def _read(self, ready: threading.Event) -> None:
+    def _read(self) -> None:
         assert self.process is not None and self.process.stdout is not None
         assert self._log is not None
         for line in self.process.stdout:
             self._log.write(line)
             self._log.flush()
             if line.startswith("ready"):
-                ready.set()
+                self._ready.set()
 
     def stop(self) -> None:
         """SIGTERM: `up` stops its services and servers; SIGKILL after a minute."""
@@ -156,10 +167,11 @@ def sides(
         work_dir / f"upstream-{tag}", nodes, bin_dir, say=lambda m: say(f"upstream: {m}")
     )
     try:
-        with concurrent.futures.ThreadPoolExecutor(2) as pool:
-            started = [pool.submit(ours.start), pool.submit(theirs.start)]
-            for future in started:
-                future.result()
+        # Both start at once, from this thread: their processes die with the thread that
+        # started them (`reference.cluster`), and a pool's threads end before the run does.
+        ours.spawn()
+        theirs.start()
+        ours.wait_ready()
         pair = (
             Side("drasim", KubeClient.from_kubeconfig(ours.kubeconfig)),
             Side("upstream", KubeClient.from_kubeconfig(theirs.kubeconfig)),
