@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -68,8 +69,10 @@ def test_globs_take_brackets_literally_and_values_narrow_the_match() -> None:
     assert other[0].known is None
 
 
-def test_the_projects_divergences_file_loads() -> None:
+def test_the_projects_divergences_file_names_an_issue_for_each_entry() -> None:
     from reference.compare import DIVERGENCES
 
-    for entry in diff.load_divergences(DIVERGENCES):
-        assert entry.note
+    entries = diff.load_divergences(DIVERGENCES)
+    assert entries
+    for entry in entries:
+        assert re.search(r"#\d+", entry.note), f"no open issue named: {entry.note}"
