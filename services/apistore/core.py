@@ -347,7 +347,7 @@ class ApiCore:
         while the previous batch writes and commits. Once that batch has committed exactly
         what it announced, it writes in one statement that takes the lock and writes only
         if the log still ends at the previous batch's last event (nobody else committed in
-        between; see `WRITE_BATCH_ALONE`), else it is redone. Without a batch in flight it
+        between; see `sql.WRITE_BATCH_ALONE`), else it is redone. Without a batch in flight it
         goes the same way from the log's end and its rows as one read found them. A batch
         to redo, and one that deletes (garbage collection reads under the lock), takes the
         lock first, then reads, applies and writes under it. Either way a batch's requests

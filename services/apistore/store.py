@@ -1,152 +1,23 @@
-"""All of the apistore's SQL: the event log, the projection and the outbox position.
+"""The apistore's Postgres store: the event log, the projection and the outbox position.
 
-Only this module imports asyncpg. Methods are named after their SQL; filters are keyword-only.
+Only this module imports asyncpg, and every statement it runs is in `drasim.apistore.sql`.
+Methods are named after their SQL; filters are keyword-only. Driver errors become API errors
+here (503 when the database is away).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from datetime import datetime
 from typing import Any, NamedTuple
 
 import asyncpg
 
 from drasim import migrations
+from drasim.apistore import sql
 from drasim.common import errors
-
-# Writers serialise on this advisory lock for the whole transaction. Postgres releases
-# transaction locks only after the commit is visible to other sessions, so the writer that
-# next takes the lock reads a max(seq) that includes every committed event and numbers its
-# own events after it: insert order equals commit order, and a reader tailing the log by seq
-# (the outbox, a list at resourceVersion R) never misses a lower seq that commits later.
-# This is what makes resourceVersion a gap-free, commit-ordered sequence even with several
-# apistore replicas.
-WRITE_LOCK_KEY = 0x64726173  # "dras"
-MIGRATION_LOCK_KEY = 0x6D696772  # "migr"
-
-LOCK_WRITES = "SELECT pg_advisory_xact_lock($1)"
-# The group-commit writer's transaction in four round trips: BEGIN with the lock (one simple
-# query; the key is a constant), one read, one write, COMMIT. The read is a statement of its
-# own after the lock, so under READ COMMITTED its snapshot includes every commit made before
-# the lock was granted.
-BEGIN_AND_LOCK_WRITES = f"BEGIN; SELECT pg_advisory_xact_lock({WRITE_LOCK_KEY})"
-SELECT_MAX_SEQ = "SELECT coalesce(max(seq), 0) FROM events"
-# A batch's rows and keys travel as one array of composite values per statement (the row
-# types of migration 0002), not as one array per column: asyncpg checks every element of
-# an array parameter against collections.abc in Python (a third of what the writer's
-# statements cost it per event), and a row is one element. `EventRow`, `ObjectRow` and `Key`
-# tuples are those values as they are; a key's row comes back with its 1-based position.
-INSERT_EVENTS = """
-INSERT INTO events (seq, type, resource, namespace, name, uid, node_name, object, actor,
-                    traceparent)
-SELECT seq, type, resource, namespace, name, uid, node_name, object, actor, traceparent
-FROM unnest($1::event_row[])"""
-_UPSERT_OBJECTS_FROM = """
-INSERT INTO objects (resource, namespace, name, uid, resource_version, node_name, owner_uids,
-                     object)
-SELECT resource, namespace, name, uid, resource_version, node_name,
-       coalesce(owner_uids, '{}'), object
-FROM unnest($%d::object_row[])"""
-_ON_CONFLICT_UPDATE = """
-ON CONFLICT (resource, namespace, name) DO UPDATE SET
-    uid = excluded.uid, resource_version = excluded.resource_version,
-    node_name = excluded.node_name, owner_uids = excluded.owner_uids, object = excluded.object"""
-# Lookups by a list of keys go key by key through the primary key (LATERAL ... LIMIT 1):
-# as a plain join, a plan made while the table was small (prepared statements keep a
-# generic plan) hashes the keys and scans the whole table, slower with every object.
-_OBJECTS_AT_KEYS = """
-FROM unnest($%d::object_key[]) WITH ORDINALITY AS k(resource, namespace, name, i)
-CROSS JOIN LATERAL (
-    SELECT object, ctid FROM objects
-    WHERE resource = k.resource AND namespace = k.namespace AND name = k.name
-    LIMIT 1
-) AS o
-"""
-SELECT_OBJECTS_BY_KEYS = "SELECT k.i, o.object" + _OBJECTS_AT_KEYS % 1
-# max(seq) (the row without a position) and the batch's rows in one statement.
-SELECT_MAX_SEQ_AND_OBJECTS = (
-    "SELECT NULL::bigint, coalesce(max(seq), 0), NULL::bytea FROM events"
-    " UNION ALL SELECT k.i, NULL, o.object" + _OBJECTS_AT_KEYS % 1
-)
-SELECT_DEPENDENTS = """
-SELECT resource, namespace, name, object FROM objects WHERE owner_uids && $1::text[]
-"""
-UPSERT_OBJECTS = _UPSERT_OBJECTS_FROM % 1 + _ON_CONFLICT_UPDATE
-DELETE_OBJECTS = (
-    "DELETE FROM objects WHERE ctid = ANY(ARRAY(SELECT o.ctid" + _OBJECTS_AT_KEYS % 1 + "))"
-)
-# The batch's events ($1), projection upserts ($2) and projection deletes ($4) in one
-# statement. The three touch disjoint rows (a key is either upserted or deleted, once), so
-# running them against one snapshot, as data-modifying CTEs do, is the same as running them
-# in turn. The guard writes nothing unless the log still ends where the batch was numbered
-# from ($3); a batch prepared ahead of the lock (see `ApiCore`) learns this way that
-# someone else committed first.
-_WRITE_EVENTS_AND_UPSERTS = (
-    "inserted AS ("
-    + INSERT_EVENTS
-    + " WHERE (SELECT ok FROM guard)), upserted AS ("
-    + _UPSERT_OBJECTS_FROM % 2
-    + " WHERE (SELECT ok FROM guard)"
-    + _ON_CONFLICT_UPDATE
-    + ")"
-)
-_WRITE_DELETES = (
-    ", deleted AS (DELETE FROM objects WHERE (SELECT ok FROM guard) AND ctid = ANY(ARRAY("
-    "SELECT o.ctid" + _OBJECTS_AT_KEYS % 4 + ")))"
-)
-_GUARD = (
-    "WITH guard AS (SELECT $3::bigint IS NULL OR coalesce(max(seq), 0) = $3::bigint AS ok"
-    " FROM events),"
-)
-WRITE_BATCH = _GUARD + _WRITE_EVENTS_AND_UPSERTS + " SELECT ok FROM guard"
-# With deletes. A plan for `ctid = ANY(...)` that Postgres made while the table was small
-# (and keeps, for a prepared statement) scans the whole table: `write_batch` has it planned
-# afresh each time (deletes are rare: a batch that deletes also collects garbage).
-WRITE_BATCH_DELETING = _GUARD + _WRITE_EVENTS_AND_UPSERTS + _WRITE_DELETES + " SELECT ok FROM guard"
-PLAN_EACH_TIME = "SET LOCAL plan_cache_mode = force_custom_plan"
-# The same as a transaction of its own, for a batch prepared ahead of the lock once the
-# batch before it has committed (never one that deletes: that one collects garbage, under
-# the lock): the lock (taken before any row is written: every write waits on the guard,
-# and the guard on the lock) keeps it out of other writers' transactions; the guard checks
-# the log still ends where the batch was numbered from. The statement's snapshot predates
-# the lock, so a writer that committed while it waited for the lock is not seen by the
-# guard; that writer numbered its events from the same place, and the events' primary key
-# refuses the second copy of those numbers (a unique violation: the statement writes
-# nothing and the batch is redone).
-WRITE_BATCH_ALONE = (
-    f"WITH locked AS MATERIALIZED (SELECT pg_advisory_xact_lock({WRITE_LOCK_KEY})),"
-    " guard AS (SELECT (SELECT count(*) FROM locked) = 1"
-    " AND coalesce(max(seq), 0) = $3::bigint AS ok FROM events),"
-    + _WRITE_EVENTS_AND_UPSERTS
-    + " SELECT ok FROM guard"
-)
-SELECT_OBJECT = "SELECT object FROM objects WHERE resource = $1 AND namespace = $2 AND name = $3"
-# Objects of a resource last written before a time: the event that wrote an object's
-# current version is the one at its resourceVersion, and that event has the write's time.
-SELECT_WRITTEN_BEFORE = """
-SELECT o.namespace, o.name, o.resource_version FROM objects o
-JOIN events e ON e.seq = o.resource_version
-WHERE o.resource = $1 AND e.created_at < $2
-ORDER BY o.resource_version LIMIT $3"""
-SELECT_EVENTS_AFTER = """
-SELECT seq, type, resource, namespace, name, uid, node_name, object, actor, traceparent,
-       created_at
-FROM events WHERE seq > $1 ORDER BY seq LIMIT $2
-"""
-SELECT_OUTBOX_SEQ = "SELECT seq FROM outbox WHERE id = 1"
-# Guarded so that a slower replica never moves the position backwards.
-UPDATE_OUTBOX_SEQ = "UPDATE outbox SET seq = $1 WHERE id = 1 AND seq < $1"
-SELECT_SCHEMA_VERSIONS = "SELECT version FROM schema_migrations"
-CREATE_SCHEMA_MIGRATIONS = """
-CREATE TABLE IF NOT EXISTS schema_migrations (
-    version    int         PRIMARY KEY,
-    name       text        NOT NULL,
-    applied_at timestamptz NOT NULL DEFAULT now()
-)
-"""
-INSERT_SCHEMA_VERSION = "INSERT INTO schema_migrations (version, name) VALUES ($1, $2)"
 
 Key = tuple[str, str, str]  # (resource, namespace, name)
 # Rows a list page's cursor fetches per round trip (a page with a selector may read many).
@@ -208,11 +79,23 @@ class ObjectRow(NamedTuple):
     object: bytes
 
 
+_DRIVER_ERRORS = (OSError, asyncpg.PostgresError, asyncpg.InterfaceError)
+
+
 def _translate(exc: BaseException) -> errors.ApiError:
     """Driver errors become API errors in one place (503 when the database is away)."""
     if isinstance(exc, asyncpg.PostgresError):
         return errors.InternalError(f"database error: {exc}")
     return errors.ServiceUnavailable(f"database unavailable: {exc}")
+
+
+@contextlib.contextmanager
+def _translated() -> Iterator[None]:
+    """Raise driver errors as API errors (see `_translate`)."""
+    try:
+        yield
+    except _DRIVER_ERRORS as exc:
+        raise _translate(exc) from exc
 
 
 def _storable(*texts: str | None) -> bool:
@@ -229,6 +112,12 @@ def _stored_keys(keys: Sequence[Key]) -> Sequence[Key]:
     return [key for key in keys if _storable(*key)]
 
 
+def _equal_to(**values: Any) -> tuple[list[sql.Condition], list[Any]]:
+    """Filters `column = value` for the values given (not None), and their parameters."""
+    given = [(column, value) for column, value in values.items() if value is not None]
+    return [(column, "=") for column, _ in given], [value for _, value in given]
+
+
 def _at_positions(keys: Sequence[Key], rows: Sequence[asyncpg.Record]) -> dict[Key, bytes]:
     """The found rows of a key lookup (position, object) by key."""
     return {keys[r[0] - 1]: r[1] for r in rows}
@@ -237,7 +126,7 @@ def _at_positions(keys: Sequence[Key], rows: Sequence[asyncpg.Record]) -> dict[K
 def _max_seq_and_objects(
     keys: Sequence[Key], rows: Sequence[asyncpg.Record]
 ) -> tuple[int, dict[Key, bytes]]:
-    """The answer of `SELECT_MAX_SEQ_AND_OBJECTS`: the log's last seq, the found rows."""
+    """The answer of `sql.SELECT_MAX_SEQ_AND_OBJECTS`: the log's last seq, the found rows."""
     found = {}
     last_seq = 0
     for r in rows:
@@ -254,6 +143,7 @@ def _write_batch_args(
     deletes: Sequence[Key],
     after_seq: int | None,
 ) -> list[Any]:
+    """The parameters of `sql.WRITE_BATCH` and its variants ($4 only where they delete)."""
     args: list[Any] = [events, upserts, after_seq]
     if deletes:
         args.append(deletes)
@@ -267,41 +157,16 @@ class WriteTransaction:
         self._conn = conn
         self._planning_each_time = False
 
-    async def lock_writes(self) -> None:
-        await self._conn.execute(LOCK_WRITES, WRITE_LOCK_KEY)
-
-    async def max_seq(self) -> int:
-        return await self._conn.fetchval(SELECT_MAX_SEQ)
-
-    async def select_objects(self, keys: Sequence[Key]) -> dict[Key, bytes]:
-        keys = _stored_keys(keys)
-        if not keys:
-            return {}
-        return _at_positions(keys, await self._conn.fetch(SELECT_OBJECTS_BY_KEYS, keys))
-
     async def max_seq_and_objects(self, keys: Sequence[Key]) -> tuple[int, dict[Key, bytes]]:
-        """`max_seq()` and `select_objects(keys)` in one round trip."""
+        """The log's last seq and the rows at `keys`, in one round trip."""
         keys = _stored_keys(keys)
-        return _max_seq_and_objects(keys, await self._conn.fetch(SELECT_MAX_SEQ_AND_OBJECTS, keys))
+        rows = await self._conn.fetch(sql.SELECT_MAX_SEQ_AND_OBJECTS, keys)
+        return _max_seq_and_objects(keys, rows)
 
     async def select_dependents(self, uids: Sequence[str]) -> dict[Key, bytes]:
         await self._plan_each_time()  # (a plan made on a small table would scan it all)
-        rows = await self._conn.fetch(SELECT_DEPENDENTS, list(uids))
+        rows = await self._conn.fetch(sql.SELECT_DEPENDENTS, list(uids))
         return {(r[0], r[1], r[2]): r[3] for r in rows}
-
-    async def insert_events(self, events: Sequence[EventRow]) -> None:
-        if events:
-            await self._conn.execute(INSERT_EVENTS, events)
-
-    async def upsert_objects(self, rows: Sequence[ObjectRow]) -> None:
-        if rows:
-            await self._conn.execute(UPSERT_OBJECTS, rows)
-
-    async def delete_objects(self, keys: Sequence[Key]) -> None:
-        if not keys:
-            return
-        await self._plan_each_time()
-        await self._conn.execute(DELETE_OBJECTS, keys)
 
     async def write_batch(
         self,
@@ -311,7 +176,7 @@ class WriteTransaction:
         *,
         after_seq: int | None = None,
     ) -> bool:
-        """`insert_events`, `upsert_objects` and `delete_objects` in one round trip.
+        """The batch's events, projection upserts and deletes in one round trip.
 
         With `after_seq`, only if the log's last event is still `after_seq`; answers
         whether it wrote (without, it always does).
@@ -321,19 +186,16 @@ class WriteTransaction:
         if deletes:
             await self._plan_each_time()
         return await self._conn.fetchval(
-            WRITE_BATCH_DELETING if deletes else WRITE_BATCH,
+            sql.WRITE_BATCH_DELETING if deletes else sql.WRITE_BATCH,
             *_write_batch_args(events, upserts, deletes, after_seq),
         )
 
     async def _plan_each_time(self) -> None:
         """Plan this transaction's statements afresh with the tables as they are now (see
-        `WRITE_BATCH_DELETING`); for the rare batches that delete or collect garbage."""
+        `sql.WRITE_BATCH_DELETING`); for the rare batches that delete or collect garbage."""
         if not self._planning_each_time:
-            await self._conn.execute(PLAN_EACH_TIME)
+            await self._conn.execute(sql.PLAN_EACH_TIME)
             self._planning_each_time = True
-
-
-_DRIVER_ERRORS = (OSError, asyncpg.PostgresError, asyncpg.InterfaceError)
 
 
 class WriteSession:
@@ -343,27 +205,34 @@ class WriteSession:
         self._conn = conn
         self.broken = False  # a failure left it in an unknown state: give it back
 
-    async def select_objects(self, keys: Sequence[Key]) -> dict[Key, bytes]:
-        """The rows at `keys` as committed now, read without the write lock."""
-        keys = _stored_keys(keys)
-        if not keys:
-            return {}
-        return _at_positions(keys, await self._fetch(SELECT_OBJECTS_BY_KEYS, keys))
-
-    async def max_seq_and_objects(self, keys: Sequence[Key]) -> tuple[int, dict[Key, bytes]]:
-        """The log's last seq and the rows at `keys` as committed then (one snapshot), read
-        without the write lock."""
-        keys = _stored_keys(keys)
-        return _max_seq_and_objects(keys, await self._fetch(SELECT_MAX_SEQ_AND_OBJECTS, keys))
-
-    async def _fetch(self, sql: str, *args: Any) -> list[asyncpg.Record]:
+    @contextlib.contextmanager
+    def _breaking(self) -> Iterator[None]:
+        """A failure here leaves the connection in an unknown state: mark it broken, and
+        raise driver errors as API errors."""
         try:
-            return await self._conn.fetch(sql, *args)
+            yield
         except BaseException as exc:
             self.broken = True
             if isinstance(exc, _DRIVER_ERRORS):
                 raise _translate(exc) from exc
             raise
+
+    async def select_objects(self, keys: Sequence[Key]) -> dict[Key, bytes]:
+        """The rows at `keys` as committed now, read without the write lock."""
+        keys = _stored_keys(keys)
+        if not keys:
+            return {}
+        with self._breaking():
+            rows = await self._conn.fetch(sql.SELECT_OBJECTS_BY_KEYS, keys)
+        return _at_positions(keys, rows)
+
+    async def max_seq_and_objects(self, keys: Sequence[Key]) -> tuple[int, dict[Key, bytes]]:
+        """The log's last seq and the rows at `keys` as committed then (one snapshot), read
+        without the write lock."""
+        keys = _stored_keys(keys)
+        with self._breaking():
+            rows = await self._conn.fetch(sql.SELECT_MAX_SEQ_AND_OBJECTS, keys)
+        return _max_seq_and_objects(keys, rows)
 
     async def write_batch_alone(
         self,
@@ -374,52 +243,38 @@ class WriteSession:
         after_seq: int,
     ) -> bool:
         """`WriteTransaction.write_batch(..., after_seq=after_seq)` as a transaction of its
-        own, in one round trip (see `WRITE_BATCH_ALONE`); answers whether it wrote."""
+        own, in one round trip (see `sql.WRITE_BATCH_ALONE`); answers whether it wrote."""
         if not events:
             return True  # (no event, no row to write either)
         if deletes:
             raise ValueError("a batch that deletes writes under the lock (write_batch)")
-        try:
-            return await self._conn.fetchval(
-                WRITE_BATCH_ALONE, *_write_batch_args(events, upserts, deletes, after_seq)
-            )
-        except asyncpg.UniqueViolationError:
-            return False  # another writer took these numbers first
-        except BaseException as exc:
-            self.broken = True
-            if isinstance(exc, _DRIVER_ERRORS):
-                raise _translate(exc) from exc
-            raise
+        with self._breaking():
+            try:
+                return await self._conn.fetchval(
+                    sql.WRITE_BATCH_ALONE, *_write_batch_args(events, upserts, deletes, after_seq)
+                )
+            except asyncpg.UniqueViolationError:
+                return False  # another writer took these numbers first
 
     @contextlib.asynccontextmanager
     async def transaction(self) -> AsyncIterator[WriteTransaction]:
-        """A transaction holding the write lock (see `WRITE_LOCK_KEY`); commits on a clean
-        exit, rolls back on an exception. Driver errors become API errors."""
+        """A transaction holding the write lock (see `sql.WRITE_LOCK_KEY`); commits on a
+        clean exit, rolls back on an exception. Driver errors become API errors."""
         conn = self._conn
-        try:
-            await conn.execute(BEGIN_AND_LOCK_WRITES)
-        except BaseException as exc:
-            self.broken = True
-            if isinstance(exc, _DRIVER_ERRORS):
-                raise _translate(exc) from exc
-            raise
+        with self._breaking():
+            await conn.execute(sql.BEGIN_AND_LOCK_WRITES)
         try:
             yield WriteTransaction(conn)
         except BaseException as exc:
             try:
-                await conn.execute("ROLLBACK")
+                await conn.execute(sql.ROLLBACK)
             except BaseException:
                 self.broken = True
             if isinstance(exc, _DRIVER_ERRORS):
                 raise _translate(exc) from exc
             raise
-        try:
-            await conn.execute("COMMIT")
-        except BaseException as exc:
-            self.broken = True
-            if isinstance(exc, _DRIVER_ERRORS):
-                raise _translate(exc) from exc
-            raise
+        with self._breaking():
+            await conn.execute(sql.COMMIT)
 
 
 async def _release_quietly(pool: asyncpg.Pool, conn: asyncpg.Connection) -> None:
@@ -459,12 +314,10 @@ class Store:
 
     @classmethod
     async def connect(cls, database_url: str, *, min_size: int = 2, max_size: int = 10) -> Store:
-        try:
+        with _translated():
             pool = await asyncpg.create_pool(
                 database_url, min_size=min_size, max_size=max_size, reset=_keep_session
             )
-        except (OSError, asyncpg.PostgresError) as exc:
-            raise _translate(exc) from exc
         return cls(pool)
 
     async def close(self) -> None:
@@ -477,15 +330,15 @@ class Store:
         and safe for several apistores starting at once (they serialise on a lock)."""
         applied: list[int] = []
         async with self._pool.acquire() as conn, conn.transaction():
-            await conn.execute("SELECT pg_advisory_xact_lock($1)", MIGRATION_LOCK_KEY)
-            await conn.execute(CREATE_SCHEMA_MIGRATIONS)
-            done = {r[0] for r in await conn.fetch(SELECT_SCHEMA_VERSIONS)}
-            for version, name, sql in migrations.files():
+            await conn.execute(sql.LOCK_MIGRATIONS)
+            await conn.execute(sql.CREATE_SCHEMA_MIGRATIONS)
+            done = {r[0] for r in await conn.fetch(sql.SELECT_SCHEMA_VERSIONS)}
+            for version, name, statements in migrations.files():
                 if version in done:
                     continue
                 async with conn.transaction():
-                    await conn.execute(sql)
-                    await conn.execute(INSERT_SCHEMA_VERSION, version, name)
+                    await conn.execute(statements)
+                    await conn.execute(sql.INSERT_SCHEMA_VERSION, version, name)
                 applied.append(version)
         return applied
 
@@ -496,38 +349,41 @@ class Store:
         release, one more round trip per batch) unless it broke."""
         while self._write_conns and not _attached(self._write_conns[-1]):
             self._write_conns.pop()  # closed by its server: asyncpg took it back already
-        try:
+        with _translated():
             conn = self._write_conns.pop() if self._write_conns else await self._pool.acquire()
-        except _DRIVER_ERRORS as exc:
-            raise _translate(exc) from exc
         session = WriteSession(conn)
         try:
             yield session
-        except BaseException:
+        finally:
             if session.broken:
                 await _release_quietly(self._pool, conn)
             else:
                 self._write_conns.append(conn)
-            raise
-        if session.broken:
-            await _release_quietly(self._pool, conn)
-        else:
-            self._write_conns.append(conn)
 
     @contextlib.asynccontextmanager
     async def write_transaction(self) -> AsyncIterator[WriteTransaction]:
-        """A transaction holding the write lock (see `WRITE_LOCK_KEY`); commits on a clean
-        exit, rolls back on an exception. Driver errors become API errors."""
+        """A transaction holding the write lock (see `sql.WRITE_LOCK_KEY`); commits on a
+        clean exit, rolls back on an exception. Driver errors become API errors."""
         async with self.write_session() as session, session.transaction() as txn:
             yield txn
+
+    @contextlib.asynccontextmanager
+    async def _snapshot(self) -> AsyncIterator[tuple[asyncpg.Connection, int]]:
+        """A connection in one REPEATABLE READ, read-only snapshot and the log's last seq in
+        it, so what is read there is exactly the log up to that seq. Driver errors become
+        API errors."""
+        with _translated():
+            async with (
+                self._pool.acquire() as conn,
+                conn.transaction(isolation="repeatable_read", readonly=True),
+            ):
+                yield conn, await conn.fetchval(sql.SELECT_MAX_SEQ)
 
     async def select_object(self, resource: str, namespace: str, name: str) -> bytes | None:
         if not _storable(resource, namespace, name):
             return None
-        try:
-            return await self._pool.fetchval(SELECT_OBJECT, resource, namespace, name)
-        except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError) as exc:
-            raise _translate(exc) from exc
+        with _translated():
+            return await self._pool.fetchval(sql.SELECT_OBJECT, resource, namespace, name)
 
     async def select_objects(
         self,
@@ -555,51 +411,28 @@ class Store:
         """
         if not _storable(resource, namespace, node_name, name):
             return ListedObjects(await self.max_seq(), [], None, 0)
-        clauses = ["resource = $1"]
-        args: list[Any] = [resource]
-        if namespace:
-            args.append(namespace)
-            clauses.append(f"namespace = ${len(args)}")
-        if node_name is not None:
-            args.append(node_name)
-            clauses.append(f"node_name = ${len(args)}")
-        if name is not None:
-            args.append(name)
-            clauses.append(f"name = ${len(args)}")
-        matching = " AND ".join(clauses)
-        where = matching
-        if after is not None:
-            args.extend(after)
-            where += f" AND (namespace, name) > (${len(args) - 1}, ${len(args)})"
-        sql = f"SELECT namespace, name, object FROM objects WHERE {where} ORDER BY namespace, name"
+        conditions, args = _equal_to(
+            resource=resource, namespace=namespace or None, node_name=node_name, name=name
+        )
+        statement = sql.select_objects(conditions, after=after is not None)
         objects: list[bytes] = []
         more, remaining = None, 0
-        try:
-            async with (
-                self._pool.acquire() as conn,
-                conn.transaction(isolation="repeatable_read", readonly=True),
-            ):
-                seq = await conn.fetchval(SELECT_MAX_SEQ)
-                last, size = ("", ""), 0
-                prefetch = min(limit + 1, LIST_PREFETCH) if limit else LIST_PREFETCH
-                async for row in conn.cursor(sql, *args, prefetch=prefetch):
-                    if keep is not None and not keep(row[2]):
-                        continue
-                    size += len(row[2]) + 1
-                    if (limit and len(objects) == limit) or (
-                        objects and max_bytes is not None and size > max_bytes
-                    ):
-                        more = last
-                        break
-                    objects.append(row[2])
-                    last = (row[0], row[1])
-                if more is not None and keep is None:
-                    n = len(clauses)  # (one argument each)
-                    count = f"SELECT count(*) FROM objects WHERE {matching}"
-                    count += f" AND (namespace, name) > (${n + 1}, ${n + 2})"
-                    remaining = await conn.fetchval(count, *args[:n], *more)
-        except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError) as exc:
-            raise _translate(exc) from exc
+        async with self._snapshot() as (conn, seq):
+            last, size = ("", ""), 0
+            prefetch = min(limit + 1, LIST_PREFETCH) if limit else LIST_PREFETCH
+            async for row in conn.cursor(statement, *args, *(after or ()), prefetch=prefetch):
+                if keep is not None and not keep(row[2]):
+                    continue
+                size += len(row[2]) + 1
+                if (limit and len(objects) == limit) or (
+                    objects and max_bytes is not None and size > max_bytes
+                ):
+                    more = last
+                    break
+                objects.append(row[2])
+                last = (row[0], row[1])
+            if more is not None and keep is None:
+                remaining = await conn.fetchval(sql.count_objects_after(conditions), *args, *more)
         return ListedObjects(seq, objects, more, remaining)
 
     async def select_written_before(
@@ -607,14 +440,14 @@ class Store:
     ) -> list[tuple[str, str, int]]:
         """(namespace, name, resourceVersion) of `resource`'s objects last written before
         `before`, oldest first."""
-        rows = await self._pool.fetch(SELECT_WRITTEN_BEFORE, resource, before, limit)
+        rows = await self._pool.fetch(sql.SELECT_WRITTEN_BEFORE, resource, before, limit)
         return [(r[0], r[1], r[2]) for r in rows]
 
     async def max_seq(self) -> int:
-        return await self._pool.fetchval(SELECT_MAX_SEQ)
+        return await self._pool.fetchval(sql.SELECT_MAX_SEQ)
 
     async def select_events_after(self, seq: int, *, limit: int = 1000) -> list[EventRow]:
-        rows = await self._pool.fetch(SELECT_EVENTS_AFTER, seq, limit)
+        rows = await self._pool.fetch(sql.SELECT_EVENTS_AFTER, seq, limit)
         return [EventRow(*r) for r in rows]
 
     async def select_events(
@@ -638,63 +471,40 @@ class Store:
         there after the last page misses nothing."""
         if not _storable(resource, namespace, name, actor, trace_id):
             return SelectedEvents([], False, await self.max_seq())
-        clauses = ["seq > $1"]
-        args: list[Any] = [gt]
-        for column, value in (
-            ("resource", resource),
-            ("namespace", namespace),
-            ("name", name),
-            ("actor", actor),
+        conditions, args = _equal_to(resource=resource, namespace=namespace, name=name, actor=actor)
+        for condition, value in (
+            (("seq", ">"), gt),
+            (("seq", "<="), lte),
+            (("traceparent", "LIKE"), None if trace_id is None else f"%-{trace_id}-%"),
+            (("created_at", "<="), until_time),
         ):
             if value is not None:
+                conditions.append(condition)
                 args.append(value)
-                clauses.append(f"{column} = ${len(args)}")
-        if lte is not None:
-            args.append(lte)
-            clauses.append(f"seq <= ${len(args)}")
-        if trace_id is not None:
-            args.append(f"%-{trace_id}-%")
-            clauses.append(f"traceparent LIKE ${len(args)}")
-        if until_time is not None:
-            args.append(until_time)
-            clauses.append(f"created_at <= ${len(args)}")
-        args.append(limit + 1)  # one more than the page: whether more follow
-        sql = (
-            "SELECT seq, type, resource, namespace, name, uid, node_name, object, actor, "
-            f"traceparent, created_at FROM events WHERE {' AND '.join(clauses)} "
-            f"ORDER BY seq LIMIT ${len(args)}"
-        )
+        statement = sql.select_events(conditions)
         events: list[EventRow] = []
         more, size = False, 0
-        try:
-            async with (
-                self._pool.acquire() as conn,
-                conn.transaction(isolation="repeatable_read", readonly=True),
-            ):
-                last_seq = await conn.fetchval(SELECT_MAX_SEQ)
-                prefetch = min(limit + 1, EVENT_PREFETCH)
-                async for row in conn.cursor(sql, *args, prefetch=prefetch):
-                    ev = EventRow(*row)
-                    size += (
-                        len(ev.object)
-                        + len(ev.namespace)
-                        + len(ev.name)
-                        + len(ev.actor)
-                        + len(ev.traceparent)
-                        + EVENT_FIELDS_BYTES
-                    )
-                    if len(events) == limit or (
-                        events and max_bytes is not None and size > max_bytes
-                    ):
-                        more = True
-                        break
-                    events.append(ev)
-        except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError) as exc:
-            raise _translate(exc) from exc
+        async with self._snapshot() as (conn, last_seq):
+            prefetch = min(limit + 1, EVENT_PREFETCH)
+            # One more than the page: whether more follow.
+            async for row in conn.cursor(statement, *args, limit + 1, prefetch=prefetch):
+                ev = EventRow(*row)
+                size += (
+                    len(ev.object)
+                    + len(ev.namespace)
+                    + len(ev.name)
+                    + len(ev.actor)
+                    + len(ev.traceparent)
+                    + EVENT_FIELDS_BYTES
+                )
+                if len(events) == limit or (events and max_bytes is not None and size > max_bytes):
+                    more = True
+                    break
+                events.append(ev)
         return SelectedEvents(events, more, last_seq)
 
     async def select_outbox_seq(self) -> int:
-        return await self._pool.fetchval(SELECT_OUTBOX_SEQ)
+        return await self._pool.fetchval(sql.SELECT_OUTBOX_SEQ)
 
     async def update_outbox_seq(self, seq: int) -> None:
-        await self._pool.execute(UPDATE_OUTBOX_SEQ, seq)
+        await self._pool.execute(sql.UPDATE_OUTBOX_SEQ, seq)

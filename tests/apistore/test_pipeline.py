@@ -11,9 +11,10 @@ import msgspec
 import nats.errors
 import pytest
 
+from drasim.apistore import sql
 from drasim.apistore.core import ApiCore
 from drasim.apistore.request import Context
-from drasim.apistore.store import BEGIN_AND_LOCK_WRITES, EventRow, ObjectRow, Store
+from drasim.apistore.store import EventRow, ObjectRow, Store
 from drasim.common import codec, errors
 from drasim.common.api import core_v1
 from drasim.common.bus import headers, messages, subjects
@@ -146,7 +147,7 @@ async def test_guarded_write_writes_only_after_the_expected_event(server):
 async def test_write_alone_loses_to_a_writer_that_held_the_lock(server):
     """The one-statement write of a batch prepared ahead waits for the lock with a snapshot
     from before it; a writer that commits meanwhile took the same numbers, and the
-    statement writes nothing (see `WRITE_BATCH_ALONE`)."""
+    statement writes nothing (see `sql.WRITE_BATCH_ALONE`)."""
     store: Store = server.store
     start = await store.max_seq()
 
@@ -192,7 +193,7 @@ async def test_connection_released_inside_a_transaction_comes_back_clean(server)
     store: Store = server.store
     start = await store.max_seq()
     conn = await store._pool.acquire()
-    await conn.execute(BEGIN_AND_LOCK_WRITES)
+    await conn.execute(sql.BEGIN_AND_LOCK_WRITES)
     await store._pool.release(conn)
     async with asyncio.timeout(10):  # (with the lock still held this would wait forever)
         async with store.write_transaction() as txn:

@@ -1,0 +1,187 @@
+"""Every statement `drasim.apistore.store` runs, built once, with the locks it takes.
+
+The tables are those of `migrations/`: `events` (the log; `seq` is the resourceVersion),
+`objects` (the projection of live objects, keyed by resource, namespace and name), `outbox`
+(the position the publisher has reached) and `schema_migrations`. Statements with filters
+the caller chooses are built by the functions at the end, from the filters' columns;
+parameters are always numbered, never values spliced into the text.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+# Writers serialise on this advisory lock for the whole transaction. Postgres releases
+# transaction locks only after the commit is visible to other sessions, so the writer that
+# next takes the lock reads a max(seq) that includes every committed event and numbers its
+# own events after it: insert order equals commit order, and a reader tailing the log by seq
+# (the outbox, a list at resourceVersion R) never misses a lower seq that commits later.
+# This is what makes resourceVersion a gap-free, commit-ordered sequence even with several
+# apistore replicas.
+WRITE_LOCK_KEY = 0x64726173  # "dras"
+# Apistores starting at once serialise on this one, so each migration runs once.
+MIGRATION_LOCK_KEY = 0x6D696772  # "migr"
+LOCK_MIGRATIONS = f"SELECT pg_advisory_xact_lock({MIGRATION_LOCK_KEY})"
+
+# The group-commit writer's transaction in four round trips: BEGIN with the write lock (one
+# simple query; the key is a constant), one read, one write, COMMIT. The read is a statement
+# of its own after the lock, so under READ COMMITTED its snapshot includes every commit made
+# before the lock was granted (see `WRITE_LOCK_KEY`).
+BEGIN_AND_LOCK_WRITES = f"BEGIN; SELECT pg_advisory_xact_lock({WRITE_LOCK_KEY})"
+COMMIT = "COMMIT"
+ROLLBACK = "ROLLBACK"
+SELECT_MAX_SEQ = "SELECT coalesce(max(seq), 0) FROM events"
+
+# A batch's rows and keys travel as one array of composite values per statement (the row
+# types of migration 0002), not as one array per column: asyncpg checks every element of
+# an array parameter against collections.abc in Python, and a row is one element.
+# `store.EventRow`, `store.ObjectRow` and `store.Key` tuples are those values as they are;
+# a key's row comes back with its 1-based position.
+#
+# Events are numbered by the writer holding the write lock (see `WRITE_LOCK_KEY`), so the
+# order of `seq` is the order of commits.
+_INSERT_EVENTS = """
+INSERT INTO events (seq, type, resource, namespace, name, uid, node_name, object, actor,
+                    traceparent)
+SELECT seq, type, resource, namespace, name, uid, node_name, object, actor, traceparent
+FROM unnest($1::event_row[])"""
+_UPSERT_OBJECTS_FROM = """
+INSERT INTO objects (resource, namespace, name, uid, resource_version, node_name, owner_uids,
+                     object)
+SELECT resource, namespace, name, uid, resource_version, node_name,
+       coalesce(owner_uids, '{}'), object
+FROM unnest($%d::object_row[])"""
+_ON_CONFLICT_UPDATE = """
+ON CONFLICT (resource, namespace, name) DO UPDATE SET
+    uid = excluded.uid, resource_version = excluded.resource_version,
+    node_name = excluded.node_name, owner_uids = excluded.owner_uids, object = excluded.object"""
+# Lookups by a list of keys go key by key through the primary key (LATERAL ... LIMIT 1):
+# as a plain join, a plan made while the table was small (prepared statements keep a
+# generic plan) hashes the keys and scans the whole table, slower with every object.
+_OBJECTS_AT_KEYS = """
+FROM unnest($%d::object_key[]) WITH ORDINALITY AS k(resource, namespace, name, i)
+CROSS JOIN LATERAL (
+    SELECT object, ctid FROM objects
+    WHERE resource = k.resource AND namespace = k.namespace AND name = k.name
+    LIMIT 1
+) AS o
+"""
+SELECT_OBJECTS_BY_KEYS = "SELECT k.i, o.object" + _OBJECTS_AT_KEYS % 1
+# max(seq) (the row without a position) and the batch's rows in one statement.
+SELECT_MAX_SEQ_AND_OBJECTS = (
+    "SELECT NULL::bigint, coalesce(max(seq), 0), NULL::bytea FROM events"
+    " UNION ALL SELECT k.i, NULL, o.object" + _OBJECTS_AT_KEYS % 1
+)
+SELECT_DEPENDENTS = """
+SELECT resource, namespace, name, object FROM objects WHERE owner_uids && $1::text[]
+"""
+
+# The batch's events ($1), projection upserts ($2) and projection deletes ($4) in one
+# statement. The three touch disjoint rows (a key is either upserted or deleted, once), so
+# running them against one snapshot, as data-modifying CTEs do, is the same as running them
+# in turn. The guard writes nothing unless the log still ends where the batch was numbered
+# from ($3); a batch prepared ahead of the lock (see `ApiCore`) learns this way that
+# someone else committed first.
+_WRITE_EVENTS_AND_UPSERTS = (
+    "inserted AS ("
+    + _INSERT_EVENTS
+    + " WHERE (SELECT ok FROM guard)), upserted AS ("
+    + _UPSERT_OBJECTS_FROM % 2
+    + " WHERE (SELECT ok FROM guard)"
+    + _ON_CONFLICT_UPDATE
+    + ")"
+)
+_WRITE_DELETES = (
+    ", deleted AS (DELETE FROM objects WHERE (SELECT ok FROM guard) AND ctid = ANY(ARRAY("
+    "SELECT o.ctid" + _OBJECTS_AT_KEYS % 4 + ")))"
+)
+_GUARD = (
+    "WITH guard AS (SELECT $3::bigint IS NULL OR coalesce(max(seq), 0) = $3::bigint AS ok"
+    " FROM events),"
+)
+# Run inside `BEGIN_AND_LOCK_WRITES`'s transaction.
+WRITE_BATCH = _GUARD + _WRITE_EVENTS_AND_UPSERTS + " SELECT ok FROM guard"
+# With deletes. A plan for `ctid = ANY(...)` that Postgres made while the table was small
+# (and keeps, for a prepared statement) scans the whole table: the store has it planned
+# afresh each time (`PLAN_EACH_TIME`; deletes are rare: a batch that deletes also collects
+# garbage).
+WRITE_BATCH_DELETING = _GUARD + _WRITE_EVENTS_AND_UPSERTS + _WRITE_DELETES + " SELECT ok FROM guard"
+PLAN_EACH_TIME = "SET LOCAL plan_cache_mode = force_custom_plan"
+# The same as a transaction of its own, for a batch prepared ahead of the lock once the
+# batch before it has committed (never one that deletes: that one collects garbage, under
+# the lock). It takes the write lock (see `WRITE_LOCK_KEY`) before any row is written:
+# every write waits on the guard, and the guard on the lock, which keeps it out of other
+# writers' transactions; the guard checks the log still ends where the batch was numbered
+# from. The statement's snapshot predates the lock, so a writer that committed while it
+# waited for the lock is not seen by the guard; that writer numbered its events from the
+# same place, and the events' primary key refuses the second copy of those numbers (a
+# unique violation: the statement writes nothing and the batch is redone).
+WRITE_BATCH_ALONE = (
+    f"WITH locked AS MATERIALIZED (SELECT pg_advisory_xact_lock({WRITE_LOCK_KEY})),"
+    " guard AS (SELECT (SELECT count(*) FROM locked) = 1"
+    " AND coalesce(max(seq), 0) = $3::bigint AS ok FROM events),"
+    + _WRITE_EVENTS_AND_UPSERTS
+    + " SELECT ok FROM guard"
+)
+
+SELECT_OBJECT = "SELECT object FROM objects WHERE resource = $1 AND namespace = $2 AND name = $3"
+# Objects of a resource last written before a time: the event that wrote an object's
+# current version is the one at its resourceVersion, and that event has the write's time.
+SELECT_WRITTEN_BEFORE = """
+SELECT o.namespace, o.name, o.resource_version FROM objects o
+JOIN events e ON e.seq = o.resource_version
+WHERE o.resource = $1 AND e.created_at < $2
+ORDER BY o.resource_version LIMIT $3"""
+_EVENT_COLUMNS = (
+    "seq, type, resource, namespace, name, uid, node_name, object, actor, traceparent, created_at"
+)
+SELECT_EVENTS_AFTER = f"SELECT {_EVENT_COLUMNS} FROM events WHERE seq > $1 ORDER BY seq LIMIT $2"
+
+SELECT_OUTBOX_SEQ = "SELECT seq FROM outbox WHERE id = 1"
+# Guarded so that a slower replica never moves the position backwards.
+UPDATE_OUTBOX_SEQ = "UPDATE outbox SET seq = $1 WHERE id = 1 AND seq < $1"
+
+CREATE_SCHEMA_MIGRATIONS = """
+CREATE TABLE IF NOT EXISTS schema_migrations (
+    version    int         PRIMARY KEY,
+    name       text        NOT NULL,
+    applied_at timestamptz NOT NULL DEFAULT now()
+)
+"""
+SELECT_SCHEMA_VERSIONS = "SELECT version FROM schema_migrations"
+INSERT_SCHEMA_VERSION = "INSERT INTO schema_migrations (version, name) VALUES ($1, $2)"
+
+# A filter: (column, operator), compared with the next parameter (`$1`, `$2`, ...).
+Condition = tuple[str, str]
+
+
+def _where(conditions: Sequence[Condition]) -> str:
+    return " AND ".join(f"{c} {op} ${i}" for i, (c, op) in enumerate(conditions, 1))
+
+
+def _after_name(conditions: Sequence[Condition]) -> str:
+    """Rows after a (namespace, name), the two parameters after the conditions'."""
+    n = len(conditions)
+    return f"(namespace, name) > (${n + 1}, ${n + 2})"
+
+
+def select_objects(conditions: Sequence[Condition], *, after: bool) -> str:
+    """A list's objects in (namespace, name) order; with `after`, those after the
+    (namespace, name) given as the last two parameters."""
+    where = _where(conditions)
+    if after:
+        where += " AND " + _after_name(conditions)
+    return f"SELECT namespace, name, object FROM objects WHERE {where} ORDER BY namespace, name"
+
+
+def count_objects_after(conditions: Sequence[Condition]) -> str:
+    """How many objects a list has after the (namespace, name) of the last two parameters."""
+    return f"SELECT count(*) FROM objects WHERE {_where(conditions)} AND {_after_name(conditions)}"
+
+
+def select_events(conditions: Sequence[Condition]) -> str:
+    """Events of the log in order, at most the parameter after the conditions'."""
+    return (
+        f"SELECT {_EVENT_COLUMNS} FROM events WHERE {_where(conditions)}"
+        f" ORDER BY seq LIMIT ${len(conditions) + 1}"
+    )
