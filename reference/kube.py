@@ -9,12 +9,12 @@ the bearer token or client certificate of the kubeconfig.
 from __future__ import annotations
 
 import base64
+import http.client
 import json
 import ssl
 import tempfile
-import urllib.error
+import threading
 import urllib.parse
-import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -98,6 +98,9 @@ class KubeClient:
         self._ssl = ssl_context
         self._token = token
         self.timeout = timeout
+        url = urllib.parse.urlsplit(self.server)
+        self._host, self._port = url.hostname or "127.0.0.1", url.port or 443
+        self._local = threading.local()
 
     @classmethod
     def from_kubeconfig(cls, path: Path | str) -> KubeClient:
@@ -135,21 +138,47 @@ class KubeClient:
         query: dict[str, str] | None = None,
         content_type: str = "application/json",
     ) -> Response:
-        url = self.server + path
-        if query:
-            url += "?" + urllib.parse.urlencode(query)
+        target = path + ("?" + urllib.parse.urlencode(query) if query else "")
         data = None if body is None else json.dumps(body).encode()
         headers = {"Accept": "application/json"}
         if data is not None:
             headers["Content-Type"] = content_type
         if self._token:
             headers["Authorization"] = f"Bearer {self._token}"
-        req = urllib.request.Request(url, data=data, method=method, headers=headers)
-        try:
-            with urllib.request.urlopen(req, context=self._ssl, timeout=self.timeout) as answer:
+        for attempt in range(2):
+            conn = self._connection()
+            try:
+                conn.request(method, target, body=data, headers=headers)
+                answer = conn.getresponse()
                 return Response(answer.status, _decode(answer.read()))
-        except urllib.error.HTTPError as err:
-            return Response(err.code, _decode(err.read()))
+            except (http.client.RemoteDisconnected, BrokenPipeError, ConnectionResetError):
+                # The server closed a kept-alive connection before it read the request:
+                # the request never arrived, so sending it again on a new one is safe.
+                self._close()
+                if attempt:
+                    raise
+            except BaseException:
+                self._close()
+                raise
+        raise AssertionError("unreachable")
+
+    def _connection(self) -> http.client.HTTPSConnection:
+        """This thread's connection, kept alive between requests (a TLS handshake per
+        request would cost more than most requests): one per thread, as http.client's
+        connections are not thread-safe."""
+        conn: http.client.HTTPSConnection | None = getattr(self._local, "conn", None)
+        if conn is None:
+            conn = http.client.HTTPSConnection(
+                self._host, self._port, context=self._ssl, timeout=self.timeout
+            )
+            self._local.conn = conn
+        return conn
+
+    def _close(self) -> None:
+        conn = getattr(self._local, "conn", None)
+        if conn is not None:
+            conn.close()
+        self._local.conn = None
 
     # -- by object -------------------------------------------------------------------------
     def create(self, obj: dict[str, Any], *, namespace: str | None = None) -> Response:
