@@ -10,6 +10,9 @@ Deployment whose pods ask for `example.com/gpu: 1` the old way, `--replicas` of 
 default every GPU in the cluster), and measures:
 
 - `ready_s`: `drasim up` until its `ready` line;
+- `nodes_ready_s`: of that, the kubelets' part: from the cluster file's DeviceClasses
+  (`up` starts the kubelets right after them) until every node, its slices and its Lease
+  are registered (the `ready` line);
 - `scale_up_s`, `pods_per_s`: the Deployment created until `readyReplicas` is all of them;
 - `cpu_ms_per_pod`: CPU each service (apistore, scheduler, controllers, kubelets, NATS,
   Postgres) spent during the scale-up, per pod;
@@ -285,6 +288,13 @@ class UpLog:
     def close(self) -> None:
         self._file.close()
 
+    def first_line(self, wanted: Callable[[str], bool]) -> tuple[float, str]:
+        """The first line so far that is `wanted`, and when it came; LookupError if none."""
+        for item in self.lines:
+            if wanted(item[1]):
+                return item
+        raise LookupError("no such line in drasim up's output")
+
     async def wait_for(
         self, wanted: Callable[[str], bool], *, after: int, timeout: float
     ) -> tuple[float, str]:
@@ -308,6 +318,14 @@ class RunningUp:
     log: UpLog
     api: ApiClient
     ready_s: float
+
+    @property
+    def nodes_ready_s(self) -> float:
+        """Seconds from the DeviceClasses `up` creates just before it starts the kubelets
+        to its ready line, which it prints once every kubelet registered its nodes."""
+        classes, _ = self.log.first_line(lambda line: line.startswith("[up] "))
+        ready, _ = self.log.first_line(lambda line: line.startswith("ready:"))
+        return ready - classes
 
 
 @contextlib.asynccontextmanager
@@ -357,6 +375,7 @@ async def soak(args: argparse.Namespace, workdir: Path) -> dict:
         workdir, nodes=args.nodes, kubelets=args.kubelets, timeout=args.timeout
     ) as up:
         results["ready_s"] = round(up.ready_s, 1)
+        results["nodes_ready_s"] = round(up.nodes_ready_s, 1)
         api = up.api
         services = Services(psutil.Process(up.process.pid))
         cpu0 = services.cpu()

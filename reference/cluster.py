@@ -24,6 +24,7 @@ the ResourceSlices drasim's DRA driver shims publish (`reference.nodes`).
 
 from __future__ import annotations
 
+import concurrent.futures
 import contextlib
 import os
 import secrets
@@ -44,12 +45,12 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 
 from drasim.cli import kubeconfig, launch, supervisor
-from drasim.common.cluster_file import Cluster
+from drasim.common.cluster_file import Cluster, NodeConfig
 from drasim.common.embedded import free_port
 from reference import nodes
 from reference.kube import KubeClient
 
-__all__ = ["ADMIN_USER", "ReferenceCluster", "ReferenceError"]
+__all__ = ["ADMIN_USER", "FAST_STAGES", "STAGES", "ReferenceCluster", "ReferenceError"]
 
 ADMIN_USER = "kubernetes-admin"
 STOP_TIMEOUT = 10.0
@@ -58,6 +59,8 @@ START_TIMEOUT = 300.0  # a first kube-apiserver start on two busy cores takes a 
 # clients written against 1.32-1.33 still talk to such clusters.
 RUNTIME_CONFIG = "resource.k8s.io/v1beta1=true,resource.k8s.io/v1beta2=true"
 SERVICE_CIDR = "10.96.0.0/16"
+REGISTER_CONCURRENCY = 4
+STAGES, FAST_STAGES = "kwok-stages.yaml", "kwok-stages-fast.yaml"
 
 
 class ReferenceError(RuntimeError):
@@ -83,6 +86,12 @@ class ReferenceCluster:
     cluster: Cluster
     bin_dir: Path
     say: Callable[[str], None] = print
+    # The scheduler's and the controller manager's client-side rate limit (requests/s and
+    # burst); None keeps upstream's defaults (50 and 20 requests/s), as a real cluster has.
+    client_qps: int | None = None
+    # kwok's stages in `bin_dir` (`reference/build` writes both): pods through their life
+    # with its delays, or at once as kwokctl's defaults (FAST_STAGES).
+    kwok_stages: str = STAGES
     kubeconfig: Path = field(init=False)
     api_port: int = field(init=False, default=0)
     _children: list[_Child] = field(init=False, default_factory=list)
@@ -116,6 +125,12 @@ class ReferenceCluster:
     # -- start ---------------------------------------------------------------------------
     def start(self) -> None:
         """Bring up every part, register the nodes and slices; returns once all serve."""
+        self.start_control_plane()
+        self.register_nodes()
+
+    def start_control_plane(self) -> None:
+        """etcd, the API server, the scheduler, the controller manager and kwok, without
+        nodes; returns once all serve."""
         self.run_dir.mkdir(parents=True, exist_ok=True)
         self._lock = supervisor.lock_data_dir(self.run_dir)
         orphans = self._records.stop_orphans()
@@ -184,6 +199,7 @@ class ReferenceCluster:
                 "--bind-address=127.0.0.1",
                 f"--secure-port={scheduler_port}",
                 "--leader-elect=false",
+                *self._rate_limit(),
                 "--v=1",
             ],
         )
@@ -199,15 +215,15 @@ class ReferenceCluster:
                 "--use-service-account-credentials=true",
                 f"--service-account-private-key-file={creds['sa_key']}",
                 f"--root-ca-file={creds['ca']}",
+                *self._rate_limit(),
                 "--v=1",
             ],
         )
-        self._register()
         self._spawn(
             "kwok",
             [
                 f"--kubeconfig={self.kubeconfig}",
-                f"--config={self.bin_dir / 'kwok-stages.yaml'}",
+                f"--config={self.bin_dir / self.kwok_stages}",
                 f"--manage-nodes-with-annotation-selector="
                 f"{nodes.KWOK_NODE_ANNOTATION}={nodes.KWOK_NODE_VALUE}",
                 f"--server-address=127.0.0.1:{free_port()}",
@@ -217,7 +233,17 @@ class ReferenceCluster:
         )
         self._wait("kube-scheduler to serve", lambda: _healthy(scheduler_port))
         self._wait("kube-controller-manager to serve", lambda: _healthy(manager_port))
+
+    def register_nodes(self) -> None:
+        """The cluster file's DeviceClasses, Nodes and slices; returns once kwok heartbeats
+        every node (holds its Lease), as a kubelet does once registered."""
+        self._register()
         self._wait("kwok to take the nodes", self._leases_held)
+
+    def _rate_limit(self) -> list[str]:
+        if self.client_qps is None:
+            return []
+        return [f"--kube-api-qps={self.client_qps}", f"--kube-api-burst={self.client_qps}"]
 
     def _credentials(self) -> dict[str, Path | str]:
         """The cluster CA and serving certificate (drasim's code), a service-account key,
@@ -287,13 +313,19 @@ class ReferenceCluster:
             time.sleep(0.5)
 
     def _register(self) -> None:
-        """DeviceClasses first (as `drasim up`), then the Nodes, then their slices."""
+        """DeviceClasses first (as `drasim up`), then each Node and its slices, a few
+        nodes at a time, as drasim's kubelets register theirs."""
         for obj in nodes.device_classes(self.cluster):
             self._create(obj)
-        for config in self.cluster.nodes:
-            created = self._create(nodes.node_object(config))
-            self._node_uids[config.name] = created["metadata"]["uid"]
-        self.ensure_slices()
+
+        def register(config: NodeConfig) -> None:
+            uid = self._create(nodes.node_object(config))["metadata"]["uid"]
+            self._node_uids[config.name] = uid
+            for obj in nodes.slice_objects(config, node_uid=uid):
+                self._create(obj)
+
+        with concurrent.futures.ThreadPoolExecutor(REGISTER_CONCURRENCY) as pool:
+            list(pool.map(register, self.cluster.nodes))
         self.say(
             f"registered {len(self.cluster.nodes)} nodes and "
             f"{len(self.cluster.spec.device_classes)} DeviceClasses"

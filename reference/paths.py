@@ -59,7 +59,10 @@ def bin_dir() -> Path:
 def built_bin_dir() -> Path | None:
     """`bin_dir()` if a build there completed, else None."""
     found = bin_dir()
-    complete = (found / ".complete").is_file() and (found / "kwok-stages.yaml").is_file()
+    complete = all(
+        (found / name).is_file()
+        for name in (".complete", "kwok-stages.yaml", "kwok-stages-fast.yaml")
+    )
     return found if complete else None
 
 
