@@ -4,8 +4,8 @@ and refuses it above `CELSelectorExpressionMaxCost`.
 Upstream (`dynamic-resource-allocation/cel/compile.go`) type-checks the expression and calls
 `env.EstimateCost` with Kubernetes' `library.CostEstimator` around a DRA size estimator; the
 estimate is cel-go's `checker/cost.go` walk over the checked tree. This module is that walk,
-on `drasim.common.cel_ast`'s tree, with the little of the type checker it needs (types decide
-which overload, and so which cost rule, applies):
+on `drasim.common.cel_ast`'s tree checked by `drasim.common.cel_checker` (types decide which
+overload, and so which cost rule, applies):
 
 - a literal costs 0, an identifier 1, a field selection 1 on a map or struct (0 on an
   attribute value, whose type is `any`), `has()` only its operand (Kubernetes sets
@@ -27,7 +27,8 @@ which overload, and so which cost rule, applies):
 
 Sizes (string length in code points, bytes, list or map entries) come from literals, from
 the sizes of concatenations and conditionals, or, for what reaches `device`, from upstream's
-DRA size hints: `device.driver` at most `DriverNameMaxLength` (63) characters,
+DRA size hints (`cel_checker.dra_size`): `device.driver` at most `DriverNameMaxLength` (63)
+characters,
 `device.allowMultipleAllocations` 1, `device.attributes` and `device.capacity` at most
 `ResourceSliceMaxAttributesAndCapacitiesPerDevice` (32) domains of as many entries each,
 domains `DeviceMaxDomainLength` (63) and identifiers `DeviceMaxIDLength` (32) characters,
@@ -38,28 +39,19 @@ compares sizes and Kubernetes' cheap equality of quantities is for `==` only.
 Only the maximum is computed (upstream's minimum never changes its maximum for the functions
 drasim's selectors can call). Approximations, each towards a higher estimate or one upstream
 never reaches: a call no overload accepts (a type error upstream, which refuses it before
-estimating) costs its arguments plus 1 instead of upstream's 0; the element type of an empty
-list literal stays open until a step of `map` or `filter` fixes it, as cel-go's type
-variables do, without cel-go's full unification.
+estimating) costs its arguments plus 1 instead of upstream's 0; and those of the checker
+(see `drasim.common.cel_checker`).
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
-from drasim.common import cel_ast
+from drasim.common import cel_ast, cel_checker
 
-__all__ = [
-    "DEVICE_ATTRIBUTE_MAX_VALUE_LENGTH",
-    "DEVICE_MAX_DOMAIN_LENGTH",
-    "DEVICE_MAX_ID_LENGTH",
-    "DRIVER_NAME_MAX_LENGTH",
-    "MAX_COST",
-    "RESOURCE_SLICE_MAX_ATTRIBUTES_AND_CAPACITIES_PER_DEVICE",
-    "estimate_max_cost",
-]
+__all__ = ["MAX_COST", "estimate_max_cost"]
 
 # cel-go `common/cost.go`.
 _SELECT_AND_IDENT_COST = 1
@@ -71,16 +63,25 @@ _STRING_TRAVERSAL_COST_FACTOR = 0.1
 _REGEX_STRING_LENGTH_COST_FACTOR = 0.25
 # Kubernetes' environments set `checker.PresenceTestHasCost(false)`.
 _PRESENCE_TEST_COST = 0
+# Kubernetes' `library.CostEstimator` prices these at 1 (the quantity and semver parsers
+# only as member calls, which they never are, so they cost cel-go's default 1 too).
+_KUBERNETES_UNIT_COST = frozenset(
+    {"sign", "asInteger", "isInteger", "asApproximateFloat", "isGreaterThan", "isLessThan",
+     "compareTo", "add", "sub", "major", "minor", "patch"}
+)  # fmt: skip
+# Overloads that cost the traversal of the smaller operand (cel-go's equality and string and
+# bytes ordering).
+_SIZE_COMPARISONS = frozenset(
+    {f"{name}_{suffix}" for name in ("less", "less_equals", "greater", "greater_equals")
+     for suffix in ("string", "bytes")} | {"equals", "not_equals"}
+)  # fmt: skip
+# Types whose values have size 1.
+_SCALARS = frozenset({"bool", "int", "uint", "double", "duration", "timestamp"})
+# Selecting a field costs 1 on these.
+_SELECT_COSTS = frozenset({"map", "struct"})  # and type params, which checking resolves
 
 # The largest cost and the size of what nothing bounds (cel-go's uint64 saturation).
 MAX_COST = 2**64 - 1
-
-# resource.k8s.io limits that bound what `device` holds (upstream's DRA size hints).
-DRIVER_NAME_MAX_LENGTH = 63
-DEVICE_MAX_DOMAIN_LENGTH = 63
-DEVICE_MAX_ID_LENGTH = 32
-DEVICE_ATTRIBUTE_MAX_VALUE_LENGTH = 64
-RESOURCE_SLICE_MAX_ATTRIBUTES_AND_CAPACITIES_PER_DEVICE = 32
 
 
 def _add(a: int, b: int) -> int:
@@ -95,395 +96,6 @@ def _factor(x: int, factor: float) -> int:
     """cel-go's `multiplyByCostFactor`: rounded up, in float64, saturating."""
     product = math.ceil(float(x) * factor)
     return MAX_COST if product >= 2**64 else product
-
-
-# --- Types (what of cel-go's checker the costs need) ---------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class _Type:
-    """`kind`: bool, int, uint, double, string, bytes, null, duration, timestamp, type, list,
-    map, struct (`name` says which), dyn, any (an attribute value: `dyn` to the checker,
-    told apart by cost rules) or param (`name` "A"/"B" in overloads; "" for the still-open
-    element type of an empty literal)."""
-
-    kind: str
-    params: tuple[_Type, ...] = ()
-    name: str = ""
-
-
-def _list(elem: _Type) -> _Type:
-    return _Type("list", (elem,))
-
-
-def _map(key: _Type, value: _Type) -> _Type:
-    return _Type("map", (key, value))
-
-
-_BOOL, _INT, _UINT, _DOUBLE = _Type("bool"), _Type("int"), _Type("uint"), _Type("double")
-_STRING, _BYTES, _TYPE = _Type("string"), _Type("bytes"), _Type("type")
-_DURATION, _TIMESTAMP = _Type("duration"), _Type("timestamp")
-_DYN, _ANY, _OPEN = _Type("dyn"), _Type("any"), _Type("param")
-_QUANTITY = _Type("struct", name="kubernetes.Quantity")
-_SEMVER = _Type("struct", name="kubernetes.Semver")
-_DEVICE_TYPE = _Type("struct", name="kubernetes.DRADevice")
-_A, _B = _Type("param", name="A"), _Type("param", name="B")
-
-_SCALARS = frozenset({"bool", "int", "uint", "double", "duration", "timestamp"})
-_SELECT_COSTS = frozenset({"map", "struct"})  # and type params, which checking resolves
-_TYPE_NAMES = frozenset(
-    {"bool", "int", "uint", "double", "string", "bytes", "list", "map", "null_type", "type"}
-)
-
-
-def _is_open(t: _Type) -> bool:
-    return t.kind in ("dyn", "any", "param")
-
-
-def _join(a: _Type, b: _Type) -> _Type:
-    """The common type of two values (list elements, conditional branches)."""
-    if a == b:
-        return a
-    if a == _OPEN:
-        return b
-    if b == _OPEN:
-        return a
-    if a.kind == b.kind and a.kind in ("list", "map"):
-        return _Type(a.kind, tuple(_join(x, y) for x, y in zip(a.params, b.params, strict=True)))
-    return _DYN
-
-
-# --- The DRA environment (compile.go `newCompiler`, the 1.34+ device type) -----------------
-
-
-@dataclass(frozen=True, slots=True, eq=False)
-class _Decl:
-    """An `apiservercel.DeclType`: a type with the maximum size the size estimator reports."""
-
-    max_elements: int = 0
-    fields: dict[str, _Decl] = field(default_factory=dict)
-    key: _Decl | None = None
-    elem: _Decl | None = None
-
-
-_ATTRIBUTE = _Decl(DEVICE_ATTRIBUTE_MAX_VALUE_LENGTH)
-_DOMAIN = _Decl(DEVICE_MAX_DOMAIN_LENGTH)
-_ID = _Decl(DEVICE_MAX_ID_LENGTH)
-_PER_DEVICE = RESOURCE_SLICE_MAX_ATTRIBUTES_AND_CAPACITIES_PER_DEVICE
-_DEVICE_DECL = _Decl(
-    fields={
-        "driver": _Decl(DRIVER_NAME_MAX_LENGTH),
-        "allowMultipleAllocations": _Decl(1),
-        "attributes": _Decl(
-            _PER_DEVICE, key=_DOMAIN, elem=_Decl(_PER_DEVICE, key=_ID, elem=_ATTRIBUTE)
-        ),
-        "capacity": _Decl(_PER_DEVICE, key=_DOMAIN, elem=_Decl(_PER_DEVICE, key=_ID, elem=_Decl())),
-    }
-)
-_DEVICE_FIELDS = {
-    "driver": _STRING,
-    "allowMultipleAllocations": _BOOL,
-    "attributes": _map(_STRING, _map(_STRING, _ANY)),
-    "capacity": _map(_STRING, _map(_STRING, _QUANTITY)),
-}
-_DEVICE = "device"
-
-
-def _dra_size(path: Sequence[str]) -> int | None:
-    """compile.go `sizeEstimator.EstimateSize`: the maximum size of what `path` (a variable,
-    then fields, `@items`, `@keys`, `@values`) reaches from `device`, if declared."""
-    if not path or path[0] != _DEVICE:
-        return None
-    node = _DEVICE_DECL
-    for name in path[1:]:
-        if name in ("@items", "@values"):
-            if node.elem is None:
-                return None
-            node = node.elem
-        elif name == "@keys":
-            if node.key is None:
-                return None
-            node = node.key
-        elif name in node.fields:
-            node = node.fields[name]
-        elif node.elem is _ATTRIBUTE:  # `device.attributes["d"].<any name>`
-            node = _ATTRIBUTE
-        else:
-            return None
-    return node.max_elements
-
-
-# --- Overloads -----------------------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class _Overload:
-    id: str
-    params: tuple[_Type, ...]  # the receiver first, for member overloads
-    result: _Type
-    member: bool = False
-
-
-def _overloads() -> dict[str, list[_Overload]]:
-    """The overloads of the functions and operators drasim's selectors can call (cel-go's
-    standard library with cross-type numeric comparisons, Kubernetes' quantity and semver
-    libraries), with cel-go's overload ids where a cost rule names them."""
-    table: dict[str, list[_Overload]] = {}
-
-    def add(
-        function: str, id_: str, params: Sequence[_Type], result: _Type, member: bool = False
-    ) -> None:
-        table.setdefault(function, []).append(_Overload(id_, tuple(params), result, member))
-
-    numeric = {"int64": _INT, "uint64": _UINT, "double": _DOUBLE}
-    ordered = {**numeric, "bool": _BOOL, "string": _STRING, "bytes": _BYTES}
-    ordered |= {"timestamp": _TIMESTAMP, "duration": _DURATION}
-    for op, name in (
-        ("<", "less"),
-        ("<=", "less_equals"),
-        (">", "greater"),
-        (">=", "greater_equals"),
-    ):
-        function = f"_{op}_"
-        for suffix, t in ordered.items():
-            add(function, f"{name}_{suffix}", (t, t), _BOOL)
-        for a_name, a in numeric.items():
-            for b_name, b in numeric.items():
-                if a_name != b_name:
-                    add(function, f"{name}_{a_name}_{b_name}", (a, b), _BOOL)
-    add("_==_", "equals", (_A, _A), _BOOL)
-    add("_!=_", "not_equals", (_A, _A), _BOOL)
-    for suffix, t in numeric.items():
-        for op, name in (("+", "add"), ("-", "subtract"), ("*", "multiply"), ("/", "divide")):
-            add(f"_{op}_", f"{name}_{suffix}", (t, t), t)
-        if t != _DOUBLE:
-            add("_%_", f"modulo_{suffix}", (t, t), t)
-        if t != _UINT:
-            add("-_", f"negate_{suffix}", (t,), t)
-    add("_+_", "add_string", (_STRING, _STRING), _STRING)
-    add("_+_", "add_bytes", (_BYTES, _BYTES), _BYTES)
-    add("_+_", "add_list", (_list(_A), _list(_A)), _list(_A))
-    add("_+_", "add_timestamp_duration", (_TIMESTAMP, _DURATION), _TIMESTAMP)
-    add("_+_", "add_duration_timestamp", (_DURATION, _TIMESTAMP), _TIMESTAMP)
-    add("_+_", "add_duration_duration", (_DURATION, _DURATION), _DURATION)
-    add("_-_", "subtract_timestamp_timestamp", (_TIMESTAMP, _TIMESTAMP), _DURATION)
-    add("_-_", "subtract_timestamp_duration", (_TIMESTAMP, _DURATION), _TIMESTAMP)
-    add("_-_", "subtract_duration_duration", (_DURATION, _DURATION), _DURATION)
-    add("!_", "logical_not", (_BOOL,), _BOOL)
-    add("_&&_", "logical_and", (_BOOL, _BOOL), _BOOL)
-    add("_||_", "logical_or", (_BOOL, _BOOL), _BOOL)
-    add("@not_strictly_false", "not_strictly_false", (_BOOL,), _BOOL)
-    add("_?_:_", "conditional", (_BOOL, _A, _A), _A)
-    add("@in", "in_list", (_A, _list(_A)), _BOOL)
-    add("@in", "in_map", (_A, _map(_A, _B)), _BOOL)
-    add("_[_]", "index_list", (_list(_A), _INT), _A)
-    add("_[_]", "index_map", (_map(_A, _B), _A), _B)
-    for suffix, t in {"string": _STRING, "bytes": _BYTES, "list": _list(_A)}.items():
-        add("size", f"size_{suffix}", (t,), _INT)
-        add("size", f"{suffix}_size", (t,), _INT, member=True)
-    add("size", "size_map", (_map(_A, _B),), _INT)
-    add("size", "map_size", (_map(_A, _B),), _INT, member=True)
-    add("contains", "contains_string", (_STRING, _STRING), _BOOL, member=True)
-    add("startsWith", "starts_with_string", (_STRING, _STRING), _BOOL, member=True)
-    add("endsWith", "ends_with_string", (_STRING, _STRING), _BOOL, member=True)
-    add("matches", "matches", (_STRING, _STRING), _BOOL)
-    add("matches", "matches_string", (_STRING, _STRING), _BOOL, member=True)
-    conversions = {
-        "int": (_INT, [_INT, _UINT, _DOUBLE, _STRING, _TIMESTAMP]),
-        "uint": (_UINT, [_UINT, _INT, _DOUBLE, _STRING]),
-        "double": (_DOUBLE, [_DOUBLE, _INT, _UINT, _STRING]),
-        "string": (_STRING, [_STRING, _INT, _UINT, _DOUBLE, _BYTES, _BOOL, _TIMESTAMP, _DURATION]),
-        "bytes": (_BYTES, [_BYTES, _STRING]),
-        "duration": (_DURATION, [_DURATION, _STRING]),
-        "timestamp": (_TIMESTAMP, [_TIMESTAMP, _STRING, _INT]),
-    }
-    for function, (result, sources) in conversions.items():
-        for source in sources:
-            add(
-                function, f"{_ID_NAMES[source.kind]}_to_{_ID_NAMES[result.kind]}", (source,), result
-            )
-    add("type", "type", (_A,), _TYPE)
-    add("dyn", "to_dyn", (_A,), _DYN)
-    for getter in _TIME_GETTERS:
-        add(getter, f"timestamp_to_{getter}", (_TIMESTAMP,), _INT, member=True)
-        add(getter, f"timestamp_to_{getter}_with_tz", (_TIMESTAMP, _STRING), _INT, member=True)
-        if getter in ("getHours", "getMinutes", "getSeconds", "getMilliseconds"):
-            add(getter, f"duration_to_{getter}", (_DURATION,), _INT, member=True)
-    # Kubernetes `library.Quantity` and `library.SemverLib`.
-    add("quantity", "string_to_quantity", (_STRING,), _QUANTITY)
-    add("isQuantity", "is_quantity_string", (_STRING,), _BOOL)
-    add("semver", "string_to_semver", (_STRING,), _SEMVER)
-    add("semver", "string_bool_to_semver", (_STRING, _BOOL), _SEMVER)
-    add("isSemver", "is_semver_string", (_STRING,), _BOOL)
-    add("isSemver", "is_semver_string_bool", (_STRING, _BOOL), _BOOL)
-    for t, prefix in ((_QUANTITY, "quantity"), (_SEMVER, "semver")):
-        add("compareTo", f"{prefix}_compareTo_{prefix}", (t, t), _INT, member=True)
-        add("isGreaterThan", f"{prefix}_is_greater_than", (t, t), _BOOL, member=True)
-        add("isLessThan", f"{prefix}_is_less_than", (t, t), _BOOL, member=True)
-    for op in ("add", "sub"):
-        add(op, f"quantity_{op}", (_QUANTITY, _QUANTITY), _QUANTITY, member=True)
-        add(op, f"quantity_{op}_int", (_QUANTITY, _INT), _QUANTITY, member=True)
-    add("sign", "quantity_sign", (_QUANTITY,), _INT, member=True)
-    add("isInteger", "quantity_is_integer", (_QUANTITY,), _BOOL, member=True)
-    add("asInteger", "quantity_get_integer", (_QUANTITY,), _INT, member=True)
-    add("asApproximateFloat", "quantity_get_float", (_QUANTITY,), _DOUBLE, member=True)
-    for part in ("major", "minor", "patch"):
-        add(part, f"semver_{part}", (_SEMVER,), _INT, member=True)
-    return table
-
-
-_TIME_GETTERS = (
-    "getFullYear", "getMonth", "getDayOfYear", "getDayOfMonth", "getDate", "getDayOfWeek",
-    "getHours", "getMinutes", "getSeconds", "getMilliseconds",
-)  # fmt: skip
-_ID_NAMES = {
-    "int": "int64", "uint": "uint64", "double": "double", "string": "string", "bytes": "bytes",
-    "bool": "bool", "timestamp": "timestamp", "duration": "duration",
-}  # fmt: skip
-_OVERLOADS = _overloads()
-# Kubernetes' `library.CostEstimator` prices these at 1 (the quantity and semver parsers
-# only as member calls, which they never are, so they cost cel-go's default 1 too).
-_KUBERNETES_UNIT_COST = frozenset(
-    {"sign", "asInteger", "isInteger", "asApproximateFloat", "isGreaterThan", "isLessThan",
-     "compareTo", "add", "sub", "major", "minor", "patch"}
-)  # fmt: skip
-_SIZE_COMPARISONS = frozenset(
-    {f"{name}_{suffix}" for name in ("less", "less_equals", "greater", "greater_equals")
-     for suffix in ("string", "bytes")} | {"equals", "not_equals"}
-)  # fmt: skip
-
-
-def _match(pattern: _Type, actual: _Type, bindings: dict[str, list[_Type]]) -> bool:
-    if _is_open(actual):
-        if actual == _OPEN and pattern.kind == "param":
-            bindings.setdefault(pattern.name, []).append(_OPEN)
-        return True
-    if pattern.kind == "param":
-        bindings.setdefault(pattern.name, []).append(actual)
-        return True
-    if pattern.kind != actual.kind or pattern.name != actual.name:
-        return False
-    return all(_match(p, a, bindings) for p, a in zip(pattern.params, actual.params, strict=True))
-
-
-def _substitute(pattern: _Type, bindings: dict[str, list[_Type]]) -> _Type:
-    if pattern.kind == "param":
-        bound = bindings.get(pattern.name)
-        if not bound:
-            return _DYN
-        joined = bound[0]
-        for t in bound[1:]:
-            joined = _join(joined, t)
-        return joined
-    if pattern.params:
-        return _Type(pattern.kind, tuple(_substitute(p, bindings) for p in pattern.params))
-    return pattern
-
-
-def _resolve(call: cel_ast.Call, arg_types: list[_Type]) -> tuple[list[str], _Type]:
-    """The overloads the checker would keep for `call`, and the call's type."""
-    ids: list[str] = []
-    result: _Type | None = None
-    for overload in _OVERLOADS.get(call.function, []):
-        if overload.member != (call.target is not None) or len(overload.params) != len(arg_types):
-            continue
-        bindings: dict[str, list[_Type]] = {}
-        if not all(_match(p, a, bindings) for p, a in zip(overload.params, arg_types, strict=True)):
-            continue
-        ids.append(overload.id)
-        t = _substitute(overload.result, bindings)
-        result = t if result is None or result == t else _DYN
-    return ids, result if result is not None else _DYN
-
-
-# --- The type pass -------------------------------------------------------------------------
-
-
-class _Checker:
-    """Types every node, as far as costs need: the result type of each call and the
-    overloads that may run (`overloads`), the type of every other node."""
-
-    def __init__(self) -> None:
-        self.types: dict[int, _Type] = {}
-        self.overloads: dict[int, list[str]] = {}
-        self._scopes: dict[str, list[_Type]] = {}
-
-    def check(self, e: cel_ast.Expr) -> _Type:
-        t = self._check(e)
-        self.types[e.id] = t
-        return t
-
-    def _check(self, e: cel_ast.Expr) -> _Type:
-        match e:
-            case cel_ast.Literal(kind=kind):
-                return _Type(kind)
-            case cel_ast.Ident(name=name):
-                if self._scopes.get(name):  # a leading dot (root scope) never names a local
-                    return self._scopes[name][-1]
-                name = name.removeprefix(".")
-                if name == _DEVICE:
-                    return _DEVICE_TYPE
-                return _TYPE if name in _TYPE_NAMES else _DYN
-            case cel_ast.Select(operand=operand, field=name, test_only=test_only):
-                t = self.check(operand)
-                if test_only:
-                    return _BOOL
-                if t == _DEVICE_TYPE:
-                    return _DEVICE_FIELDS.get(name, _DYN)
-                return t.params[1] if t.kind == "map" else _DYN
-            case cel_ast.Call():
-                return self._call(e)
-            case cel_ast.CreateList(elements=elements):
-                elem = _OPEN
-                for element in elements:
-                    elem = _join(elem, self.check(element))
-                return _list(elem)
-            case cel_ast.CreateMap(entries=entries):
-                key = value = _OPEN
-                for k, v in entries:
-                    key = _join(key, self.check(k))
-                    value = _join(value, self.check(v))
-                return _map(key, value)
-            case cel_ast.CreateStruct(type_name=name, fields=fields):
-                for _, v in fields:
-                    self.check(v)
-                return _Type("struct", name=name)
-            case cel_ast.Comprehension():
-                return self._comprehension(e)
-        raise TypeError(f"not a CEL expression: {e!r}")
-
-    def _call(self, e: cel_ast.Call) -> _Type:
-        arg_types = [self.check(arg) for arg in e.args]
-        if e.target is not None:
-            arg_types.insert(0, self.check(e.target))
-        ids, t = _resolve(e, arg_types)
-        self.overloads[e.id] = ids
-        return t
-
-    def _comprehension(self, e: cel_ast.Comprehension) -> _Type:
-        range_type = self.check(e.iter_range)
-        # A list's elements, a map's keys.
-        iter_type = range_type.params[0] if range_type.kind in ("list", "map") else _DYN
-        accu_type = self.check(e.accu_init)
-        self._push(e.accu_var, accu_type)
-        self._push(e.iter_var, iter_type)
-        self.check(e.loop_condition)
-        step_type = self.check(e.loop_step)
-        self._pop(e.iter_var)
-        # `map` and `filter` start from `[]`: the step says what the list holds.
-        self._scopes[e.accu_var][-1] = _join(accu_type, step_type)
-        t = self.check(e.result)
-        self._pop(e.accu_var)
-        return t
-
-    def _push(self, name: str, t: _Type) -> None:
-        self._scopes.setdefault(name, []).append(t)
-
-    def _pop(self, name: str) -> None:
-        self._scopes[name].pop()
-
-
-# --- The cost pass (cel-go `checker/cost.go`, maxima only) ---------------------------------
 
 
 @dataclass(frozen=True, slots=True)
@@ -513,12 +125,16 @@ class _Node:
     """cel-go's `AstNode` for a call's target or argument."""
 
     expr: cel_ast.Expr
-    type: _Type
+    type: cel_checker.Type
     size: int | None  # `ComputedSize`
 
 
 class _Coster:
-    def __init__(self, checker: _Checker) -> None:
+    """cel-go's `coster` (`checker/cost.go`), maxima only: the cost of every node, with the
+    sizes and container entries it learns on the way (by expression id) and the locals of
+    the comprehensions it is in."""
+
+    def __init__(self, checker: cel_checker.Checker) -> None:
         self._types = checker.types
         self._overloads = checker.overloads
         self._paths: dict[int, tuple[str, ...]] = {}
@@ -614,7 +230,7 @@ class _Coster:
             e.function == "_==_"
             and len(args) == 2
             and args[0].type == args[1].type
-            and args[0].type in (_QUANTITY, _SEMVER)
+            and args[0].type in (cel_checker.QUANTITY, cel_checker.SEMVER)
         ):
             return _add(1, arg_sum), None
         size = _size_or_unknown
@@ -718,8 +334,8 @@ class _Coster:
 
     # Paths, sizes and scopes
 
-    def _type(self, e: cel_ast.Expr) -> _Type:
-        return self._types.get(e.id, _DYN)
+    def _type(self, e: cel_ast.Expr) -> cel_checker.Type:
+        return self._types.get(e.id, cel_checker.DYN)
 
     def _local(self, name: str) -> _Local | None:
         stack = self._locals.get(name)
@@ -748,7 +364,7 @@ class _Coster:
         literal = _literal_size(e)
         if literal is not None:
             return literal
-        estimated = _dra_size(self._path(e))
+        estimated = cel_checker.dra_size(self._path(e))
         if estimated is not None:
             self._sizes[e.id] = estimated
             return estimated
@@ -812,6 +428,6 @@ def _sum(costs: Sequence[int]) -> int:
 
 def estimate_max_cost(expr: cel_ast.Expr) -> int:
     """The worst-case cost upstream's estimator gives a device selector (module doc)."""
-    checker = _Checker()
+    checker = cel_checker.Checker()
     checker.check(expr)
     return _Coster(checker).cost(expr)

@@ -23,6 +23,7 @@ __all__ = [
     "DELETE_PROTECTION_FINALIZER",
     "DEVICE_ATTRIBUTE_MAX_VALUE_LENGTH",
     "DEVICE_CONFIG_MAX_SIZE",
+    "DEVICE_MAX_DOMAIN_LENGTH",
     "DEVICE_MAX_ID_LENGTH",
     "DEVICE_REQUESTS_MAX_SIZE",
     "DEVICE_TAINT_EFFECTS",
@@ -78,6 +79,7 @@ DEVICE_TAINT_EFFECTS = ["NoSchedule", "NoExecute"]
 # `PoolNameMaxLength`, `DeviceRequestsMaxSize`, ...), which validation enforces.
 DRIVER_NAME_MAX_LENGTH = 63
 POOL_NAME_MAX_LENGTH = 253
+DEVICE_MAX_DOMAIN_LENGTH = 63  # the domain of an attribute or capacity name
 DEVICE_MAX_ID_LENGTH = 32  # the identifier of an attribute or capacity name
 DEVICE_REQUESTS_MAX_SIZE = 32  # also constraints and configs per claim
 FIRST_AVAILABLE_MAX_SIZE = 8
