@@ -69,6 +69,15 @@ def _plugin_list_message(plugins: Iterable[str]) -> str:
     return "[" + " ".join(sorted(plugins)) + "]"
 
 
+def _plugin_failure(point: str, plugin: str, status: Status) -> Status:
+    """What the framework answers for a plugin that failed at `point`, as upstream's
+    `RunReservePluginsReserve`, `RunPreBindPlugins` and `RunBindPlugins` do: a rejection
+    keeps its code and names the plugin; anything else becomes an Error naming both."""
+    if is_rejected(status):
+        return status.with_plugin(plugin)
+    return wrap(f"running {point} plugin {plugin!r}", status)
+
+
 @dataclasses.dataclass(frozen=True, slots=True)
 class _ExtensionPoints:
     """A profile's plugins sorted by the extension points they implement, in list order."""
@@ -469,12 +478,8 @@ class Framework:
             status = pl.reserve(state, pod, node_name)
             if not is_success(status):
                 assert status is not None
-                if is_rejected(status):
-                    status.plugin = pl.name
-                else:
-                    status = wrap(f"running Reserve plugin {pl.name!r}", status)
                 await self._unreserve(state, pod, node_name)
-                return status
+                return _plugin_failure("Reserve", pl.name, status)
         return None
 
     async def _unreserve(self, state: CycleState, pod: core_v1.Pod, node_name: str) -> None:
@@ -494,9 +499,7 @@ class Framework:
             status = await pl.pre_bind(state, pod, node_name)
             if not is_success(status):
                 assert status is not None
-                if is_rejected(status):
-                    return status.with_plugin(pl.name)
-                return wrap(f"running PreBind plugin {pl.name!r}", status)
+                return _plugin_failure("PreBind", pl.name, status)
         return None
 
     @instrumentation.traced("Bind")
@@ -512,9 +515,7 @@ class Framework:
                 continue
             if not is_success(status):
                 assert status is not None
-                if is_rejected(status):
-                    return status.with_plugin(pl.name)
-                return wrap(f"running Bind plugin {pl.name!r}", status)
+                return _plugin_failure("Bind", pl.name, status)
             return status
         return status
 
