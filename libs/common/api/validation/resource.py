@@ -55,13 +55,14 @@ def _validate_pool_name(pool: str, path: str) -> list[FieldError]:
 
 
 def _validate_attribute_name(name: str, path: str) -> list[FieldError]:
-    """`[domain/]identifier`: domain a DNS subdomain of at most 63, identifier a C name
+    """`[domain/]identifier`: domain a DNS subdomain of at most
+    `resource_v1.DEVICE_MAX_DOMAIN_LENGTH`, identifier a C name
     (`resource_v1.DEVICE_MAX_ID_LENGTH`)."""
     domain, _, identifier = name.rpartition("/")
     errs = []
     if "/" in name:
-        if len(domain) > resource_v1.DRIVER_NAME_MAX_LENGTH:
-            errs.append(field_too_long(path, resource_v1.DRIVER_NAME_MAX_LENGTH))
+        if len(domain) > resource_v1.DEVICE_MAX_DOMAIN_LENGTH:
+            errs.append(field_too_long(path, resource_v1.DEVICE_MAX_DOMAIN_LENGTH))
         errs += meta.each(path, domain, names.is_dns1123_subdomain(domain))
     if not identifier:
         errs.append(field_required(path, "name part must be non-empty"))
