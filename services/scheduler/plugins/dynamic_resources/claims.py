@@ -16,7 +16,9 @@ import asyncio
 from collections.abc import Awaitable, Callable, Container, Iterator
 from typing import TypeVar
 
-from drasim.common import codec, errors
+import msgspec
+
+from drasim.common import codec, errors, tables
 from drasim.common.api import core_v1, resource_v1, validation
 from drasim.common.client import ApiClient
 from drasim.scheduler import framework
@@ -226,6 +228,15 @@ async def allocate_and_reserve(
                 except errors.ApiError as err:
                     raise wrapped(err, f"add finalizer to claim {ref(claim)}") from err
             claim.status.allocation = allocation
+        # As upstream's PreBind with 1.37's default gates (DRADeviceBindingConditions,
+        # DRAResourceClaimDeviceStatus): the allocation carries when it was made, the clock
+        # of a binding timeout; a claim reserved without one must still be allocated.
+        if claim.status.allocation is None:
+            raise BindError(f"claim {ref(claim)} got deallocated elsewhere in the meantime")
+        if claim.status.allocation.allocation_timestamp is None:
+            claim.status.allocation = msgspec.structs.replace(
+                claim.status.allocation, allocation_timestamp=tables.format_time()
+            )
         claim.status.reserved_for.append(
             resource_v1.ResourceClaimConsumerReference(
                 resource="pods", name=pod.metadata.name, uid=pod.metadata.uid
