@@ -27,10 +27,10 @@ class ResourceSliceStrategy(Strategy):
 
 class ResourceClaimStrategy(Strategy):
     """The scheduler and the claim controller write the status (allocation, reservations);
-    an allocated claim goes to the kubelet of the node it is allocated on."""
+    an allocated claim goes to the kubelet of the node it is allocated on. Its spec never
+    changes, and as upstream's strategy it has no `metadata.generation`."""
 
     status_subresource = True
-    generation = True
 
     def node_name(self, obj: resource_v1.ResourceClaim) -> str:
         return _allocated_node(obj)
