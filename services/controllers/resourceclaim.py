@@ -132,7 +132,7 @@ def claim_from_template(
             namespace=pod.metadata.namespace,
             labels=dict(meta.labels),
             annotations={**meta.annotations, claimutil.POD_CLAIM_NAME_ANNOTATION: pod_claim.name},
-            owner_references=[owners.new_controller_ref(pod)],
+            owner_references=[resource_v1.pod_controller_ref(pod)],
         ),
         spec=template.spec.spec,
     )

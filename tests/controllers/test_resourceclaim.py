@@ -90,7 +90,8 @@ async def test_template_claims_are_made_recorded_owned_and_go_with_the_pod(
             "my-pod",
             pod.metadata.uid,
         )
-        assert owner.controller and owner.block_owner_deletion
+        # As upstream's controller: the pod controls it, without blockOwnerDeletion.
+        assert owner.controller and not owner.block_owner_deletion
         assert claim.spec == template.spec.spec
     gauge = manager.resource_claim.gauge
     assert gauge.value(allocated=False, source=SOURCE_RESOURCE_CLAIM_TEMPLATE) == 2

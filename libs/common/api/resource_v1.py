@@ -7,7 +7,7 @@ from typing import Any, ClassVar
 import msgspec
 
 from drasim.common.api.core_v1 import NodeSelector
-from drasim.common.api.meta_v1 import Condition, KubeObject, KubeStruct, ObjectMeta
+from drasim.common.api.meta_v1 import Condition, KubeObject, KubeStruct, ObjectMeta, OwnerReference
 from drasim.common.quantity import Quantity
 
 __all__ = [
@@ -67,6 +67,7 @@ __all__ = [
     "ResourceSlice",
     "ResourceSliceSpec",
     "SELECTORS_MAX_SIZE",
+    "pod_controller_ref",
 ]
 
 GROUP_VERSION = "resource.k8s.io/v1"
@@ -357,6 +358,19 @@ class ResourceClaim(KubeObject):
 
     spec: ResourceClaimSpec = msgspec.field(default_factory=ResourceClaimSpec)
     status: ResourceClaimStatus = msgspec.field(default_factory=ResourceClaimStatus)
+
+
+def pod_controller_ref(pod: KubeObject) -> OwnerReference:
+    """The owner reference of a claim made for a pod, its special claim or a template's:
+    the pod is the controller, without blockOwnerDeletion, as upstream's scheduler and
+    ResourceClaim controller write it (not `metav1.NewControllerRef`)."""
+    return OwnerReference(
+        api_version="v1",
+        kind="Pod",
+        name=pod.metadata.name,
+        uid=pod.metadata.uid,
+        controller=True,
+    )
 
 
 class ResourceClaimTemplateSpec(KubeStruct):

@@ -112,15 +112,7 @@ def new_special_claim(pod: core_v1.Pod) -> resource_v1.ResourceClaim:
             annotations={
                 EXTENDED_RESOURCE_CLAIM_ANNOTATION: EXTENDED_RESOURCE_CLAIM_ANNOTATION_VALUE
             },
-            owner_references=[
-                meta_v1.OwnerReference(
-                    api_version="v1",
-                    kind="Pod",
-                    name=pod.metadata.name,
-                    uid=pod.metadata.uid,
-                    controller=True,
-                )
-            ],
+            owner_references=[resource_v1.pod_controller_ref(pod)],
         )
     )
 
