@@ -26,11 +26,12 @@ from drasim.apistore import (
     objectmeta,
     prepare,
     rbac,
+    resourcequota,
     strategies,
 )
 from drasim.apistore.request import Context, key_of, resource_info
 from drasim.apistore.store import EventRow, Key, ObjectRow, Store, WriteSession
-from drasim.common import codec, errors, selection
+from drasim.common import codec, errors, quota, selection
 from drasim.common.api import scheduling_v1
 from drasim.common.bus import messages
 
@@ -74,6 +75,7 @@ class ApiCore:
         self.stats = {"batches": 0, "requests": 0, "ahead": 0, "redone": 0}
         self.priority_classes = admission.PriorityClasses()
         self.rbac = rbac.Policy()  # the roles and bindings the HTTP API authorizes by
+        self.quotas = resourcequota.QuotaIndex(quota.extended_resource_cache)
         self._reload: asyncio.Task[None] | None = None
 
     async def start(self) -> None:
@@ -82,6 +84,7 @@ class ApiCore:
         self._writer = asyncio.create_task(self._write_loop(), name="apistore-writer")
         await self.reload_priority_classes()
         await self.reload_rbac()
+        await self.reload_quotas(claims=True)
         builtins = [
             ("namespaces", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
             for ns in BUILTIN_NAMESPACES
@@ -118,14 +121,23 @@ class ApiCore:
         for resource in rbac.RESOURCES:
             self.rbac.replace(resource, await self.list(messages.List(resource=resource)))
 
+    async def reload_quotas(self, *, claims: bool = False) -> None:
+        """Read the quotas and DeviceClasses as committed (the quota admission's index),
+        and with `claims` the special claims too (at start: afterwards the index follows
+        the claims this apistore writes)."""
+        resources = ["resourcequotas", "deviceclasses", *(["resourceclaims"] if claims else [])]
+        for resource in resources:
+            self.quotas.replace(resource, await self.list(messages.List(resource=resource)))
+
     async def _reload_forever(self) -> None:
         while True:
             await asyncio.sleep(PRIORITY_CLASS_RELOAD_SECONDS)
             try:
                 await self.reload_priority_classes()
                 await self.reload_rbac()
+                await self.reload_quotas()
             except errors.ApiError as exc:  # the database away: keep the last indexes
-                log.warning("reloading PriorityClasses and RBAC failed: %s", exc)
+                log.warning("reloading PriorityClasses, RBAC and quotas failed: %s", exc)
 
     async def stop(self) -> None:
         self._loop = None
@@ -322,6 +334,7 @@ class ApiCore:
                 write.future.set_exception(exc)
                 continue
             keys.update(write.prepared.keys)
+            keys.update(self._quota_keys(write))
             ready.append(write)
         if not ready:
             # Nothing to write: the next batch may build on what the previous one built.
@@ -383,6 +396,9 @@ class ApiCore:
                 self.stats["redone"] += 1  # someone else committed first: redo
         if prev is not None:
             await prev.final
+        # The quotas of the batch's namespaces as they are now (the batch before may have
+        # made one), read under the lock.
+        keys = sorted(set(keys).union(*(self._quota_keys(w) for w in ready)))
         async with session.transaction() as txn:
             last_seq, loaded = await txn.max_seq_and_objects(keys)
             batch, results = self._apply(ready, loaded, last_seq + 1)
@@ -396,6 +412,18 @@ class ApiCore:
             await txn.write_batch(batch.events, upserts, deletes)
         self._finish(ready, batch, results, flight)
 
+    def _quota_keys(self, write: _Write) -> list[Key]:
+        """The quota rows a write's admission reads: those of its namespace, for a create
+        and for an update of the main resource."""
+        req = write.request
+        if isinstance(req, messages.Create):
+            namespace = write.prepared.namespace if write.prepared else ""
+        elif isinstance(req, messages.Update | messages.Patch) and not req.subresource:
+            namespace = req.namespace or "default"
+        else:
+            return []
+        return self.quotas.keys(namespace) if namespace else []
+
     def _apply(
         self, ready: list[_Write], loaded: dict[Key, bytes | None], first_seq: int
     ) -> tuple[mutations.Batch, list[bytes | errors.ApiError]]:
@@ -405,6 +433,7 @@ class ApiCore:
             fault_plan=self.fault_plan,
             priority_classes=self.priority_classes,
             policy=self.rbac,
+            quotas=self.quotas,
             max_object_bytes=self.max_object_bytes,
         )
         results: list[bytes | errors.ApiError] = []
@@ -438,6 +467,7 @@ class ApiCore:
         if batch.events:
             self.priority_classes.observe(batch.events)
             self.rbac.observe(batch.events)
+            self.quotas.observe(batch.events)
             if self._on_commit is not None:
                 self._on_commit(batch.events)
         # What was announced is what committed, unless a first attempt announced its own.

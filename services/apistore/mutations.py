@@ -15,7 +15,16 @@ from typing import Any
 
 import msgspec
 
-from drasim.apistore import admission, faults, limits, node_restriction, objectmeta, patches, rbac
+from drasim.apistore import (
+    admission,
+    faults,
+    limits,
+    node_restriction,
+    objectmeta,
+    patches,
+    rbac,
+    resourcequota,
+)
 from drasim.apistore.prepare import PreparedWrite, owner_key, uid_of
 from drasim.apistore.request import (
     Context,
@@ -26,13 +35,14 @@ from drasim.apistore.request import (
 )
 from drasim.apistore.store import EventRow, Key, ObjectRow
 from drasim.apistore.strategies import for_resource
-from drasim.common import codec, errors
+from drasim.common import codec, errors, quota
 from drasim.common.api import core_v1, registry, scheduling_v1, validation
 from drasim.common.bus import messages
 
 __all__ = ["Batch", "set_pod_condition"]
 
 PROPAGATION_POLICIES = ["Foreground", "Background", "Orphan"]
+_RESOURCE_QUOTAS = registry.by_plural("resourcequotas")
 
 
 class Batch:
@@ -46,9 +56,17 @@ class Batch:
         fault_plan: faults.FaultPlan | None = None,
         priority_classes: admission.PriorityClasses | None = None,
         policy: rbac.Policy | None = None,
+        quotas: resourcequota.QuotaIndex | None = None,
         max_object_bytes: int = limits.MAX_OBJECT_BYTES,
     ) -> None:
         self._rows: dict[Key, bytes | None] = dict(loaded)
+        # The quota admission: its index, and the quotas of each namespace the batch holds
+        # (all of a namespace's, read with the batch, see `ApiCore`).
+        self._quota_index = quotas
+        self._quota_names: dict[str, set[str]] = {}
+        for key, data in self._rows.items():
+            if key[0] == "resourcequotas" and data is not None:
+                self._quota_names.setdefault(key[1], set()).add(key[2])
         self.policy = policy or rbac.Policy()  # the roles and bindings as committed
         self._max_object_bytes = max_object_bytes
         # While collecting garbage, writes are not refused for their size: they only drop
@@ -95,6 +113,37 @@ class Batch:
     def default_priority_class(self) -> scheduling_v1.PriorityClass | None:
         return self._priority_classes.default()
 
+    # What the quota admission reads of the batch (`resourcequota.BatchView`).
+    def quotas(self, namespace: str) -> list[core_v1.ResourceQuota]:
+        names = sorted(self._quota_names.get(namespace, ()))
+        return [
+            codec.decode(self._rows[("resourcequotas", namespace, n)], core_v1.ResourceQuota)
+            for n in names
+        ]
+
+    def pod(self, namespace: str, name: str) -> core_v1.Pod | None:
+        data = self._rows.get(("pods", namespace, name))
+        return None if data is None else codec.decode(data, core_v1.Pod)
+
+    def _charge_quotas(
+        self,
+        operation: str,
+        info: registry.ResourceInfo,
+        obj: Any,
+        old: Any,
+        ctx: Context,
+    ) -> list[core_v1.ResourceQuota]:
+        """The quotas the write would charge (written once the object is); raises the
+        quota admission's 403."""
+        if self._quota_index is None or not info.namespaced:
+            return []
+        return resourcequota.admit(self, self._quota_index, operation, info, obj, old, ctx.now)
+
+    def _write_quotas(self, charged: list[core_v1.ResourceQuota], ctx: Context) -> None:
+        quota_ctx = Context(actor=resourcequota.ACTOR, traceparent=ctx.traceparent, now=ctx.now)
+        for rq in charged:
+            self._emit("MODIFIED", _RESOURCE_QUOTAS, rq, quota_ctx)
+
     # -- writing -----------------------------------------------------------------------
     def _emit(
         self,
@@ -116,6 +165,9 @@ class Batch:
         self._next_seq += 1
         key = key_of(info, obj.metadata.namespace or "", obj.metadata.name)
         self._rows[key] = None if event_type == "DELETED" else data
+        if info.plural == "resourcequotas":
+            names = self._quota_names.setdefault(key[1], set())
+            (names.discard if event_type == "DELETED" else names.add)(key[2])
         self._owners[seq] = [o.uid for o in obj.metadata.owner_references or ()]
         self.events.append(
             EventRow(
@@ -184,14 +236,18 @@ class Batch:
         key = key_of(info, meta.namespace, meta.name)
         if info.namespaced and not self.has(("namespaces", "", key[1])):
             raise errors.not_found("namespaces", key[1])
-        if self.has(key):
-            raise errors.already_exists(info.plural, meta.name, group=info.group)
         meta.uid = objectmeta.new_uid()
         meta.creation_timestamp = objectmeta.now_rfc3339(ctx.now)
         meta.deletion_timestamp = None
         meta.deletion_grace_period_seconds = None
         strategy.prepare_for_create(obj)
+        # Quota admits before storage refuses a name already taken, as upstream's.
+        charged = self._charge_quotas(quota.CREATE, info, obj, None, ctx)
+        if self.has(key):
+            raise errors.already_exists(info.plural, meta.name, group=info.group)
         created = self._emit("ADDED", info, obj, ctx, dry_run=req.dry_run)
+        if not req.dry_run:
+            self._write_quotas(charged, ctx)
         if not req.dry_run and self._all_owners_absent(obj):
             # Made for an owner deleted meanwhile (a controller acting on a stale cache):
             # Kubernetes' garbage collector deletes such dependents; drasim does it here,
@@ -302,6 +358,7 @@ class Batch:
         # msgspec structs compare field by field, maps regardless of key order).
         if new == old:
             return codec.encode(old)
+        charged = [] if subresource else self._charge_quotas(quota.UPDATE, info, new, old, ctx)
         if (
             new.metadata.deletion_timestamp
             and not new.metadata.finalizers
@@ -309,7 +366,10 @@ class Batch:
         ):
             self._removed[new.metadata.uid] = "Background"
             return self._emit("DELETED", info, new, ctx, dry_run=dry_run)
-        return self._emit("MODIFIED", info, new, ctx, dry_run=dry_run)
+        updated = self._emit("MODIFIED", info, new, ctx, dry_run=dry_run)
+        if not dry_run:
+            self._write_quotas(charged, ctx)
+        return updated
 
     def delete(self, req: messages.Delete, ctx: Context) -> bytes:
         info = resource_info(req.resource)

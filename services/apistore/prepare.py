@@ -30,6 +30,7 @@ class PreparedWrite:
 
     keys: list[Key]
     generated_names: list[str] = field(default_factory=list)
+    namespace: str = ""  # a create's namespace ('' for a cluster-scoped kind)
 
 
 class _OwnerNames(msgspec.Struct, rename="camel"):
@@ -106,7 +107,7 @@ def prepare(req: messages.Request) -> PreparedWrite:
         return PreparedWrite([key_of(info, req.namespace or "default", req.name)])
     meta = _names_of(info, req.object)
     ns = request_namespace(info, req.namespace, meta.namespace)
-    prepared = PreparedWrite([])
+    prepared = PreparedWrite([], namespace=ns)
     if not meta.name and meta.generate_name:
         # Several candidates, all read with the batch (see `objectmeta.GENERATE_NAME_TRIES`).
         prepared.generated_names = [

@@ -58,6 +58,8 @@ __all__ = [
     "ResourceQuota",
     "ResourceQuotaSpec",
     "ResourceQuotaStatus",
+    "ScopeSelector",
+    "ScopedResourceSelectorRequirement",
     "ResourceList",
     "ResourceRequirements",
     "ResourceStatus",
@@ -481,10 +483,23 @@ class Event(KubeObject):
 # --- ResourceQuota -----------------------------------------------------------------------
 
 
+class ScopedResourceSelectorRequirement(KubeStruct):
+    """One term of a quota's scope selector: a scope (`PriorityClass`, `BestEffort`, ...),
+    an operator (`In`, `NotIn`, `Exists`, `DoesNotExist`) and, for In/NotIn, values."""
+
+    scope_name: str = ""
+    operator: str = ""
+    values: list[str] = []
+
+
+class ScopeSelector(KubeStruct):
+    match_expressions: list[ScopedResourceSelectorRequirement] = []
+
+
 class ResourceQuotaSpec(KubeStruct):
     hard: ResourceList = {}
     scopes: list[str] = []
-    scope_selector: dict[str, Any] | None = None
+    scope_selector: ScopeSelector | None = None
 
 
 class ResourceQuotaStatus(KubeStruct):

@@ -4,7 +4,7 @@ quota share, so they agree on what a pod asks for.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 from drasim.common.api import core_v1, validation
 from drasim.common.quantity import Quantity
@@ -18,6 +18,7 @@ __all__ = [
     "is_extended_resource_name",
     "is_native_resource",
     "is_restartable_init_container",
+    "pod_limits",
     "pod_requests",
     "same_request_inputs",
 ]
@@ -77,16 +78,36 @@ def pod_requests(pod: core_v1.Pod) -> dict[str, Quantity]:
     runs alone beside the sidecars started before it; the pod needs the largest of those
     moments. Overhead is added on top. Ephemeral containers request nothing.
     """
-    requests: dict[str, Quantity] = {}
+    requests = _aggregate(pod, container_requests)
+    _add(requests, pod.spec.overhead)
+    return requests
+
+
+def pod_limits(pod: core_v1.Pod) -> dict[str, Quantity]:
+    """The pod's effective limits (upstream `PodLimits`): aggregated as its requests are,
+    with overhead added only to the limits the containers set (an unset limit stays
+    unlimited)."""
+    limits = _aggregate(pod, lambda c: c.resources.limits)
+    for name, quantity in pod.spec.overhead.items():
+        if name in limits and not limits[name].is_zero():
+            limits[name] = limits[name] + quantity
+    return limits
+
+
+def _aggregate(
+    pod: core_v1.Pod, own_of: Callable[[core_v1.Container], Mapping[str, Quantity]]
+) -> dict[str, Quantity]:
+    """What the pod's containers need at its peak, each container's share read by `own_of`."""
+    total: dict[str, Quantity] = {}
     for container in pod.spec.containers:
-        _add(requests, container_requests(container))
+        _add(total, own_of(container))
 
     sidecars: dict[str, Quantity] = {}  # sidecars started so far
     init_peak: dict[str, Quantity] = {}
     for container in pod.spec.init_containers:
-        own = container_requests(container)
+        own = own_of(container)
         if is_restartable_init_container(container):
-            _add(requests, own)
+            _add(total, own)
             _add(sidecars, own)
             in_use = dict(sidecars)
         else:
@@ -94,9 +115,8 @@ def pod_requests(pod: core_v1.Pod) -> dict[str, Quantity]:
             _add(in_use, sidecars)
         _max(init_peak, in_use)
 
-    _max(requests, init_peak)
-    _add(requests, pod.spec.overhead)
-    return requests
+    _max(total, init_peak)
+    return total
 
 
 def same_request_inputs(a: core_v1.Pod, b: core_v1.Pod) -> bool:
