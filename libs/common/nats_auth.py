@@ -65,12 +65,14 @@ REPLICASET_CONTROLLER = "replicaset-controller"
 RESOURCE_CLAIM_CONTROLLER = "resource-claim-controller"
 DISRUPTION_CONTROLLER = "disruption-controller"
 CLUSTERROLE_AGGREGATION_CONTROLLER = "clusterrole-aggregation-controller"
+RESOURCEQUOTA_CONTROLLER = "resourcequota-controller"
 CONTROLLERS = (
     DEPLOYMENT_CONTROLLER,
     REPLICASET_CONTROLLER,
     RESOURCE_CLAIM_CONTROLLER,
     DISRUPTION_CONTROLLER,
     CLUSTERROLE_AGGREGATION_CONTROLLER,
+    RESOURCEQUOTA_CONTROLLER,
 )
 # Upstream's groups: every authenticated user's, and a service account's own.
 AUTHENTICATED_GROUP = "system:authenticated"

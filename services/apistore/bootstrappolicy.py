@@ -181,6 +181,12 @@ _CONTROLLER_ROLES: dict[str, list[dict[str, Any]]] = {
         # drasim's own: its ReplicaSet controller writes the status as a patch.
         _rule(["patch"], ["apps"], ["replicasets/status"]),
     ],
+    nats_auth.RESOURCEQUOTA_CONTROLLER: [
+        # It counts whatever a quota names, so it may read every kind.
+        _rule(["list", "watch"], [ALL], [ALL]),
+        _rule(["update"], [""], ["resourcequotas/status"]),
+        _EVENTS,
+    ],
     nats_auth.RESOURCE_CLAIM_CONTROLLER: [
         _rule(_READ, [""], ["pods"]),
         _rule(["create", "delete", *_READ], [_DRA], ["resourceclaims"]),

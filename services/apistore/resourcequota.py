@@ -32,7 +32,7 @@ import msgspec
 from drasim.apistore.store import EventRow, Key
 from drasim.common import codec, errors, quota
 from drasim.common.api import core_v1, meta_v1, registry, resource_v1
-from drasim.common.quota import generic, resources
+from drasim.common.quota import claims, generic, resources
 from drasim.common.quota.generic import Evaluator
 
 __all__ = ["BatchView", "QuotaIndex", "admit", "check_request", "refusal"]
@@ -63,16 +63,6 @@ class _Listed(msgspec.Struct, rename="camel"):
 _meta_decoder = msgspec.json.Decoder(_MetaView)
 
 
-def _pod_owner_of_special_claim(meta: _Meta) -> str:
-    """The uid of the pod controlling a claim marked as a pod's special claim, or ''."""
-    if (meta.annotations or {}).get(resource_v1.EXTENDED_RESOURCE_CLAIM_ANNOTATION) != "true":
-        return ""
-    for owner in meta.owner_references or ():
-        if owner.controller and owner.kind == "Pod" and owner.api_version == "v1":
-            return owner.uid
-    return ""
-
-
 class QuotaIndex:
     """The quotas of each namespace, DeviceClasses as an extended-resource mapping, and
     the special claims each pod controls, as committed."""
@@ -82,9 +72,7 @@ class QuotaIndex:
         self.classes = new_class_cache()
         self._class_objects: dict[str, resource_v1.DeviceClass] = {}
         self._quotas: dict[str, set[str]] = {}
-        # (namespace, pod uid) -> {claim name: creationTimestamp}
-        self._special: dict[tuple[str, str], dict[str, str | None]] = {}
-        self._claim_owner: dict[tuple[str, str], str] = {}  # (namespace, claim) -> pod uid
+        self.special_claims = claims.SpecialClaims()
         self._observed = {"resourcequotas": 0, "deviceclasses": 0}
 
     # -- filling -------------------------------------------------------------------------
@@ -107,9 +95,9 @@ class QuotaIndex:
             for cls in classes:
                 self._observe_class("ADDED", cls)
         elif resource == "resourceclaims":
-            self._special, self._claim_owner = {}, {}
+            self.special_claims = claims.SpecialClaims()
             for raw in answer.items:
-                self._observe_claim("ADDED", _meta_decoder.decode(raw).metadata)
+                self.special_claims.observe(_meta_decoder.decode(raw).metadata)
 
     def observe(self, events: Iterable[EventRow]) -> None:
         """Follow a committed batch's writes."""
@@ -125,7 +113,8 @@ class QuotaIndex:
                 self._observed[ev.resource] = ev.seq
                 self._observe_class(ev.type, codec.decode(ev.object, resource_v1.DeviceClass))
             elif ev.resource == "resourceclaims":
-                self._observe_claim(ev.type, _meta_decoder.decode(ev.object).metadata)
+                meta = _meta_decoder.decode(ev.object).metadata
+                self.special_claims.observe(meta, deleted=ev.type == "DELETED")
 
     def _observe_class(self, event_type: str, cls: resource_v1.DeviceClass) -> None:
         name = cls.metadata.name
@@ -140,28 +129,10 @@ class QuotaIndex:
         else:
             self.classes.on_update(old, cls)
 
-    def _observe_claim(self, event_type: str, meta: _Meta) -> None:
-        key = (meta.namespace, meta.name)
-        previous = self._claim_owner.pop(key, "")
-        if previous:
-            owned = self._special.get((meta.namespace, previous), {})
-            owned.pop(meta.name, None)
-            if not owned:
-                self._special.pop((meta.namespace, previous), None)
-        owner = _pod_owner_of_special_claim(meta)
-        if event_type != "DELETED" and owner:
-            self._claim_owner[key] = owner
-            owned = self._special.setdefault((meta.namespace, owner), {})
-            owned[meta.name] = meta.creation_timestamp
-
     # -- reading -------------------------------------------------------------------------
     def keys(self, namespace: str) -> list[Key]:
         """The rows of the namespace's quotas."""
         return [("resourcequotas", namespace, name) for name in self._quotas.get(namespace, ())]
-
-    def special_claims(self, namespace: str, pod_uid: str) -> list[tuple[str, str | None]]:
-        """(name, creationTimestamp) of the special claims the pod controls."""
-        return list(self._special.get((namespace, pod_uid), {}).items())
 
 
 def refusal(resource: str, name: str, group: str) -> Callable[[str], errors.ApiError]:
@@ -265,7 +236,7 @@ def admit(
         info.plural,
         classes=index.classes,
         pod_of=batch.pod,
-        owned_claims=index.special_claims,
+        owned_claims=index.special_claims.owned,
         clock=lambda: now,
     )
     if evaluator is None:

@@ -29,6 +29,10 @@ from drasim.controllers.metrics import ControllerMetrics
 from drasim.controllers.queue import WorkQueue
 from drasim.controllers.replicaset import ReplicaSetController
 from drasim.controllers.resourceclaim import ResourceClaimController
+from drasim.controllers.resourcequota import ResourceQuotaController
+
+# Upstream's default `--resource-quota-sync-period`: how often every quota is recomputed.
+RESOURCE_QUOTA_SYNC_PERIOD = 300.0
 
 
 def _client(bus: Bus, controller: str) -> ApiClient:
@@ -37,10 +41,16 @@ def _client(bus: Bus, controller: str) -> ApiClient:
 
 
 class ControllerManager:
-    """Deployment, ReplicaSet, ResourceClaim, disruption and ClusterRole aggregation
-    controllers over shared informers."""
+    """Deployment, ReplicaSet, ResourceClaim, disruption, ClusterRole aggregation and
+    ResourceQuota controllers over shared informers."""
 
-    def __init__(self, bus: Bus, *, resource_claim_concurrency: int = 256) -> None:
+    def __init__(
+        self,
+        bus: Bus,
+        *,
+        resource_claim_concurrency: int = 256,
+        resource_quota_sync_period: float = RESOURCE_QUOTA_SYNC_PERIOD,
+    ) -> None:
         informer_client = ApiClient(bus, actor=nats_auth.KUBE_CONTROLLER_MANAGER)
         self.pods = Informer(informer_client, core_v1.Pod)
         self.resource_claims = Informer(informer_client, resource_v1.ResourceClaim)
@@ -49,6 +59,8 @@ class ControllerManager:
         self.deployments = Informer(informer_client, apps_v1.Deployment)
         self.pod_disruption_budgets = Informer(informer_client, policy_v1.PodDisruptionBudget)
         self.cluster_roles = Informer(informer_client, rbac_v1.ClusterRole)
+        self.resource_quotas = Informer(informer_client, core_v1.ResourceQuota)
+        self.device_classes = Informer(informer_client, resource_v1.DeviceClass)
         pods_by_replica_set = owners.attached_pod_index(self.pods)
         self.deployment = DeploymentController(
             _client(bus, nats_auth.DEPLOYMENT_CONTROLLER),
@@ -81,6 +93,22 @@ class ControllerManager:
             _client(bus, nats_auth.CLUSTERROLE_AGGREGATION_CONTROLLER),
             cluster_roles=self.cluster_roles,
         )
+        self.resource_quota = ResourceQuotaController(
+            _client(bus, nats_auth.RESOURCEQUOTA_CONTROLLER),
+            quotas=self.resource_quotas,
+            device_classes=self.device_classes,
+            informers={
+                "pods": self.pods,
+                "resourceclaims": self.resource_claims,
+                "resourceclaimtemplates": self.resource_claim_templates,
+                "replicasets": self.replica_sets,
+                "deployments": self.deployments,
+                "poddisruptionbudgets": self.pod_disruption_budgets,
+                "resourcequotas": self.resource_quotas,
+            },
+            new_informer=lambda type_: Informer(informer_client, type_),
+            resync_period=resource_quota_sync_period,
+        )
         self.metrics = ControllerMetrics(claims=self.resource_claim.gauge)
 
     @property
@@ -93,6 +121,8 @@ class ControllerManager:
             self.deployments,
             self.pod_disruption_budgets,
             self.cluster_roles,
+            self.resource_quotas,
+            self.device_classes,
         ]
 
     @property
@@ -122,8 +152,10 @@ class ControllerManager:
         await asyncio.gather(*(informer.wait_synced() for informer in self.informers))
         for queue in self.queues:
             queue.start()
+        self.resource_quota.start()
 
     async def stop(self) -> None:
+        await self.resource_quota.stop()
         for queue in self.queues:
             await queue.stop()
         await asyncio.gather(*(recorder.stop() for recorder in self.recorders))

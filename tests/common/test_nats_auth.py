@@ -311,6 +311,7 @@ def test_cluster_users_name_every_service() -> None:
         "system:serviceaccount:kube-system:resource-claim-controller",
         "system:serviceaccount:kube-system:disruption-controller",
         "system:serviceaccount:kube-system:clusterrole-aggregation-controller",
+        "system:serviceaccount:kube-system:resourcequota-controller",
     )
     # What each may watch is what its bootstrap roles let it watch.
     assert set(users["scheduler"].watches or ()) == {

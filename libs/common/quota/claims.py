@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from datetime import UTC, datetime
-from typing import Protocol
+from typing import Any, Protocol
 
 from drasim.common.api import core_v1, resource_v1, resources
 from drasim.common.quantity import Quantity
@@ -32,8 +32,10 @@ __all__ = [
     "ClaimEvaluator",
     "DeviceClassCache",
     "DeviceClassMapping",
+    "SpecialClaims",
     "claim_devices",
     "devices_name",
+    "special_claim_owner",
 ]
 
 CLAIM_OBJECT_COUNT = generic.object_count_name("resource.k8s.io", "resourceclaims")
@@ -191,3 +193,41 @@ class ClaimEvaluator(generic.Evaluator):
             if other < created or (other == created and name < claim.metadata.name):
                 return False
         return True
+
+
+def special_claim_owner(meta: Any) -> str:
+    """The uid of the pod that controls a claim marked as a pod's special claim, else ''
+    (`meta` is a claim's metadata, or a view of it with the same fields)."""
+    if (meta.annotations or {}).get(resource_v1.EXTENDED_RESOURCE_CLAIM_ANNOTATION) != "true":
+        return ""
+    for owner in meta.owner_references or ():
+        if owner.controller and owner.kind == "Pod" and owner.api_version == "v1":
+            return owner.uid
+    return ""
+
+
+class SpecialClaims:
+    """The special claims each pod controls, kept from claim events (upstream indexes its
+    claim informer by owning pod for the evaluator's `claimGetter`)."""
+
+    def __init__(self) -> None:
+        self._owned: dict[tuple[str, str], dict[str, str | None]] = {}
+        self._owner: dict[tuple[str, str], str] = {}  # (namespace, claim) -> pod uid
+
+    def observe(self, meta: Any, *, deleted: bool = False) -> None:
+        """A claim was written (or deleted); `meta` as for `special_claim_owner`."""
+        key = (meta.namespace or "", meta.name)
+        previous = self._owner.pop(key, "")
+        if previous:
+            owned = self._owned.get((key[0], previous), {})
+            owned.pop(meta.name, None)
+            if not owned:
+                self._owned.pop((key[0], previous), None)
+        owner = "" if deleted else special_claim_owner(meta)
+        if owner:
+            self._owner[key] = owner
+            self._owned.setdefault((key[0], owner), {})[meta.name] = meta.creation_timestamp
+
+    def owned(self, namespace: str, pod_uid: str) -> list[tuple[str, str | None]]:
+        """(name, creationTimestamp) of the special claims the pod controls."""
+        return list(self._owned.get((namespace, pod_uid), {}).items())
