@@ -17,6 +17,7 @@ from drasim.cli import session
 from drasim.common import codec, errors, tables
 from drasim.common.api import core_v1, registry, resource_v1
 from drasim.common.client import ApiClient
+from drasim.common.quantity import Quantity
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
@@ -178,8 +179,61 @@ def event_age(event: core_v1.Event, now: datetime) -> str:
     return first
 
 
+_QUOTA_SCOPE_HELP = {
+    "Terminating": "Matches all pods that have an active deadline. These pods have a limited "
+    "lifespan on a node before being actively terminated by the system.",
+    "NotTerminating": "Matches all pods that do not have an active deadline. These pods usually "
+    "include long running pods whose container command is not expected to terminate.",
+    "BestEffort": "Matches all pods that do not have resource requirements set. These pods "
+    "have a best effort quality of service.",
+    "NotBestEffort": "Matches all pods that have at least one resource requirement set. These "
+    "pods have a burstable or guaranteed quality of service.",
+}
+
+
+def tabbed(lines: list[list[str]]) -> str:
+    """Lines of cells aligned as Go's tabwriter (padding 2) aligns `a\tb\tc`: every cell but
+    a line's last is padded to the widest of its column among the adjacent lines that have
+    that column."""
+    widths = [[0] * (len(line) - 1) for line in lines]
+    for column in range(max(len(line) - 1 for line in lines)):
+        row = 0
+        while row < len(lines):
+            end = row
+            while end < len(lines) and len(lines[end]) - 1 > column:
+                end += 1
+            width = max((len(lines[r][column]) for r in range(row, end)), default=0) + 2
+            for r in range(row, end):
+                widths[r][column] = width
+            row = end + 1 if end == row else end
+    return "\n".join(
+        "".join(cell.ljust(widths[r][c]) for c, cell in enumerate(line[:-1])) + line[-1]
+        for r, line in enumerate(lines)
+    )
+
+
+def describe_quota(rq: core_v1.ResourceQuota) -> str:
+    """As `kubectl describe quota`: the scopes, and used against hard for each name the
+    status holds (a used value shown in the hard value's format)."""
+    lines = [["Name:", rq.metadata.name], ["Namespace:", rq.metadata.namespace or ""]]
+    if rq.spec.scopes:
+        scopes = sorted(rq.spec.scopes)
+        lines.append(["Scopes:", ", ".join(scopes)])
+        lines += [[f" * {_QUOTA_SCOPE_HELP[s]}"] for s in scopes if s in _QUOTA_SCOPE_HELP]
+    lines += [["Resource", "Used", "Hard"], ["--------", "----", "----"]]
+    for name in sorted(rq.status.hard):
+        hard = rq.status.hard[name]
+        used = rq.status.used.get(name, Quantity(0))
+        if used.format != hard.format:
+            used = Quantity(used.int_value(), hard.format)
+        lines.append([name, str(used), str(hard)])
+    return tabbed(lines)
+
+
 async def describe(api: ApiClient, info: registry.ResourceInfo, name: str, namespace: str) -> str:
     obj = await api.get(info.type, name, namespace=namespace)
+    if info.plural == "resourcequotas":
+        return describe_quota(obj)
     if info.plural == "pods":
         lines = await describe_pod(api, obj)
     elif info.plural == "priorityclasses":

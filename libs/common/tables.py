@@ -178,6 +178,21 @@ NAME = Column("Name", _name, description="Name must be unique within a namespace
 AGE = Column("Age", age, description="CreationTimestamp of the object.")
 
 
+def _quota_usage(limits: bool) -> Callable[[Any, datetime], str]:
+    """`name: used/hard` of a quota's status, by name, the `limits.` ones or the others
+    (upstream's `printResourceQuota`)."""
+
+    def cell(rq: Any, now: datetime) -> str:
+        parts = [
+            f"{name}: {rq.status.used.get(name, 0)}/{rq.status.hard[name]}"
+            for name in sorted(rq.status.hard)
+            if (name.split(".")[0] == "limits" and "." in name) == limits
+        ]
+        return ", ".join(parts)
+
+    return cell
+
+
 def _role_ref(binding: Any, now: datetime) -> str:
     return f"{binding.role_ref.kind}/{binding.role_ref.name}"
 
@@ -278,6 +293,23 @@ COLUMNS: dict[str, list[Column]] = {
             "Allowed Disruptions",
             lambda p, now: str(p.status.disruptions_allowed),
             type="integer",
+        ),
+        AGE,
+    ],
+    # Upstream's `resourceQuotaColumnDefinitions`.
+    "resourcequotas": [
+        NAME,
+        Column(
+            "Request",
+            _quota_usage(limits=False),
+            description="Request represents a minimum amount of cpu/memory that a container "
+            "may consume.",
+        ),
+        Column(
+            "Limit",
+            _quota_usage(limits=True),
+            description="Limits control the maximum amount of cpu/memory that a container "
+            "may use independent of contention on the node.",
         ),
         AGE,
     ],

@@ -7,7 +7,8 @@ Values are checked as stored: missing requests are read through limits (API defa
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import json
+from collections.abc import Callable, Mapping
 
 from drasim.common import codec
 from drasim.common.api import core_v1, resource_v1, resources, scheduling_v1
@@ -15,6 +16,7 @@ from drasim.common.api.meta_v1 import KubeObject
 from drasim.common.api.validation import meta, names
 from drasim.common.errors import (
     FieldError,
+    GoValue,
     field_duplicate,
     field_invalid,
     field_not_supported,
@@ -218,10 +220,133 @@ def _validate_event(event: core_v1.Event, old: KubeObject | None) -> list[FieldE
     return errs
 
 
+# Upstream's `standardResourceQuotaScopes` and CrossNamespacePodAffinity.
+_QUOTA_SCOPES = frozenset(
+    {
+        "Terminating",
+        "NotTerminating",
+        "BestEffort",
+        "NotBestEffort",
+        "PriorityClass",
+        "VolumeAttributesClass",
+        "CrossNamespacePodAffinity",
+    }
+)
+_POD_QUOTA_RESOURCES = frozenset(
+    {"pods", "cpu", "memory", "limits.cpu", "limits.memory", "requests.cpu", "requests.memory"}
+)
+_CONFLICTING_SCOPES = (("BestEffort", "NotBestEffort"), ("Terminating", "NotTerminating"))
+_EXISTS_ONLY_SCOPES = ("BestEffort", "NotBestEffort", "Terminating", "NotTerminating",
+                       "CrossNamespacePodAffinity")  # fmt: skip
+
+
+def _scope_valid_for(scope: str, resource: str) -> bool:
+    """Whether a standard resource may be limited within a scope
+    (`IsResourceQuotaScopeValidForResource`)."""
+    if scope == "BestEffort":
+        return resource == "pods"
+    if scope == "VolumeAttributesClass":
+        return resource in ("persistentvolumeclaims", "requests.storage")
+    if scope in _QUOTA_SCOPES:
+        return resource in _POD_QUOTA_RESOURCES
+    return True
+
+
+def _scope_errors(
+    spec: core_v1.ResourceQuotaSpec,
+    scopes: list[str],
+    path: str,
+    value: object,
+    unsupported: Callable[[str], FieldError],
+) -> list[FieldError]:
+    """What the scopes of `spec.scopes` or of the selector share: known scopes, standard
+    resources each allows, no contradicting pair. Upstream names the whole of `value`
+    for a bad pairing, and `spec.scopes` for a conflict, from the selector too."""
+    errs = []
+    standard = [n for n in sorted(spec.hard) if n in _STANDARD_QUOTA_RESOURCES or _is_hugepages(n)]
+    for scope in scopes:
+        if scope not in _QUOTA_SCOPES:
+            errs.append(unsupported(scope))
+        for _ in (n for n in standard if not _scope_valid_for(scope, n)):
+            errs.append(field_invalid(path, value, "unsupported scope applied to resource"))
+    for pair in _CONFLICTING_SCOPES:
+        if set(pair) <= set(scopes):
+            errs.append(field_invalid(path, _go_list(spec.scopes), "conflicting scopes"))
+    return errs
+
+
+def _go_list(values: list[str]) -> GoValue:
+    """A list of strings as a field error shows it (JSON; `null` when empty)."""
+    return GoValue(json.dumps(values, separators=(",", ":")) if values else "null")
+
+
+_EXISTS_DETAIL = (
+    "must be 'Exists' when scope is any of ResourceQuotaScopeTerminating, "
+    "ResourceQuotaScopeNotTerminating, ResourceQuotaScopeBestEffort, "
+    "ResourceQuotaScopeNotBestEffort or ResourceQuotaScopeCrossNamespacePodAffinity"
+)
+
+
+def _validate_quota_scopes(spec: core_v1.ResourceQuotaSpec) -> list[FieldError]:
+    """`validateResourceQuotaScopes` and `validateScopeSelector`."""
+    errs = []
+    if spec.scopes:
+        scopes = _go_list(spec.scopes)
+        errs += _scope_errors(
+            spec,
+            spec.scopes,
+            "spec.scopes",
+            scopes,
+            lambda _: field_invalid("spec.scopes", scopes, "unsupported scope"),
+        )
+    if spec.scope_selector is None:
+        return errs
+    path = "spec.scopeSelector.matchExpressions"
+    selector = GoValue(json.dumps(codec.to_builtins(spec.scope_selector), separators=(",", ":")))
+    terms = spec.scope_selector.match_expressions
+    errs += _scope_errors(
+        spec,
+        [t.scope_name for t in terms],
+        path,
+        selector,
+        lambda scope: field_invalid(f"{path}.scopeName", scope, "unsupported scope"),
+    )
+    for term in terms:
+        if term.scope_name in _EXISTS_ONLY_SCOPES and term.operator != "Exists":
+            errs.append(field_invalid(f"{path}.operator", term.operator, _EXISTS_DETAIL))
+        if term.operator in ("In", "NotIn"):
+            if not term.values:
+                errs.append(
+                    field_required(
+                        f"{path}.values",
+                        "must be at least one value when `operator` is 'In' or 'NotIn' for "
+                        "scope selector",
+                    )
+                )
+        elif term.operator in ("Exists", "DoesNotExist"):
+            if term.values:
+                errs.append(
+                    field_invalid(
+                        f"{path}.values",
+                        _go_list(term.values),
+                        "must be no value when `operator` is 'Exist' or 'DoesNotExist' for "
+                        "scope selector",
+                    )
+                )
+        else:
+            detail = "not a valid selector operator"
+            errs.append(field_invalid(f"{path}.operator", term.operator, detail))
+    return errs
+
+
 def _validate_resource_quota(
     quota: core_v1.ResourceQuota, old: KubeObject | None
 ) -> list[FieldError]:
-    return _validate_quota_resources(quota.spec.hard, "spec.hard")
+    errs = _validate_quota_resources(quota.spec.hard, "spec.hard")
+    errs += _validate_quota_scopes(quota.spec)
+    if isinstance(old, core_v1.ResourceQuota) and set(old.spec.scopes) != set(quota.spec.scopes):
+        errs.append(field_invalid("spec.scopes", _go_list(quota.spec.scopes), "field is immutable"))
+    return errs
 
 
 _TOLERATION_OPERATORS = ["Exists", "Equal"]

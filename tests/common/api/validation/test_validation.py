@@ -522,6 +522,24 @@ CREATE_CASES: list[tuple[str, dict[str, Any], dict[str, Any], list[tuple[str, st
     ("quota-bad-name", QUOTA, {"spec.hard": {"gpus": 1}}, [("Invalid", "spec.hard[gpus]")]),
     ("quota-negative", QUOTA, {"spec.hard": {"requests.example.com/gpu": -1}},
      [("Invalid", "spec.hard[requests.example.com/gpu]")]),
+    ("quota-scopes", QUOTA, {"spec.hard": {"pods": 1, "requests.example.com/gpu": 1},
+                             "spec.scopes": ["NotBestEffort", "Terminating"]}, []),
+    ("quota-scope-unknown", QUOTA, {"spec.scopes": ["Gold"]}, [("Invalid", "spec.scopes")]),
+    ("quota-scopes-conflict", QUOTA, {"spec.hard": {"pods": 1},
+                                      "spec.scopes": ["BestEffort", "NotBestEffort"]},
+     [("Invalid", "spec.scopes")]),
+    ("quota-scope-resource", QUOTA, {"spec.hard": {"requests.cpu": 1},
+                                     "spec.scopes": ["BestEffort"]},
+     [("Invalid", "spec.scopes")]),
+    ("quota-selector-operator", QUOTA, {"spec.hard": {"pods": 1}, "spec.scopeSelector": {
+        "matchExpressions": [{"scopeName": "Terminating", "operator": "In", "values": ["x"]}]}},
+     [("Invalid", "spec.scopeSelector.matchExpressions.operator")]),
+    ("quota-selector-values", QUOTA, {"spec.hard": {"pods": 1}, "spec.scopeSelector": {
+        "matchExpressions": [{"scopeName": "PriorityClass", "operator": "In"}]}},
+     [("Required", "spec.scopeSelector.matchExpressions.values")]),
+    ("quota-selector-priority", QUOTA, {"spec.hard": {"pods": 1}, "spec.scopeSelector": {
+        "matchExpressions": [{"scopeName": "PriorityClass", "operator": "In",
+                              "values": ["high"]}]}}, []),
     ("binding-target-missing", BINDING, {"target": {}}, [("Required", "target.name")]),
     ("binding-target-kind", BINDING, {"target.kind": "Pod"}, [("NotSupported", "target.kind")]),
 ]  # fmt: skip
@@ -582,6 +600,14 @@ def test_device_class_error_text() -> None:
     )
 
 
+def test_quota_scope_error_text() -> None:
+    scopes = {"spec.hard": {"pods": 1}, "spec.scopes": ["BestEffort", "NotBestEffort"]}
+    messages = [str(e) for e in validation.validate(_obj(_patch(QUOTA, scopes)))]
+    assert messages == [
+        'spec.scopes: Invalid value: ["BestEffort","NotBestEffort"]: conflicting scopes'
+    ]
+
+
 def test_er_limit_text() -> None:
     pod = _obj(_patch(POD, {"spec.containers.0.resources.requests": {"example.com/gpu": 1}}))
     (err,) = validation.validate(pod)
@@ -613,6 +639,9 @@ UPDATE_CASES: list[tuple[str, dict[str, Any], dict[str, Any], list[tuple[str, st
     ("deploy-selector-immutable", DEPLOYMENT, {"spec.selector.matchLabels": {"tier": "x"}},
      [("Invalid", "spec.selector")]),
     ("deploy-scale", DEPLOYMENT, {"spec.replicas": 5}, []),
+    ("quota-hard-mutable", QUOTA, {"spec.hard.pods": 20}, []),
+    ("quota-scopes-immutable", QUOTA, {"spec.scopes": ["NotTerminating"]},
+     [("Invalid", "spec.scopes")]),
 ]  # fmt: skip
 
 
