@@ -103,8 +103,9 @@ async def run_pod(api: ApiClient, pod: core_v1.Pod, *, phase: str = "Running") -
     return pod
 
 
-@pytest.fixture
-async def manager(server, fresh) -> AsyncIterator[ControllerManager]:
+@contextlib.asynccontextmanager
+async def running_controllers(fresh: Any) -> AsyncIterator[ControllerManager]:
+    """A controller manager on the test's bus, started with its caches synced."""
     controllers_bus = await Bus.connect(fresh.nats_url, prefix=fresh.prefix, name="controllers")
     manager = ControllerManager(controllers_bus)
     try:
@@ -113,6 +114,12 @@ async def manager(server, fresh) -> AsyncIterator[ControllerManager]:
     finally:
         await manager.stop()
         await controllers_bus.close()
+
+
+@pytest.fixture
+async def manager(server, fresh) -> AsyncIterator[ControllerManager]:
+    async with running_controllers(fresh) as manager:
+        yield manager
 
 
 @pytest.fixture

@@ -13,9 +13,8 @@ import pytest
 
 from drasim.cli import describe
 from drasim.common.api import core_v1, registry
-from drasim.common.bus.client import Bus
 from drasim.controllers import ControllerManager
-from tests.controllers.conftest import TIMEOUT, Changes
+from tests.controllers.conftest import Changes, running_controllers
 from tests.http.conftest import Cluster
 
 POD = """\
@@ -32,14 +31,8 @@ spec:
 
 @pytest.fixture
 async def controllers(cluster: Cluster, fresh) -> AsyncIterator[ControllerManager]:
-    bus = await Bus.connect(fresh.nats_url, prefix=fresh.prefix, name="controllers")
-    manager = ControllerManager(bus)
-    try:
-        await asyncio.wait_for(manager.start(), TIMEOUT)
+    async with running_controllers(fresh) as manager:
         yield manager
-    finally:
-        await manager.stop()
-        await bus.close()
 
 
 async def create_quota(kubectl, controllers: ControllerManager, hard: str) -> None:

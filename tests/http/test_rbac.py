@@ -3,15 +3,13 @@ aggregation by the controller manager."""
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import AsyncIterator
 
 import pytest
 
 from drasim.common.api import rbac_v1
-from drasim.common.bus.client import Bus
 from drasim.controllers import ControllerManager
-from tests.controllers.conftest import TIMEOUT, Changes
+from tests.controllers.conftest import Changes, running_controllers
 from tests.http.conftest import Cluster
 
 ROLE_AND_BINDING = """\
@@ -137,14 +135,8 @@ async def test_kubectl_create_rbac_objects_sends_protobuf(cluster: Cluster, kube
 
 @pytest.fixture
 async def manager(cluster: Cluster, fresh) -> AsyncIterator[ControllerManager]:
-    bus = await Bus.connect(fresh.nats_url, prefix=fresh.prefix, name="controllers")
-    manager = ControllerManager(bus)
-    try:
-        await asyncio.wait_for(manager.start(), TIMEOUT)
+    async with running_controllers(fresh) as manager:
         yield manager
-    finally:
-        await manager.stop()
-        await bus.close()
 
 
 SLICE_READER = """\

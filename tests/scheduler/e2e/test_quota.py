@@ -10,23 +10,22 @@ run in the test's event loop; no kubelet runs, so the pods stay Pending once bou
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import AsyncIterator
 
 import pytest
 
 from drasim.common import codec, errors
-from drasim.common.api import core_v1, resource_v1
-from drasim.common.bus.client import Bus
+from drasim.common.api import core_v1
 from drasim.common.client import ApiClient
 from drasim.controllers import ControllerManager
-from tests.controllers.conftest import Changes
-from tests.scheduler.e2e.conftest import TIMEOUT, ClusterWatch, StartScheduler
+from tests.controllers.conftest import Changes, running_controllers
+from tests.scheduler.e2e.conftest import ClusterWatch, StartScheduler
 from tests.scheduler.e2e.test_extended_resources import (
     ANNOTATION,
     DRIVER,
     GPU,
     create_kep_cluster,
+    leftover_claim,
     special_claim,
 )
 from tests.scheduler.wrappers import make_pod
@@ -38,14 +37,8 @@ EXPLICIT = f"requests.{GPU}"
 
 @pytest.fixture
 async def controllers(server, fresh) -> AsyncIterator[ControllerManager]:
-    bus = await Bus.connect(fresh.nats_url, prefix=fresh.prefix, name="controllers")
-    manager = ControllerManager(bus)
-    try:
-        await asyncio.wait_for(manager.start(), TIMEOUT)
+    async with running_controllers(fresh) as manager:
         yield manager
-    finally:
-        await manager.stop()
-        await bus.close()
 
 
 async def quota_with_status(
@@ -101,44 +94,18 @@ async def test_a_look_alike_claim_is_charged_in_full(
     await api.create(make_pod("p").limits({GPU: "1"}).obj())
     await special_claim(watch, "p")
 
-    def look_alike(name: str, uid: str) -> resource_v1.ResourceClaim:
-        return codec.convert(
-            {
-                "metadata": {
-                    "name": name,
-                    "namespace": "default",
-                    "annotations": {ANNOTATION: "true"},
-                    "ownerReferences": [
-                        {
-                            "apiVersion": "v1",
-                            "kind": "Pod",
-                            "name": "p",
-                            "uid": uid,
-                            "controller": True,
-                        }
-                    ],  # fmt: skip
-                },
-                "spec": {
-                    "devices": {
-                        "requests": [
-                            {"name": "r", "exactly": {"deviceClassName": DRIVER, "count": 1}}
-                        ]
-                    }
-                },  # fmt: skip
-            },
-            resource_v1.ResourceClaim,
-        )
-
+    pod = watch.pod("p")
+    impostor = codec.clone(pod)
+    impostor.metadata.uid = "not-the-pods-uid"
     with pytest.raises(errors.Forbidden) as refused:
-        await api.create(look_alike("sneaky", "not-the-pods-uid"))
+        await api.create(leftover_claim(impostor, "sneaky"))
     assert str(refused.value) == (
         'resourceclaims.resource.k8s.io "sneaky" is forbidden: exceeded quota: gpus, '
         f"requested: {EXPLICIT}=1, used: {EXPLICIT}=1, limited: {EXPLICIT}=1"
     )
     # Owned by the pod for real but not named by its status: not its special claim either.
-    pod = watch.pod("p")
     with pytest.raises(errors.Forbidden, match=f"exceeded quota: gpus, requested: {EXPLICIT}=1"):
-        await api.create(look_alike("second", pod.metadata.uid))
+        await api.create(leftover_claim(pod, "second"))
     assert await settled_usage(api, controllers) == {EXPLICIT: "1", DEVICES: "1"}
 
 
