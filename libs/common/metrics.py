@@ -108,6 +108,10 @@ class CounterVec:
     def value(self, labels: Labels) -> float:
         return self._values.get(labels, 0.0)
 
+    def items(self) -> list[tuple[Labels, float]]:
+        """Every series counted so far, with its value."""
+        return list(self._values.items())
+
     def describe(self) -> list[Metric]:
         return [CounterMetricFamily(self.name, self.documentation, labels=self.labelnames)]
 

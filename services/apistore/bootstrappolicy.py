@@ -234,6 +234,25 @@ _CLUSTER_ROLES: dict[str, list[dict[str, Any]]] = {
     "system:public-info-viewer": [
         _urls(["get"], ["/healthz", "/livez", "/readyz", "/version", "/version/"])
     ],
+    # Each health check's own endpoint, and metrics (upstream's `monitoringRules`).
+    "system:monitoring": [
+        _urls(
+            ["get"],
+            [
+                "/flagz",
+                "/healthz",
+                "/healthz/*",
+                "/livez",
+                "/livez/*",
+                "/metrics",
+                "/metrics/slis",
+                "/readyz",
+                "/readyz/*",
+                "/statusz",
+            ],
+        ),  # fmt: skip
+        _rule(["get"], [""], ["nodes/metrics"]),
+    ],
     nats_auth.KUBE_SCHEDULER: _KUBE_SCHEDULER,
     nats_auth.KUBE_CONTROLLER_MANAGER: _KUBE_CONTROLLER_MANAGER,
     **{_CONTROLLER_ROLE_PREFIX + name: rules for name, rules in _CONTROLLER_ROLES.items()},
@@ -261,6 +280,7 @@ _CLUSTER_ROLE_BINDINGS: dict[str, tuple[str, list[dict[str, Any]]]] = {
         "system:public-info-viewer",
         [_group("system:authenticated"), _group("system:unauthenticated")],
     ),
+    "system:monitoring": ("system:monitoring", [_group("system:monitoring")]),
     nats_auth.KUBE_SCHEDULER: (nats_auth.KUBE_SCHEDULER, [_user(nats_auth.KUBE_SCHEDULER)]),
     nats_auth.KUBE_CONTROLLER_MANAGER: (
         nats_auth.KUBE_CONTROLLER_MANAGER,

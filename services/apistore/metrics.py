@@ -24,7 +24,6 @@ from __future__ import annotations
 import functools
 import logging
 import time
-from datetime import UTC, datetime
 
 from aiohttp import web
 from aiohttp.typedefs import Handler
@@ -226,10 +225,7 @@ class ApiStoreMetrics:
         published = self._outbox.published
         self.lag_seconds = 0.0
         if self.last_sequence > published:
-            rows = await self._store.select_events_after(published, limit=1)
-            if rows and isinstance(rows[0].created_at, datetime):
-                behind = datetime.now(UTC) - rows[0].created_at
-                self.lag_seconds = max(behind.total_seconds(), 0.0)
+            self.lag_seconds = await self._outbox.unpublished_age()
 
     def _families(self, figures: dict[str, float] | None = None) -> list[Metric]:
         """The event-log families; without `figures`, empty (for `describe`)."""

@@ -26,6 +26,7 @@ import contextlib
 import itertools
 import logging
 import time
+from datetime import UTC, datetime
 
 import msgspec
 import nats.errors
@@ -215,6 +216,14 @@ class Outbox:
     def wake(self, seq: int) -> None:
         self.committed = max(self.committed, seq)
         self._wakeup.set()
+
+    async def unpublished_age(self) -> float:
+        """Seconds since the oldest event JetStream has not acknowledged was committed (0
+        when none waits): how far watchers lag behind writes."""
+        rows = await self._store.select_events_after(self.published, limit=1)
+        if not rows or not isinstance(rows[0].created_at, datetime):
+            return 0.0
+        return max((datetime.now(UTC) - rows[0].created_at).total_seconds(), 0.0)
 
     async def run(self) -> None:
         delay = 0.05

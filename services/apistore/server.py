@@ -13,7 +13,7 @@ from pathlib import Path
 
 from nats.aio.msg import Msg
 
-from drasim.apistore import faults, limits
+from drasim.apistore import faults, health, limits
 from drasim.apistore.core import ApiCore
 from drasim.apistore.event_ttl import DEFAULT_EVENT_TTL, EventTtl
 from drasim.apistore.http import HttpApi, build_app
@@ -103,6 +103,7 @@ class ApiServer:
                 token=http_token,
                 tokens=http_tokens,
                 request_metrics=server_metrics.requests,
+                health_checks=health.apistore_checks(store, bus, outbox),
             )
             server.http = HttpApi(app)
             await server.http.start(http_host, http_port, http_tls)

@@ -1,13 +1,17 @@
-"""The controller manager's metrics: the ResourceClaim gauge (spec §8.2).
+"""The controller manager's metrics: the ResourceClaim gauge (spec §8.2) and the creates of
+claims from templates.
 
-`resourceclaim_controller_resource_claims{allocated,admin_access,source}` counts the claims
-in the controller's claim informer, computed when Prometheus scrapes, as upstream's custom
-collector does (`pkg/controller/resourceclaim/metrics`; the newest releases call the same
-gauge `dynamic_resource_allocation_resource_claims`). Label values are Kubernetes':
+`dynamic_resource_allocation_resource_claims{allocated,admin_access,source}` counts the
+claims in the controller's claim informer, computed when Prometheus scrapes, as upstream's
+custom collector does (`pkg/controller/resourceclaim/metrics`; before 1.37 it was
+`resourceclaim_controller_resource_claims`). Label values are Kubernetes':
 `"true"` / `"false"`, and `source` is `extended_resource` (the scheduler's special claim,
 annotation `resource.kubernetes.io/extended-resource-claim: "true"`, spec §1.3.1),
 `resource_claim_template` (made by this controller from a template) or empty (made by a
 user). A label set without claims is absent, not 0.
+
+`dynamic_resource_allocation_resourceclaim_creates_total` counts the ResourceClaim
+controller's creates, as the scheduler's (`drasim.common.resourceclaim_metrics`).
 """
 
 from __future__ import annotations
@@ -31,7 +35,7 @@ __all__ = [
     "ResourceClaimGauge",
 ]
 
-RESOURCE_CLAIMS = "resourceclaim_controller_resource_claims"
+RESOURCE_CLAIMS = "dynamic_resource_allocation_resource_claims"
 RESOURCE_CLAIMS_HELP = (
     "Number of ResourceClaims, categorized by allocation status, admin access, and source. "
     "Source can be 'resource_claim_template' (created from a template), 'extended_resource' "
@@ -101,6 +105,7 @@ class ResourceClaimGauge:
 class ControllerMetrics:
     """The controller manager's registry."""
 
-    def __init__(self, *, claims: ResourceClaimGauge) -> None:
+    def __init__(self, *, claims: ResourceClaimGauge, creates: metrics.CounterVec) -> None:
         self.registry = metrics.new_registry()
         self.registry.register(claims)
+        self.registry.register(creates)

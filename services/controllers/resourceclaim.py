@@ -34,7 +34,7 @@ from typing import Any, Literal
 
 import msgspec
 
-from drasim.common import codec, errors, tracing
+from drasim.common import codec, errors, resourceclaim_metrics, tracing
 from drasim.common.api import core_v1, meta_v1, resource_v1
 from drasim.common.client import ApiClient
 from drasim.common.informer import Informer, Key, event_traceparent, key_of
@@ -156,6 +156,7 @@ class ResourceClaimController:
         self.claims = claims
         self.templates = templates
         self.gauge = ResourceClaimGauge(claims)  # counted from the cache when read
+        self.creates = resourceclaim_metrics.new_creates_counter()
         self.queue: WorkQueue[WorkKey] = WorkQueue(
             "resourceclaim", self.sync, concurrency=concurrency
         )
@@ -397,7 +398,9 @@ class ResourceClaimController:
                 "drasim.template": template_name,
             },
         ) as span:
-            claim = await self.api.create(claim_from_template(pod, pod_claim, template))
+            claim = await resourceclaim_metrics.create_counted(
+                self.api, claim_from_template(pod, pod_claim, template), self.creates
+            )
             span.set_attribute("drasim.claim", claim.metadata.name)
         if self.claims.get(claim.metadata.name, claim.metadata.namespace) is None:
             self._created.setdefault(pod.metadata.uid, {})[claim.metadata.name] = claim

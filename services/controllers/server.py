@@ -109,7 +109,9 @@ class ControllerManager:
             new_informer=lambda type_: Informer(informer_client, type_),
             resync_period=resource_quota_sync_period,
         )
-        self.metrics = ControllerMetrics(claims=self.resource_claim.gauge)
+        self.metrics = ControllerMetrics(
+            claims=self.resource_claim.gauge, creates=self.resource_claim.creates
+        )
 
     @property
     def informers(self) -> list[Informer[Any]]:

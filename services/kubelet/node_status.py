@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from drasim.common import tables
+from drasim.common import tables, version
 from drasim.common.api import core_v1, meta_v1
 from drasim.common.cluster_file import DeviceExposure, NodeConfig
 from drasim.common.quantity import Quantity
@@ -27,7 +27,8 @@ __all__ = [
 
 POOL_LABEL = "drasim.io/pool"
 EXPOSURE_LABEL_PREFIX = "exposure.drasim.io/"  # + device group: "dra" or "device-plugin"
-KUBELET_VERSION = "v1.37.0-drasim"
+# As upstream's kubelet, its binary's version (never the emulated release).
+KUBELET_VERSION = version.GIT_VERSION
 
 # (type, status, reason, message) of a healthy node, as the kubelet reports them.
 _CONDITIONS = (

@@ -11,7 +11,11 @@
   `framework.instrumentation`); the others run them as they are;
 - `scheduler_pod_scheduling_sli_duration_seconds{attempts}`: from the pod's first entry into
   the queue to its binding, over all its attempts; `scheduler_pod_scheduling_attempts`: the
-  attempts a bound pod needed.
+  attempts a bound pod needed;
+- `dynamic_resource_allocation_resourceclaim_creates_total{status,admin_access,
+  owner_api_group,owner_api_kind}`: the special claims DynamicResources created for
+  extended resources (`drasim.common.resourceclaim_metrics`, shared with the controller
+  manager as upstream's is).
 """
 
 from __future__ import annotations
@@ -19,7 +23,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Mapping
 
-from drasim.common import metrics
+from drasim.common import metrics, resourceclaim_metrics
 from drasim.scheduler.queue import QueuedPodInfo
 
 __all__ = ["PROFILE", "SchedulerMetrics"]
@@ -89,6 +93,7 @@ class SchedulerMetrics:
             (),
             buckets=metrics.exponential_buckets(1, 2, 7),
         )
+        self.resourceclaim_creates = resourceclaim_metrics.new_creates_counter()
         pending_doc = (
             "Number of pending pods, by the queue type. 'active' means number of pods in "
             "activeQ; 'backoff' means number of pods in backoffQ; 'unschedulable' means number "
@@ -103,6 +108,7 @@ class SchedulerMetrics:
             self.pod_scheduling_attempts,
             self.preemption_attempts,
             self.preemption_victims,
+            self.resourceclaim_creates,
             metrics.Callback(
                 lambda: [
                     metrics.gauge(

@@ -17,7 +17,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from drasim.common import events
+from drasim.common import events, metrics
 from drasim.common.api import core_v1, policy_v1, resource_v1
 from drasim.common.client import ApiClient
 from drasim.common.informer import Informer, event_traceparent
@@ -56,14 +56,17 @@ def new_default_framework(
     *,
     observe_plugin_duration: framework.PluginDurationObserver | None = None,
     preemption: default_preemption.ClusterViews | None = None,
+    resourceclaim_creates: metrics.CounterVec | None = None,
 ) -> framework.Framework:
     """The default profile: NodeResourcesFit scores least allocated over cpu and memory and
-    leaves extended resources that DRA serves to DynamicResources; DefaultPreemption sees
-    the cluster through `preemption` (nothing without it)."""
+    leaves extended resources that DRA serves to DynamicResources, which counts the special
+    claims it creates in `resourceclaim_creates`; DefaultPreemption sees the cluster
+    through `preemption` (nothing without it)."""
     handle = registry.Handle(
         dra_manager=dra_manager,
         api=api,
         preemption=preemption or default_preemption.ClusterViews(),
+        resourceclaim_creates=resourceclaim_creates,
     )
     return registry.new_framework(
         DEFAULT_PLUGINS, handle, observe_plugin_duration=observe_plugin_duration
@@ -94,6 +97,7 @@ class Scheduler:
             api,
             self.dra_manager,
             observe_plugin_duration=self.metrics.observe_plugin_duration,
+            resourceclaim_creates=self.metrics.resourceclaim_creates,
             preemption=default_preemption.ClusterViews(
                 nodes=lambda: self.snapshot.node_info_list,
                 budgets=self.pdb_informer.list,

@@ -95,6 +95,8 @@ async def test_template_claims_are_made_recorded_owned_and_go_with_the_pod(
         assert claim.spec == template.spec.spec
     gauge = manager.resource_claim.gauge
     assert gauge.value(allocated=False, source=SOURCE_RESOURCE_CLAIM_TEMPLATE) == 2
+    # Upstream's create counter, shared with the scheduler: a Pod owns each claim.
+    assert manager.resource_claim.creates.items() == [(("success", "false", "", "Pod"), 2.0)]
 
     await api.delete(core_v1.Pod, "my-pod", namespace="default")
     await changes.until(lambda: not claims_of(manager, pod))

@@ -37,25 +37,43 @@ def device_class(name: str, **spec: Any) -> dict[str, Any]:
     }
 
 
-async def test_requests_without_the_token_are_unauthorized(cluster: Cluster):
+async def test_requests_with_an_unknown_token_are_unauthorized(cluster: Cluster):
     connector = aiohttp.TCPConnector(ssl=cluster.ssl_context())
     async with aiohttp.ClientSession(base_url=cluster.url, connector=connector) as anonymous:
-        for headers in ({}, {"Authorization": "Bearer nope"}, {"Authorization": "Basic x"}):
-            body, _ = await call(anonymous, "GET", "/version", 401, headers=headers)
-            assert body == {
-                "kind": "Status",
-                "apiVersion": "v1",
-                "metadata": {},
-                "status": "Failure",
-                "message": "Unauthorized",
-                "reason": "Unauthorized",
-                "code": 401,
-            }
+        body, _ = await call(
+            anonymous, "GET", "/version", 401, headers={"Authorization": "Bearer nope"}
+        )
+        assert body == {
+            "kind": "Status",
+            "apiVersion": "v1",
+            "metadata": {},
+            "status": "Failure",
+            "message": "Unauthorized",
+            "reason": "Unauthorized",
+            "code": 401,
+        }
+
+
+async def test_requests_without_a_bearer_token_are_anonymous(cluster: Cluster):
+    """As kube-apiserver with its default `--anonymous-auth`: RBAC's
+    system:public-info-viewer lets anyone read `/version`, nothing more."""
+    connector = aiohttp.TCPConnector(ssl=cluster.ssl_context())
+    async with aiohttp.ClientSession(base_url=cluster.url, connector=connector) as anonymous:
+        for headers in ({}, {"Authorization": "Basic x"}, {"Authorization": "Bearer"}):
+            version, _ = await call(anonymous, "GET", "/version", 200, headers=headers)
+            assert version["gitVersion"] == "v1.37.0-drasim"
+            body, _ = await call(anonymous, "GET", "/api", 403, headers=headers)
+            assert body["message"] == 'forbidden: User "system:anonymous" cannot get path "/api"'
+            body, _ = await call(anonymous, "GET", "/api/v1/namespaces/default/pods", 403)
+            assert body["message"] == (
+                'pods is forbidden: User "system:anonymous" cannot list resource "pods" in API '
+                'group "" in the namespace "default"'
+            )
 
 
 async def test_discovery(http):
     version, _ = await call(http, "GET", "/version", 200)
-    assert (version["major"], version["minor"]) == ("1", "34")
+    assert (version["major"], version["minor"]) == ("1", "37")
     core, response = await call(http, "GET", "/api", 200, headers={"Accept": AGGREGATED})
     assert response.headers["Content-Type"] == AGGREGATED
     [core_group] = core["items"]

@@ -209,6 +209,26 @@ async def test_without_a_valid_token_kubectl_is_refused(kubectl):
     )
 
 
+async def test_version_says_1_37(kubectl):
+    shown = json.loads((await kubectl("version", "-o", "json")).stdout)["serverVersion"]
+    assert shown["gitVersion"] == "v1.37.0-drasim"
+    assert (shown["major"], shown["minor"]) == ("1", "37")
+    # (kubectl 1.32 predates /version's emulation fields; tests/http/test_health.py reads them.)
+    assert "Server Version: v1.37.0-drasim" in (await kubectl("version")).stdout
+
+
+async def test_readyz_for_kubectl_get_raw(kubectl):
+    verbose = await kubectl("get", "--raw", "/readyz?verbose")
+    assert verbose.stdout.splitlines() == [
+        "[+]ping ok",
+        "[+]postgres ok",
+        "[+]nats ok",
+        "[+]outbox ok",
+        "readyz check passed",
+    ]
+    assert (await kubectl("get", "--raw", "/livez")).stdout == "ok"
+
+
 async def test_typed_client_commands_send_protobuf_bodies(cluster, kubectl):
     """`kubectl create namespace`, `create deployment` and `create quota` send their objects
     only as protobuf (kubectl's typed clients have no JSON fallback)."""

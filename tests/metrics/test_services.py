@@ -136,6 +136,11 @@ async def test_each_service_reports_the_work_done(api: ApiClient, cluster: Clust
     assert got.value("scheduler_plugin_execution_duration_seconds_count", **prebind) >= 2
     fit = {"plugin": "NodeResourcesFit", "extension_point": "Filter", "status": "Success"}
     assert got.value("scheduler_plugin_execution_duration_seconds_count", **fit) >= 2
+    # Each pod's special claim, created by DynamicResources in PreBind.
+    creates = {"admin_access": "false", "owner_api_group": "", "owner_api_kind": "Pod"}
+    name = "dynamic_resource_allocation_resourceclaim_creates_total"
+    assert got.value(name, status="success", **creates) == 2
+    assert got.all(name, status="failure") == []
 
     # Both pods got a special claim, allocated; the controllers count them from their cache.
     gauge = cluster.controllers.resource_claim.gauge
@@ -144,8 +149,8 @@ async def test_each_service_reports_the_work_done(api: ApiClient, cluster: Clust
     )
     got = await scrape(cluster.urls["controllers"])
     special = {"allocated": "true", "admin_access": "false", "source": "extended_resource"}
-    assert got.value("resourceclaim_controller_resource_claims", **special) == 2
-    assert got.all("resourceclaim_controller_resource_claims", allocated="false") == []
+    assert got.value("dynamic_resource_allocation_resource_claims", **special) == 2
+    assert got.all("dynamic_resource_allocation_resource_claims", allocated="false") == []
 
     got = await scrape(cluster.urls["apistore"])
     create_pod = {

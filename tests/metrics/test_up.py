@@ -19,7 +19,7 @@ from tests.metrics.scraping import Scrape
 # One metric each service is sure to have.
 EXPECTED = {
     "apistore": "drasim_apistore_event_log_last_sequence",
-    "controllers": "resourceclaim_controller_resource_claims",
+    "controllers": "dynamic_resource_allocation_resource_claims",
     "scheduler": "scheduler_pending_pods",
     "kubelet-0": "drasim_kubelet_nodes",
 }

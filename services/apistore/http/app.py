@@ -13,10 +13,11 @@ from typing import TYPE_CHECKING
 
 from aiohttp import web
 
-from drasim.apistore import limits
+from drasim.apistore import health, limits
 from drasim.apistore.core import ApiCore
-from drasim.apistore.http import authn, keys, middlewares, routes
+from drasim.apistore.http import authn, healthz, keys, middlewares, routes
 from drasim.common.bus.client import Bus
+from drasim.common.version import EffectiveVersion
 
 if TYPE_CHECKING:
     from drasim.apistore.metrics import RequestMetrics
@@ -36,10 +37,14 @@ def build_app(
     tokens: authn.Tokens | None = None,
     bookmark_interval: float = DEFAULT_BOOKMARK_INTERVAL,
     request_metrics: RequestMetrics | None = None,
+    health_checks: health.HealthChecks | None = None,
+    version: EffectiveVersion | None = None,
 ) -> web.Application:
-    """The application; every request must carry `Authorization: Bearer <token>` of one
-    of `tokens` (or `token`, the cluster admin's). With `request_metrics`, every request is
-    counted and timed (outermost, so with its final status)."""
+    """The application; a request with `Authorization: Bearer <token>` is the user of one
+    of `tokens` (or of `token`, the cluster admin's), one without is anonymous. With
+    `request_metrics`, every request is counted and timed (outermost, so with its final
+    status). `/readyz` and the others run `health_checks` (none: `ping` alone); `/version`
+    says `version` (default: the binary's own release)."""
     if tokens is None:
         if not token:
             raise ValueError("the HTTP API needs a bearer token")
@@ -59,6 +64,9 @@ def build_app(
     app[keys.TOKENS] = tokens
     app[keys.BOOKMARK_INTERVAL] = bookmark_interval
     app[keys.WATCHES] = set()
+    app[keys.VERSION] = version or EffectiveVersion()
+    only_ping = (health.HealthCheck("ping", health.ping),)
+    app[healthz.HEALTH] = health_checks or health.HealthChecks(livez=only_ping, readyz=only_ping)
     app.on_shutdown.append(_cancel_watches)
     routes.setup_routes(app)
     return app

@@ -2,13 +2,16 @@
 
 As kube-apiserver's `--token-auth-file`: a CSV file, one user a line,
 `token,user,uid[,"group1,group2"]`. Every authenticated user is also in
-`system:authenticated`. The user is the request's actor (recorded with each write), never
-a header or a query parameter the client chooses.
+`system:authenticated`; a request without a bearer token is `system:anonymous` in
+`system:unauthenticated`, as with kube-apiserver's default `--anonymous-auth`. The user is
+the request's actor (recorded with each write), never a header or a query parameter the
+client chooses.
 
 Authorization is RBAC (`drasim.apistore.rbac`): `system:masters` may do everything; any
 other user what the Roles bound to it or its groups allow. Upstream's default bindings let
 every authenticated user read discovery and OpenAPI and ask who it is (`kubectl auth
-whoami`) and what it may do (`kubectl auth can-i`). A refusal is upstream's 403 message.
+whoami`) and what it may do (`kubectl auth can-i`), and everyone, anonymous too, read
+`/version` and `/healthz`, `/livez`, `/readyz`. A refusal is upstream's 403 message.
 
 Impersonation (`kubectl --as`, `--as-group`, `--as-uid`, `Impersonate-Extra-*`) is
 upstream's filter (`apiserver/pkg/endpoints/filters/impersonation.go`): each thing asked
@@ -98,10 +101,19 @@ class Tokens:
         return found
 
 
+# Whom a request without a bearer token is (kube-apiserver's `--anonymous-auth`, on by
+# default): RBAC then lets it read what `system:public-info-viewer` grants.
+ANONYMOUS_USER = UserInfo(ANONYMOUS, "", (UNAUTHENTICATED,))
+
+
 def authenticate(request: web.Request, tokens: Tokens) -> UserInfo:
-    """The request's user, or 401."""
-    scheme, _, token = request.headers.get("Authorization", "").partition(" ")
-    user = tokens.authenticate(token.strip()) if scheme.lower() == "bearer" else None
+    """The request's user: the bearer token's, anonymous without one (as upstream's
+    bearer-token authenticator, which ignores other schemes and an empty token), or 401
+    for a token nobody has."""
+    parts = request.headers.get("Authorization", "").strip().split(" ", 2)
+    if len(parts) < 2 or parts[0].lower() != "bearer" or not parts[1]:
+        return ANONYMOUS_USER
+    user = tokens.authenticate(parts[1])
     if user is None:
         raise errors.Unauthorized("Unauthorized")
     return user

@@ -14,13 +14,8 @@ from typing import Any
 import msgspec
 from aiohttp import web
 
-from drasim.apistore.http import negotiation, options
+from drasim.apistore.http import keys, negotiation, options
 from drasim.common.api import registry
-
-# The Kubernetes release whose API drasim serves (resource.k8s.io/v1 and KEP-5004's
-# DeviceClass.spec.extendedResourceName both arrived in 1.34).
-MAJOR, MINOR = "1", "34"
-GIT_VERSION = f"v{MAJOR}.{MINOR}.0-drasim"
 
 VERBS = ["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"]
 SUBRESOURCE_VERBS = {"status": ["get", "patch", "update"], "scale": ["get", "patch", "update"],
@@ -184,21 +179,8 @@ def _aggregated_or(request: web.Request, *, core: bool, legacy: bytes) -> web.Re
 
 
 async def version(request: web.Request) -> web.Response:
-    return _json(
-        _encoder.encode(
-            {
-                "major": MAJOR,
-                "minor": MINOR,
-                "gitVersion": GIT_VERSION,
-                "gitCommit": "",
-                "gitTreeState": "clean",
-                "buildDate": "",
-                "goVersion": "",
-                "compiler": "drasim",
-                "platform": "linux/amd64",
-            }
-        )
-    )
+    """`/version`: the binary's release and the one it emulates (`drasim.common.version`)."""
+    return _json(_encoder.encode(request.app[keys.VERSION].info()))
 
 
 async def core_versions(request: web.Request) -> web.Response:

@@ -9,6 +9,7 @@ from aiohttp import web
 from drasim.apistore.core import ApiCore
 from drasim.apistore.http import authn
 from drasim.common.bus.client import Bus
+from drasim.common.version import EffectiveVersion
 
 CORE = web.AppKey("core", ApiCore)
 BUS = web.AppKey("bus", Bus)
@@ -19,3 +20,5 @@ USER = web.RequestKey("user", authn.UserInfo)
 BOOKMARK_INTERVAL = web.AppKey("bookmark_interval", float)
 # Open watch handlers, cancelled at shutdown: a watch never ends on its own.
 WATCHES = web.AppKey("watches", set[asyncio.Task[object]])
+# The release `/version` reports, and the one it emulates.
+VERSION = web.AppKey("version", EffectiveVersion)

@@ -22,6 +22,7 @@ from drasim.apistore import patches
 from drasim.apistore.http import discovery, negotiation, options
 from drasim.common.api import registry
 from drasim.common.quantity import Quantity
+from drasim.common.version import GIT_VERSION
 
 _PACKAGES = {
     "drasim.common.api.meta_v1": "io.k8s.apimachinery.pkg.apis.meta.v1",
@@ -556,7 +557,7 @@ def documents() -> dict[str, bytes]:
         out[_document_path(group, version)] = msgspec.json.encode(
             {
                 "openapi": "3.0.0",
-                "info": {"title": "Kubernetes", "version": discovery.GIT_VERSION},
+                "info": {"title": "Kubernetes", "version": GIT_VERSION},
                 "paths": paths,
                 "components": {"schemas": dict(sorted(components.schemas.items()))},
             }

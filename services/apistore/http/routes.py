@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from aiohttp import web
 
-from drasim.apistore.http import authn, discovery, handlers, openapi, reviews
+from drasim.apistore.http import authn, discovery, handlers, healthz, openapi, reviews
 
 
 def setup_routes(app: web.Application) -> None:
@@ -21,6 +21,7 @@ def setup_routes(app: web.Application) -> None:
     router.add_get("/apis", discovery.groups)
     router.add_get("/apis/{group}", discovery.group)
     router.add_get("/apis/{group}/{version}", discovery.resources)
+    healthz.setup_routes(router)
     router.add_get("/openapi/v3", openapi.serve_index)
     router.add_get("/openapi/v3/{path:.+}", openapi.serve_document)
     router.add_post(authn.SELF_SUBJECT_REVIEW, reviews.self_subject_review)

@@ -11,6 +11,7 @@ import dataclasses
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from drasim.common import metrics
 from drasim.common.api import core_v1
 from drasim.common.client import ApiClient
 from drasim.scheduler import framework
@@ -42,13 +43,16 @@ class Handle:
 
     `dra_manager` is the shared DRA view (None: DRA is off, DynamicResources cannot be
     built); `api` the client PreBind and PostFilter write with; `extended_resources` the
-    DRAExtendedResource gate; `preemption` what DefaultPreemption reads of the cluster;
-    `run_filter_plugins` the framework's Filter on one node (set by `new_framework`).
+    DRAExtendedResource gate; `resourceclaim_creates` the scheduler's counter of special
+    claim creates (None: the plugin's own); `preemption` what DefaultPreemption reads of
+    the cluster; `run_filter_plugins` the framework's Filter on one node (set by
+    `new_framework`).
     """
 
     dra_manager: DraManager | None = None
     api: ApiClient | None = None
     extended_resources: bool = True
+    resourceclaim_creates: metrics.CounterVec | None = None
     preemption: default_preemption.ClusterViews = dataclasses.field(
         default_factory=default_preemption.ClusterViews
     )
@@ -91,7 +95,10 @@ def _dynamic_resources(args: None, handle: Handle) -> dynamic_resources.DynamicR
     if handle.dra_manager is None or handle.api is None:
         raise ValueError(f"plugin {names.DYNAMIC_RESOURCES} needs the handle's dra_manager and api")
     return dynamic_resources.DynamicResources(
-        handle.dra_manager, handle.api, extended_resources=handle.extended_resources
+        handle.dra_manager,
+        handle.api,
+        extended_resources=handle.extended_resources,
+        resourceclaim_creates=handle.resourceclaim_creates,
     )
 
 

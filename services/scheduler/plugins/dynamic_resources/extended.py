@@ -37,13 +37,12 @@ Upstream: `pkg/scheduler/framework/plugins/dynamicresources/extendeddynamicresou
 
 from __future__ import annotations
 
-import collections
 import contextlib
 import logging
 import uuid
 from collections.abc import Callable, Sequence
 
-from drasim.common import codec, errors
+from drasim.common import codec, errors, metrics, resourceclaim_metrics
 from drasim.common.api import core_v1, meta_v1, resource_v1, resources
 from drasim.common.client import ApiClient
 from drasim.scheduler import framework
@@ -334,16 +333,26 @@ class ExtendedResourceClaimWriter:
     """The API writes of the special claim: creating it, deleting it, and the pod's
     `status.extendedResourceClaimStatus` naming it (spec §3.6.2, §3.9, §3.10).
 
-    `resourceclaim_creates_total` counts create attempts by status (`success`, `failure`):
-    upstream's `dra_resourceclaim_creates_total` (spec §8.1). `assume_timeout` bounds the
-    wait for a created claim to reach the claim cache (§3.9.5).
+    `resourceclaim_creates` counts create attempts as upstream's
+    `dynamic_resource_allocation_resourceclaim_creates_total` (spec §8.1; the scheduler
+    serves it, `drasim.common.resourceclaim_metrics`). `assume_timeout` bounds the wait for
+    a created claim to reach the claim cache (§3.9.5).
     """
 
-    def __init__(self, api: ApiClient, dra_manager: DraManager, *, assume_timeout: float) -> None:
+    def __init__(
+        self,
+        api: ApiClient,
+        dra_manager: DraManager,
+        *,
+        assume_timeout: float,
+        resourceclaim_creates: metrics.CounterVec | None = None,
+    ) -> None:
         self.api = api
         self.dra_manager = dra_manager
         self.assume_timeout = assume_timeout
-        self.resourceclaim_creates_total: collections.Counter[str] = collections.Counter()
+        self.resourceclaim_creates = (
+            resourceclaim_creates or resourceclaim_metrics.new_creates_counter()
+        )
         # UIDs of pods whose `status.extendedResourceClaimStatus` may still name a claim
         # this scheduler deleted, because clearing it failed: their copy in the informer
         # may not show the name yet, PreBind must clear it all the same.
@@ -362,12 +371,12 @@ class ExtendedResourceClaimWriter:
         claim.metadata.name = ""
         claim.metadata.uid = ""
         try:
-            created = await self.api.create(claim)
+            created = await resourceclaim_metrics.create_counted(
+                self.api, claim, self.resourceclaim_creates
+            )
         except errors.ApiError as err:
-            self.resourceclaim_creates_total["failure"] += 1
             where = f"{claim.metadata.namespace}/{claim.metadata.generate_name}"
             raise claims.wrapped(err, f"create claim for extended resources {where}") from err
-        self.resourceclaim_creates_total["success"] += 1
         log.debug(
             "created claim %s for extended resources of pod %s",
             claims.ref(created),

@@ -27,7 +27,7 @@ import logging
 from collections.abc import Sequence
 from typing import ClassVar
 
-from drasim.common import codec, errors
+from drasim.common import codec, errors, metrics
 from drasim.common.api import core_v1, resource_v1, validation
 from drasim.common.client import ApiClient
 from drasim.scheduler import framework
@@ -50,7 +50,6 @@ from drasim.scheduler.plugins.dynamic_resources.state import (
 
 __all__ = [
     "ASSUME_EXTENDED_RESOURCE_TIMEOUT_DEFAULT_SECONDS",
-    "METRIC_RESOURCECLAIM_CREATES_TOTAL",
     "REASON_CANNOT_ALLOCATE",
     "REASON_CANNOT_FIT_RESOURCE",
     "REASON_CANNOT_SCHEDULE_EXTENDED_RESOURCE_CLAIM",
@@ -74,16 +73,15 @@ REASON_CLAIM_DEALLOCATED = "deallocation of ResourceClaim completed"
 REASON_CLAIM_DELETED = "deletion of ResourceClaim completed"
 REASON_STILL_NOT_SCHEDULABLE = "still not schedulable"
 
-# Counted once per create attempt of a special claim, by `status` (spec §8.1).
-METRIC_RESOURCECLAIM_CREATES_TOTAL = "dra_resourceclaim_creates_total"
-
 
 class DynamicResources:
     """PreFilter, Filter, PostFilter, PreScore, Score, Reserve, PreBind, EnqueueExtensions.
 
     `extended_resources` is the DRAExtendedResource gate: off, no special claim is made
     (spec §0.4). `assume_extended_resource_timeout` bounds PreBind's wait for a created
-    special claim to reach the claim cache (§3.9.5).
+    special claim to reach the claim cache (§3.9.5). `resourceclaim_creates` counts the
+    special claims' creates (the scheduler's registry serves it; default: a counter of the
+    plugin's own).
     """
 
     name: ClassVar[str] = names.DYNAMIC_RESOURCES
@@ -95,18 +93,25 @@ class DynamicResources:
         *,
         extended_resources: bool = True,
         assume_extended_resource_timeout: float = ASSUME_EXTENDED_RESOURCE_TIMEOUT_DEFAULT_SECONDS,
+        resourceclaim_creates: metrics.CounterVec | None = None,
     ) -> None:
         self.dra_manager = dra_manager
         self.api = api
         self.extended_resources = extended_resources
         self._writer = extended.ExtendedResourceClaimWriter(
-            api, dra_manager, assume_timeout=assume_extended_resource_timeout
+            api,
+            dra_manager,
+            assume_timeout=assume_extended_resource_timeout,
+            resourceclaim_creates=resourceclaim_creates,
         )
 
     @property
-    def resourceclaim_creates_total(self) -> collections.Counter[str]:
-        """`dra_resourceclaim_creates_total{status}`: status "success" or "failure"."""
-        return self._writer.resourceclaim_creates_total
+    def resourceclaim_creates_total(self) -> dict[str, float]:
+        """The special claims' create attempts so far, by status ("success", "failure")."""
+        totals: collections.Counter[str] = collections.Counter()
+        for (status, *_), value in self._writer.resourceclaim_creates.items():
+            totals[status] += value
+        return dict(totals)
 
     def watch_filter_inputs(self, sink: framework.NodeChangeSink) -> None:
         """What Filter's verdict for a node depends on besides the pod and the NodeInfo
