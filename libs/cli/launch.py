@@ -4,7 +4,8 @@
 fixtures all start what they run through here, so each of them:
 
 - gives a service the same flags: where NATS and Postgres are, the subject prefix, the
-  NATS identity it connects as and its log level (`Launch.service`);
+  NATS identity it connects as, its log level and the cluster's feature gates
+  (`Launch.service`);
 - runs it as `python -m <module>` in a session of its own, so a Ctrl-C in the terminal
   reaches only the parent, which stops it in order, and tells it to stop should the
   parent die however it dies (PR_SET_PDEATHSIG, `die_with_parent`);
@@ -39,6 +40,7 @@ from drasim.common.bus import subjects
 from drasim.common.bus.client import Bus
 from drasim.common.config import database_name, with_database
 from drasim.common.embedded import EmbeddedNats, EmbeddedPostgres
+from drasim.common.featuregate import FeatureGate
 
 READY_MARKER = "READY"
 READY_TIMEOUT = 60.0
@@ -73,12 +75,15 @@ class Launch:
         database_url: str | None = None,
         nats_credentials: Path | None = None,
         log_level: str | None = None,
+        feature_gates: FeatureGate | None = None,
         args: Sequence[str] = (),
         name: str | None = None,
         environment: Mapping[str, str] | None = None,
     ) -> Launch:
         """A drasim service (`drasim.common.service.parse_args` reads these flags), named
-        after the last part of its module unless `name` says otherwise."""
+        after the last part of its module unless `name` says otherwise. `feature_gates`
+        becomes its `--feature-gates` and `--emulated-version`, so that every service of a
+        cluster has the same gates."""
         argv = ["--nats-url", nats_url]
         if database_url is not None:
             argv += ["--database-url", database_url]
@@ -87,6 +92,10 @@ class Launch:
             argv += ["--nats-credentials", str(nats_credentials)]
         if log_level is not None:
             argv += ["--log-level", log_level]
+        if feature_gates is not None:
+            argv += ["--emulated-version", str(feature_gates.version.emulation)]
+            if feature_gates.explicit:
+                argv += ["--feature-gates", feature_gates.flag()]
         return cls(
             name or module.rsplit(".", 1)[-1], module, [*argv, *args], environment=environment
         )

@@ -12,6 +12,10 @@ own process and supervises them (`drasim.cli.supervisor`):
 - Ctrl-C or SIGTERM stops the services (SIGTERM, then SIGKILL after `STOP_TIMEOUT`), then
   the embedded servers, and `up` exits 0.
 
+The cluster is Kubernetes 1.37, or the release `--kubernetes-version` names (its feature
+gates' defaults), with `--feature-gates` set on top; both reach every service, refused
+before anything starts if they cannot be honoured (`drasim.common.features`).
+
 The cluster's nodes come from a cluster file (`--cluster`, default: KEP-5004's example,
 `drasim.common.profiles.DEFAULT_CLUSTER`), refused before anything starts if it is bad.
 Once the services are ready, `up` creates the file's DeviceClasses, then starts
@@ -40,12 +44,13 @@ import msgspec
 
 from drasim.cli import apply, cluster, demo, kubeconfig, launch, supervisor
 from drasim.cli.launch import Launch
-from drasim.common import cluster_file, nats_auth
+from drasim.common import cluster_file, features, nats_auth, service
 from drasim.common.api import registry, resource_v1
 from drasim.common.bus.client import Bus
 from drasim.common.client import ApiClient
 from drasim.common.config import Config
 from drasim.common.embedded import free_port
+from drasim.common.featuregate import FeatureGate
 
 # Every service `up` runs, as the module `python -m` starts; the last dotted part names it.
 APISTORE = "drasim.apistore"
@@ -81,6 +86,7 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
         type=int,
         help="kubelet processes sharing the nodes (default: 1; 0 with --services)",
     )
+    service.add_feature_gate_flags(parser, version_flag="--kubernetes-version")
     # Tests substitute fake services here; users have no reason to.
     parser.add_argument(
         "--services",
@@ -88,11 +94,18 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
         default=SERVICES,
         help=argparse.SUPPRESS,
     )
-    parser.set_defaults(func=run)
+    parser.set_defaults(func=run, parser=parser)
 
 
 def run(args: argparse.Namespace) -> int:
     """Flags and environment only: cluster.json is what this command writes, not reads."""
+    gates = service.feature_gates(
+        args.parser,
+        args.feature_gates,
+        args.emulated_version,
+        version_flag="--kubernetes-version",
+        warn=True,
+    )
     config = Config.from_env(**cluster.cluster_flags(args))
     try:
         nodes_file = cluster_file.load(args.cluster)
@@ -109,6 +122,7 @@ def run(args: argparse.Namespace) -> int:
             nodes_file=nodes_file,
             kubelets=min(max(kubelets, 0), len(nodes_file.nodes)),
             with_demo=args.demo,
+            feature_gates=gates,
         )
     )
 
@@ -121,6 +135,7 @@ async def _up(
     kubelets: int,
     with_demo: bool,
     http_port: int = 0,
+    feature_gates: FeatureGate = features.DEFAULT,
 ) -> int:
     stopping = asyncio.Event()
     loop = asyncio.get_running_loop()
@@ -177,6 +192,7 @@ async def _up(
                 database_url=infra.database_url,
                 prefix=config.prefix,
                 nats_credentials=infra.credentials(user),
+                feature_gates=feature_gates if module.startswith("drasim.") else None,
                 args=[*args, *_metrics_argv(module)],
                 name=name,
             )

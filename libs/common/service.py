@@ -20,9 +20,10 @@ from typing import Protocol
 
 from prometheus_client import CollectorRegistry
 
-from drasim.common import metrics, tracing
+from drasim.common import features, metrics, tracing, version
 from drasim.common.bus.client import Bus
 from drasim.common.config import Config, ConfigError
+from drasim.common.featuregate import FeatureGate, FeatureGateError
 
 
 def parse_args(
@@ -33,7 +34,9 @@ def parse_args(
     required: Sequence[str] = ("--nats-url",),
 ) -> tuple[Config, argparse.Namespace]:
     """The command line every service shares (plus what `add` adds), with the environment
-    filling what it leaves out; exits 2 naming the flags in `required` still missing."""
+    filling what it leaves out; exits 2 naming the flags in `required` still missing.
+    `args.feature_gates` is the `FeatureGate` its `--feature-gates` and
+    `--emulated-version` make."""
     parser = argparse.ArgumentParser(prog=f"drasim-{name}")
     parser.add_argument("--nats-url")
     parser.add_argument("--nats-credentials", help="file 'user:password' for NATS")
@@ -44,9 +47,11 @@ def parse_args(
         "--metrics-port", type=int, help="serve Prometheus /metrics on this port (0: any free one)"
     )
     parser.add_argument("--metrics-host", default="127.0.0.1", help="address of /metrics")
+    add_feature_gate_flags(parser)
     if add is not None:
         add(parser)
     args = parser.parse_args(argv)
+    args.feature_gates = feature_gates(parser, args.feature_gates, args.emulated_version)
     try:
         config = Config.from_env(
             nats_url=args.nats_url,
@@ -63,6 +68,56 @@ def parse_args(
         print(f"drasim-{name}: {' and '.join(missing)} {verb} required", file=sys.stderr)
         sys.exit(2)
     return config, args
+
+
+def add_feature_gate_flags(
+    parser: argparse.ArgumentParser, *, version_flag: str = "--emulated-version"
+) -> None:
+    """`--feature-gates` and the release to emulate (`--emulated-version`, as Kubernetes
+    components take them; `version_flag` names it otherwise), read into
+    `args.feature_gates` and `args.emulated_version`."""
+    parser.add_argument(
+        "--feature-gates",
+        default="",
+        metavar="KEY=VALUE,...",
+        help="feature gates to set, e.g. DRAExtendedResource=false (see docs/feature-gates.md). "
+        "Options are: " + ", ".join(features.DEFAULT.known_features()),
+    )
+    parser.add_argument(
+        version_flag,
+        dest="emulated_version",
+        metavar="1.MINOR",
+        help="the Kubernetes release to behave as: its feature gates' defaults and /version's "
+        f"emulationMinor ({version.EMULATION_FLOOR}..{version.BINARY}, default {version.BINARY})",
+    )
+
+
+def feature_gates(
+    parser: argparse.ArgumentParser,
+    flag: str,
+    emulated: str | None,
+    *,
+    version_flag: str = "--emulated-version",
+    warn: bool = False,
+) -> FeatureGate:
+    """The gates `flag` sets at release `emulated`; exits 2 naming the flag that cannot be
+    honoured (with upstream's reason). With `warn`, says which gates it sets that drasim
+    registers without implementing (`drasim up` says it once for all its services)."""
+    try:
+        version.effective_version(emulated)
+    except version.VersionError as exc:
+        parser.error(f"{version_flag}: {exc}")
+    try:
+        gate = features.new_gate(flag, emulated=emulated)
+    except FeatureGateError as exc:
+        parser.error(f"--feature-gates: {exc}")
+    for name in sorted(gate.explicit.keys() & features.NOT_IMPLEMENTED if warn else ()):
+        print(
+            f"{parser.prog}: warning: drasim registers feature gate {name} with Kubernetes' "
+            "defaults but does not implement it beyond dropping its fields on write",
+            file=sys.stderr,
+        )
+    return gate
 
 
 def setup_logging(name: str, level: str) -> None:

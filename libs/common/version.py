@@ -54,7 +54,7 @@ class Version:
         found = _MAJOR_MINOR.fullmatch(text.strip())
         if found is None:
             if re.fullmatch(r"v?\d+\.\d+\.\d+", text.strip()):
-                raise VersionError(f"patch version not allowed, got: {text.strip()}")
+                raise VersionError(f"patch version not allowed, got: kube={text.strip()}")
             raise VersionError(f'could not parse "{text}" as version')
         return cls(int(found[1]), int(found[2]))
 
@@ -106,13 +106,24 @@ class EffectiveVersion:
 
 
 def effective_version(emulated: str | None = None) -> EffectiveVersion:
-    """The binary version emulating `emulated` (None: itself); VersionError with upstream's
-    message for a release outside [EMULATION_FLOOR, BINARY]."""
+    """The binary version emulating `emulated` (`1.35`, or `kube=1.35` as upstream's flag
+    takes it; None: itself); VersionError with upstream's message for a release outside
+    [EMULATION_FLOOR, BINARY]."""
     if emulated is None:
         return EffectiveVersion()
-    emulation = Version.parse(emulated)
+    emulation = Version.parse(emulated.strip().removeprefix("kube="))
+    effective = EffectiveVersion(emulation=emulation)
+    # Upstream `effectiveVersion.Validate`, its errors aggregated.
+    errors = []
     if not EMULATION_FLOOR <= emulation <= BINARY:
-        raise VersionError(
-            f"emulation version {emulation} is not between [{EMULATION_FLOOR}, {BINARY}]"
+        errors.append(
+            f"emulation version {emulation} is not between [{EMULATION_FLOOR}, {BINARY}.0]"
         )
-    return EffectiveVersion(emulation=emulation)
+    if effective.min_compatibility > emulation:
+        errors.append(
+            f"minCompatibilityVersion version {effective.min_compatibility} is not between "
+            f"[{EMULATION_FLOOR}, {emulation}]"
+        )
+    if errors:
+        raise VersionError(errors[0] if len(errors) == 1 else f"[{', '.join(errors)}]")
+    return effective

@@ -76,6 +76,7 @@ def main(argv: list[str] | None = None) -> int:
             http_tokens=tokens,
             http_tls=tls,
             event_ttl=args.event_ttl,
+            features=args.feature_gates,
         )
         scheme = "https" if tls else "http"
         http = f" http={scheme}://{args.http_host}:{server.http.port}" if server.http else ""

@@ -32,8 +32,10 @@ from drasim.apistore import (
 from drasim.apistore.request import Context, key_of, resource_info
 from drasim.apistore.store import EventRow, Key, ObjectRow, Store, WriteSession
 from drasim.common import codec, errors, quota, selection
+from drasim.common import features as gates
 from drasim.common.api import scheduling_v1
 from drasim.common.bus import messages
+from drasim.common.featuregate import FeatureGate
 
 log = logging.getLogger(__name__)
 
@@ -50,7 +52,8 @@ BUILTIN_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease"
 class ApiCore:
     """Serves every API verb over one `Store`; `on_commit(events)` hands each committed
     batch's events to the outbox. A write whose object would be stored larger than
-    `max_object_bytes` is refused (see `limits`)."""
+    `max_object_bytes` is refused (see `limits`). `features` are the cluster's gates: a
+    write drops what a disabled one guards (`Strategy.drop_disabled_fields`)."""
 
     def __init__(
         self,
@@ -59,10 +62,12 @@ class ApiCore:
         fault_plan: faults.FaultPlan | None = None,
         on_commit: Callable[[list[EventRow]], None] | None = None,
         max_object_bytes: int = limits.MAX_OBJECT_BYTES,
+        features: FeatureGate = gates.DEFAULT,
     ) -> None:
         self.store = store
         self.fault_plan = fault_plan
         self.max_object_bytes = max_object_bytes
+        self.features = features
         self._on_commit = on_commit
         # Writes waiting for the writer (a list and an event: cheaper than a Queue per item).
         self._queue: list[_Write] = []
@@ -435,6 +440,7 @@ class ApiCore:
             policy=self.rbac,
             quotas=self.quotas,
             max_object_bytes=self.max_object_bytes,
+            features=self.features,
         )
         results: list[bytes | errors.ApiError] = []
         for write in ready:

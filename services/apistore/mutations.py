@@ -36,8 +36,10 @@ from drasim.apistore.request import (
 from drasim.apistore.store import EventRow, Key, ObjectRow
 from drasim.apistore.strategies import for_resource
 from drasim.common import codec, errors, quota
+from drasim.common import features as gates
 from drasim.common.api import core_v1, registry, scheduling_v1, validation
 from drasim.common.bus import messages
+from drasim.common.featuregate import FeatureGate
 
 __all__ = ["Batch", "set_pod_condition"]
 
@@ -58,8 +60,10 @@ class Batch:
         policy: rbac.Policy | None = None,
         quotas: resourcequota.QuotaIndex | None = None,
         max_object_bytes: int = limits.MAX_OBJECT_BYTES,
+        features: FeatureGate = gates.DEFAULT,
     ) -> None:
         self._rows: dict[Key, bytes | None] = dict(loaded)
+        self.features = features  # the cluster's gates: what strategies drop while off
         # The quota admission: its index, and the quotas of each namespace the batch holds
         # (all of a namespace's, read with the batch, see `ApiCore`).
         self._quota_index = quotas
@@ -230,6 +234,7 @@ class Batch:
             )
         node_restriction.admit_create(ctx.actor, info, obj)
         strategy.admit_create(obj, self)
+        strategy.drop_disabled_fields(obj, None, self.features)
         errs = strategy.validate(obj)
         if errs:
             raise errors.invalid(info.kind, meta.name or "", errs, group=info.group)
@@ -332,6 +337,7 @@ class Batch:
         if subresource == "status":
             new = self.current(info, key)  # a second copy: `old` stays the comparison base
             new.status = obj.status
+            strategy.drop_disabled_status_fields(new, old, self.features)
         elif subresource:
             raise errors.NotFound(f"subresource {subresource!r} not found for {info.plural}")
         else:
@@ -344,6 +350,7 @@ class Batch:
                     errs = [errors.field_forbidden("metadata.finalizers", detail)]
                     raise errors.invalid(info.kind, name, errs, group=info.group)
             strategy.prepare_for_update(new, old)
+            strategy.drop_disabled_fields(new, old, self.features)
             strategy.guard_update(new, old, name, ctx, self)
         node_restriction.admit_update(ctx.actor, info, old, new, subresource)
         if subresource == "status":

@@ -23,8 +23,10 @@ from drasim.apistore.nats_api import NatsApi
 from drasim.apistore.outbox import DEFAULT_MAX_MSGS, Outbox
 from drasim.apistore.store import Store
 from drasim.common import errors
+from drasim.common import features as gates
 from drasim.common.bus import subjects
 from drasim.common.bus.client import Bus
+from drasim.common.featuregate import FeatureGate
 
 log = logging.getLogger(__name__)
 
@@ -61,11 +63,14 @@ class ApiServer:
         http_tokens: Tokens | None = None,
         http_tls: ssl.SSLContext | None = None,
         event_ttl: float = DEFAULT_EVENT_TTL,
+        features: FeatureGate = gates.DEFAULT,
     ) -> ApiServer:
         """With `http_port` (0 picks a free one) the HTTP API serves too, for `http_token`.
         Events expire `event_ttl` seconds after their last write (0: never). Fault plans
         can be installed at run time (`drasim.apistore.faults`, over the control subject)
-        only with `fault_injection`, and NATS lets only admins publish there."""
+        only with `fault_injection`, and NATS lets only admins publish there. `features`
+        are the feature gates and the release they are of: writes drop what a disabled gate
+        guards, `/version` says the release emulated."""
         store = await Store.connect(database_url)
         await store.migrate()
         bus = await Bus.connect(
@@ -89,6 +94,7 @@ class ApiServer:
             fault_plan=fault_plan,
             on_commit=outbox.add,
             max_object_bytes=max_object_bytes,
+            features=features,
         )
         outbox_task = asyncio.create_task(outbox.run(), name="apistore-outbox")
         await core.start()
@@ -104,6 +110,7 @@ class ApiServer:
                 tokens=http_tokens,
                 request_metrics=server_metrics.requests,
                 health_checks=health.apistore_checks(store, bus, outbox),
+                version=features.version,
             )
             server.http = HttpApi(app)
             await server.http.start(http_host, http_port, http_tls)

@@ -51,6 +51,7 @@ def main(argv: list[str] | None = None) -> int:
             nodes=nodes,
             state_dir=args.state_dir,
             heartbeat_period=args.heartbeat_seconds,
+            features=args.feature_gates,
         ),
         f"kubelet shard={index}/{count} nodes={len(nodes)}",
         connection=f"kubelet-{index}",

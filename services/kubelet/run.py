@@ -7,6 +7,9 @@
 - `heartbeat-<node>`: one Lease-renewing task per node;
 - control: one subscription per node for `drasim node fault|migrate` (`control`).
 
+With the DRAExtendedResource gate off (`features`), pods reach the nodes without their
+special claim's status, as upstream's kubelet ignores it then.
+
 A process that is killed leaves its nodes' state in the API and in the checkpoints under
 `state_dir`; a new process with the same nodes takes over without preparing anything again.
 """
@@ -18,13 +21,16 @@ import contextlib
 import logging
 from pathlib import Path
 
+import msgspec
 from nats.aio.msg import Msg
 from nats.aio.subscription import Subscription
 
+from drasim.common import features as gates
 from drasim.common import nats_auth
 from drasim.common.api import core_v1
 from drasim.common.client import ApiClient
 from drasim.common.cluster_file import NodeConfig
+from drasim.common.featuregate import FeatureGate
 from drasim.kubelet import control
 from drasim.kubelet.metrics import KubeletMetrics
 from drasim.kubelet.node import GroupInUse, NodeAgent
@@ -48,8 +54,10 @@ class KubeletProcess:
         nodes: list[NodeConfig],
         state_dir: Path | None = None,
         heartbeat_period: float = 10.0,
+        features: FeatureGate = gates.DEFAULT,
     ) -> None:
         self.api = api
+        self.extended_resources = features.enabled(gates.DRA_EXTENDED_RESOURCE)
         self.agents = {
             n.name: NodeAgent(
                 config=n,
@@ -110,6 +118,7 @@ class KubeletProcess:
         agent = self.agents.get(pod.spec.node_name)
         if agent is None:
             return
+        pod = self._as_gated(pod)
         try:
             agent.admit(event_type, pod, traceparent)
         except Exception:
@@ -119,7 +128,16 @@ class KubeletProcess:
     def _requeue(self, namespace: str, name: str) -> None:
         pod = self.watch.cache.get((namespace, name))
         if pod is not None:
-            self.queues.put(("pods", pod.metadata.uid), ("MODIFIED", pod, ""))
+            self.queues.put(("pods", pod.metadata.uid), ("MODIFIED", self._as_gated(pod), ""))
+
+    def _as_gated(self, pod: core_v1.Pod) -> core_v1.Pod:
+        """The pod as the nodes see it. Upstream's kubelet reads the special claim only with
+        DRAExtendedResource on (its DRA manager's claims, its device manager's skip of
+        DRA-backed names, its admission's): off, the pod is as if it had none."""
+        if self.extended_resources or pod.status.extended_resource_claim_status is None:
+            return pod
+        status = msgspec.structs.replace(pod.status, extended_resource_claim_status=None)
+        return msgspec.structs.replace(pod, status=status)
 
     async def _sync(self, key: Key, event: PodEvent) -> None:
         event_type, pod, traceparent = event

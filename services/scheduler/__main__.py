@@ -15,7 +15,9 @@ def main(argv: list[str] | None = None) -> int:
         "scheduler",
         config,
         args,
-        lambda bus: Scheduler(ApiClient(bus, actor=nats_auth.KUBE_SCHEDULER)),
+        lambda bus: Scheduler(
+            ApiClient(bus, actor=nats_auth.KUBE_SCHEDULER), features=args.feature_gates
+        ),
         f"scheduler nats={config.nats_url} prefix={config.prefix}",
         freeze=True,  # the synced caches stay: the collector need not scan them
     )

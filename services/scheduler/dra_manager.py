@@ -220,8 +220,12 @@ class DraManager:
             self._snapshot = allocator.Snapshot(self.slices.values())
         return self._snapshot
 
-    def allocator(self) -> allocator.Allocator:
-        return allocator.Allocator(self.snapshot(), self.classes, self.allocated)
+    def allocator(self, *, admin_access: bool = True) -> allocator.Allocator:
+        """An allocator over the current slices, classes and allocated devices; with
+        `admin_access` off (its gate), a request for admin access is refused."""
+        return allocator.Allocator(
+            self.snapshot(), self.classes, self.allocated, admin_access=admin_access
+        )
 
     def get_claim(self, namespace: str, name: str) -> resource_v1.ResourceClaim | None:
         """The stored (or assumed) claim. An in-flight allocation does not show here, as

@@ -18,8 +18,10 @@ from collections.abc import Callable
 from typing import Any
 
 from drasim.common import events, metrics
+from drasim.common import features as gates
 from drasim.common.api import core_v1, policy_v1, resource_v1
 from drasim.common.client import ApiClient
+from drasim.common.featuregate import FeatureGate
 from drasim.common.informer import Informer, event_traceparent
 from drasim.scheduler import framework, schedule_one
 from drasim.scheduler.cache import Cache, Snapshot
@@ -27,6 +29,7 @@ from drasim.scheduler.dra_manager import DraManager
 from drasim.scheduler.framework import ActionType, ClusterEvent, EventResource
 from drasim.scheduler.metrics import SchedulerMetrics
 from drasim.scheduler.plugins import default_preemption, names, registry
+from drasim.scheduler.plugins.feature import Features
 from drasim.scheduler.queue import Nominator, SchedulingQueue
 
 __all__ = ["DEFAULT_PLUGINS", "Scheduler", "new_default_framework"]
@@ -57,14 +60,16 @@ def new_default_framework(
     observe_plugin_duration: framework.PluginDurationObserver | None = None,
     preemption: default_preemption.ClusterViews | None = None,
     resourceclaim_creates: metrics.CounterVec | None = None,
+    features: FeatureGate = gates.DEFAULT,
 ) -> framework.Framework:
     """The default profile: NodeResourcesFit scores least allocated over cpu and memory and
     leaves extended resources that DRA serves to DynamicResources, which counts the special
     claims it creates in `resourceclaim_creates`; DefaultPreemption sees the cluster
-    through `preemption` (nothing without it)."""
+    through `preemption` (nothing without it). The plugins honour `features`' gates."""
     handle = registry.Handle(
         dra_manager=dra_manager,
         api=api,
+        features=Features.from_gate(features),
         preemption=preemption or default_preemption.ClusterViews(),
         resourceclaim_creates=resourceclaim_creates,
     )
@@ -74,13 +79,20 @@ def new_default_framework(
 
 
 class Scheduler:
-    """kube-scheduler with the default profile, over the apistore's client.
+    """kube-scheduler with the default profile, over the apistore's client, honouring the
+    gates of `features`.
 
     `start()` lists and watches pods, nodes, ResourceClaims, ResourceSlices and
     DeviceClasses, waits until all are synced, then schedules until `stop()`.
     """
 
-    def __init__(self, api: ApiClient, *, rng: random.Random | None = None) -> None:
+    def __init__(
+        self,
+        api: ApiClient,
+        *,
+        rng: random.Random | None = None,
+        features: FeatureGate = gates.DEFAULT,
+    ) -> None:
         self.api = api
         self.rng = rng or random.Random()
         # FailedScheduling repeats on every attempt of a pending pod: counted, not rewritten.
@@ -98,6 +110,7 @@ class Scheduler:
             self.dra_manager,
             observe_plugin_duration=self.metrics.observe_plugin_duration,
             resourceclaim_creates=self.metrics.resourceclaim_creates,
+            features=features,
             preemption=default_preemption.ClusterViews(
                 nodes=lambda: self.snapshot.node_info_list,
                 budgets=self.pdb_informer.list,

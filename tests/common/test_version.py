@@ -27,7 +27,12 @@ def test_the_binary_is_1_37_and_emulates_itself_by_default() -> None:
 
 @pytest.mark.parametrize(
     ("asked", "emulation", "min_compatibility"),
-    [("1.35", "1.35", "1.34"), ("v1.36", "1.36", "1.35"), ("1.34", "1.34", "1.34")],
+    [
+        ("1.35", "1.35", "1.34"),
+        ("v1.36", "1.36", "1.35"),
+        ("kube=1.36", "1.36", "1.35"),
+        ("1.34", "1.34", "1.34"),
+    ],
 )
 def test_an_emulated_release_keeps_the_binary_version(
     asked: str, emulation: str, min_compatibility: str
@@ -43,10 +48,14 @@ def test_an_emulated_release_keeps_the_binary_version(
 @pytest.mark.parametrize(
     ("asked", "message"),
     [
-        ("1.33", "emulation version 1.33 is not between [1.34, 1.37]"),
-        ("1.38", "emulation version 1.38 is not between [1.34, 1.37]"),
-        ("2.0", "emulation version 2.0 is not between [1.34, 1.37]"),
-        ("1.35.1", "patch version not allowed, got: 1.35.1"),
+        (
+            "1.33",
+            "[emulation version 1.33 is not between [1.34, 1.37.0], minCompatibilityVersion "
+            "version 1.34 is not between [1.34, 1.33]]",
+        ),
+        ("1.38", "emulation version 1.38 is not between [1.34, 1.37.0]"),
+        ("2.0", "emulation version 2.0 is not between [1.34, 1.37.0]"),
+        ("1.35.1", "patch version not allowed, got: kube=1.35.1"),
         ("latest", 'could not parse "latest" as version'),
     ],
 )

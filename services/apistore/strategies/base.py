@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from drasim.apistore import rbac
     from drasim.apistore.admission import PriorityClass
     from drasim.apistore.request import Context
+    from drasim.common.featuregate import FeatureGate
 
 __all__ = ["Admission", "Strategy"]
 
@@ -64,6 +65,14 @@ class Strategy:
             new.status = old.status
         if self.generation and getattr(new, "spec", None) != getattr(old, "spec", None):
             new.metadata.generation = (old.metadata.generation or 0) + 1
+
+    def drop_disabled_fields(self, new: Any, old: Any | None, features: FeatureGate) -> None:
+        """Clear what a disabled feature gate guards, unless `old` already uses it: upstream's
+        `dropDisabledFields`, which its PrepareForCreate (`old` None) and PrepareForUpdate
+        call. The batch calls it at that step, before validation."""
+
+    def drop_disabled_status_fields(self, new: Any, old: Any, features: FeatureGate) -> None:
+        """The same for a status update (the status strategy's PrepareForUpdate)."""
 
     def validate(self, obj: Any) -> list[FieldError]:
         return validation.validate(obj)

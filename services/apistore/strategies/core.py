@@ -7,7 +7,9 @@ from typing import Any, ClassVar
 
 from drasim.apistore import admission
 from drasim.apistore.strategies.base import Admission, Strategy
+from drasim.common import features as gates
 from drasim.common.api import core_v1
+from drasim.common.featuregate import FeatureGate
 
 __all__ = ["STRATEGIES"]
 
@@ -56,6 +58,21 @@ class PodStrategy(Strategy):
 
     def admit_create(self, obj: core_v1.Pod, batch: Admission) -> None:
         admission.admit_pod(obj, batch.priority_class, batch.default_priority_class())
+
+    def drop_disabled_fields(
+        self, new: core_v1.Pod, old: core_v1.Pod | None, features: FeatureGate
+    ) -> None:
+        """Upstream `DropDisabledPodFields` (pkg/api/pod/util.go), for the gates drasim
+        registers; its status part applies to creates and updates alike."""
+        self.drop_disabled_status_fields(new, old, features)
+
+    def drop_disabled_status_fields(
+        self, new: core_v1.Pod, old: core_v1.Pod | None, features: FeatureGate
+    ) -> None:
+        """Upstream `dropDisabledPodStatusFields`: the special claim's status."""
+        in_use = old is not None and old.status.extended_resource_claim_status is not None
+        if not features.enabled(gates.DRA_EXTENDED_RESOURCE) and not in_use:
+            new.status.extended_resource_claim_status = None
 
     def grace_period(self, obj: core_v1.Pod, asked: int | None) -> int | None:
         """A pod no node runs, or one that has finished, goes at once."""

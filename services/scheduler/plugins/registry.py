@@ -27,6 +27,7 @@ from drasim.scheduler.plugins import (
     taint_toleration,
 )
 from drasim.scheduler.plugins.dynamic_resources import plugin as dynamic_resources
+from drasim.scheduler.plugins.feature import DEFAULT_FEATURES, Features
 
 __all__ = ["REGISTRY", "Handle", "PluginFactory", "new_framework"]
 
@@ -42,8 +43,8 @@ class Handle:
     """What factories may use (upstream's `framework.Handle` and feature gates).
 
     `dra_manager` is the shared DRA view (None: DRA is off, DynamicResources cannot be
-    built); `api` the client PreBind and PostFilter write with; `extended_resources` the
-    DRAExtendedResource gate; `resourceclaim_creates` the scheduler's counter of special
+    built); `api` the client PreBind and PostFilter write with; `features` the feature
+    gates plugins read; `resourceclaim_creates` the scheduler's counter of special
     claim creates (None: the plugin's own); `preemption` what DefaultPreemption reads of
     the cluster; `run_filter_plugins` the framework's Filter on one node (set by
     `new_framework`).
@@ -51,7 +52,7 @@ class Handle:
 
     dra_manager: DraManager | None = None
     api: ApiClient | None = None
-    extended_resources: bool = True
+    features: Features = DEFAULT_FEATURES
     resourceclaim_creates: metrics.CounterVec | None = None
     preemption: default_preemption.ClusterViews = dataclasses.field(
         default_factory=default_preemption.ClusterViews
@@ -64,7 +65,7 @@ class Handle:
     def resolve_device_class(self) -> node_resources_fit.DeviceClassResolver | None:
         """Extended resource name → DeviceClass; None when DRA or the DRAExtendedResource
         gate is off, so nothing is delegated to DRA (spec §0.4)."""
-        if self.dra_manager is None or not self.extended_resources:
+        if self.dra_manager is None or not self.features.enable_dra_extended_resource:
             return None
         return self.dra_manager.resolve_device_class
 
@@ -72,7 +73,7 @@ class Handle:
     def dra_capacity(self) -> node_resources_fit.DRACapacity | None:
         """Counts a node's devices for scoring DRA-served extended resources (spec §3.7.2);
         None whenever `resolve_device_class` is."""
-        if self.dra_manager is None or not self.extended_resources:
+        if self.dra_manager is None or not self.features.enable_dra_extended_resource:
             return None
         return self.dra_manager.dra_capacity
 
@@ -97,7 +98,7 @@ def _dynamic_resources(args: None, handle: Handle) -> dynamic_resources.DynamicR
     return dynamic_resources.DynamicResources(
         handle.dra_manager,
         handle.api,
-        extended_resources=handle.extended_resources,
+        features=handle.features,
         resourceclaim_creates=handle.resourceclaim_creates,
     )
 

@@ -110,6 +110,7 @@ class Allocator:
 
     `slices` is a `Snapshot` (built once and shared) or the slices to index now.
     `allocated` holds the devices other claims own, in-flight allocations included.
+    `admin_access` is the DRAAdminAccess gate (upstream's `Features.AdminAccess`).
     """
 
     def __init__(
@@ -117,7 +118,10 @@ class Allocator:
         slices: Snapshot | Iterable[resource_v1.ResourceSlice],
         classes: Mapping[str, resource_v1.DeviceClass],
         allocated: Set[DeviceID],
+        *,
+        admin_access: bool = True,
     ) -> None:
+        self._admin_access = admin_access
         self._snapshot = slices if isinstance(slices, Snapshot) else Snapshot(slices)
         self._classes = classes
         self._allocated = allocated
@@ -265,6 +269,9 @@ class Allocator:
         spec: resource_v1.ExactDeviceRequest | resource_v1.DeviceSubRequest,
     ) -> _AlternativePlan:
         where = f"claim {_ref(claim)}, request {name}"
+        admin_access = isinstance(spec, resource_v1.ExactDeviceRequest) and spec.admin_access
+        if admin_access and not self._admin_access:
+            raise AllocatorError(f"{where}: admin access is requested, but the feature is disabled")
         cls = self._classes.get(spec.device_class_name)
         if cls is None:
             raise AllocatorError(

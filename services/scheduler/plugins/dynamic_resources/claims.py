@@ -131,13 +131,19 @@ def pod_resource_claims(
 
 
 def validate_device_classes(
-    claim: resource_v1.ResourceClaim, classes: Container[str]
+    claim: resource_v1.ResourceClaim, classes: Container[str], *, prioritized_list: bool = True
 ) -> framework.Status | None:
-    """Every request names a class that exists (upstream `validateDeviceClass`)."""
+    """Every request names a class that exists (upstream `validateDeviceClass`); one with
+    subrequests needs the DRAPrioritizedList gate (`prioritized_list`)."""
     for request in claim.spec.devices.requests:
         if request.exactly is not None:
             wanted = [(request.name, request.exactly.device_class_name)]
         elif request.first_available:
+            if not prioritized_list:
+                return framework.Status.unresolvable(
+                    f"resource claim {ref(claim)}, request {request.name}: has subrequests, "
+                    "but the DRAPrioritizedList feature is disabled"
+                )
             wanted = [
                 (f"{request.name}/{sub.name}", sub.device_class_name)
                 for sub in request.first_available

@@ -16,8 +16,7 @@ Between Reserve and the end of PreBind, allocations live only in the DraManager 
 in-flight allocations, so that no other pod gets the same devices.
 
 Upstream: `pkg/scheduler/framework/plugins/dynamicresources/dynamicresources.go`. Not
-modelled: PreEnqueue, PreBindPreFlight, binding conditions, the Filter timeout, the
-DRAPrioritizedList gate (always on).
+modelled: PreEnqueue, PreBindPreFlight, binding conditions, the Filter timeout.
 """
 
 from __future__ import annotations
@@ -47,6 +46,7 @@ from drasim.scheduler.plugins.dynamic_resources.state import (
     StateData,
     read_state,
 )
+from drasim.scheduler.plugins.feature import DEFAULT_FEATURES, Features
 
 __all__ = [
     "ASSUME_EXTENDED_RESOURCE_TIMEOUT_DEFAULT_SECONDS",
@@ -77,11 +77,12 @@ REASON_STILL_NOT_SCHEDULABLE = "still not schedulable"
 class DynamicResources:
     """PreFilter, Filter, PostFilter, PreScore, Score, Reserve, PreBind, EnqueueExtensions.
 
-    `extended_resources` is the DRAExtendedResource gate: off, no special claim is made
-    (spec §0.4). `assume_extended_resource_timeout` bounds PreBind's wait for a created
-    special claim to reach the claim cache (§3.9.5). `resourceclaim_creates` counts the
-    special claims' creates (the scheduler's registry serves it; default: a counter of the
-    plugin's own).
+    `features` are the gates it honours: DRAExtendedResource off, no special claim is made
+    (spec §0.4); DRAPrioritizedList off, a claim with subrequests is unschedulable;
+    DRAAdminAccess off, a request for admin access is an error.
+    `assume_extended_resource_timeout` bounds PreBind's wait for a created special claim to
+    reach the claim cache (§3.9.5). `resourceclaim_creates` counts the special claims'
+    creates (the scheduler's registry serves it; default: a counter of the plugin's own).
     """
 
     name: ClassVar[str] = names.DYNAMIC_RESOURCES
@@ -91,13 +92,13 @@ class DynamicResources:
         dra_manager: DraManager,
         api: ApiClient,
         *,
-        extended_resources: bool = True,
+        features: Features = DEFAULT_FEATURES,
         assume_extended_resource_timeout: float = ASSUME_EXTENDED_RESOURCE_TIMEOUT_DEFAULT_SECONDS,
         resourceclaim_creates: metrics.CounterVec | None = None,
     ) -> None:
         self.dra_manager = dra_manager
         self.api = api
-        self.extended_resources = extended_resources
+        self.features = features
         self._writer = extended.ExtendedResourceClaimWriter(
             api,
             dra_manager,
@@ -153,7 +154,7 @@ class DynamicResources:
         except claims.NotSchedulable as err:
             return None, framework.Status.unresolvable(str(err))
         extended_resource_claim = None
-        if self.extended_resources:
+        if self.features.enable_dra_extended_resource:
             extended_resource_claim = extended.pre_filter_extended_resources(
                 self.dra_manager, pod, s
             )
@@ -179,12 +180,18 @@ class DynamicResources:
             # §3.3.5: the special claim has no requests yet, nothing to validate.
             if claim is extended_resource_claim:
                 continue
-            status = claims.validate_device_classes(claim, self.dra_manager.classes)
+            status = claims.validate_device_classes(
+                claim,
+                self.dra_manager.classes,
+                prioritized_list=self.features.enable_dra_prioritized_list,
+            )
             if status is not None:
                 return None, status
 
         if num_claims_to_allocate:
-            s.allocator = self.dra_manager.allocator()
+            s.allocator = self.dra_manager.allocator(
+                admin_access=self.features.enable_dra_admin_access
+            )
         s.claims = store
         s.only_extended_resource_claim = (
             store.no_user_claim()

@@ -30,6 +30,7 @@ from drasim.scheduler.framework import Code, QueueingHint
 from drasim.scheduler.plugins import names, registry
 from drasim.scheduler.plugins.dynamic_resources import extended
 from drasim.scheduler.plugins.dynamic_resources.plugin import DynamicResources
+from drasim.scheduler.plugins.feature import DEFAULT_FEATURES, Features
 from tests.scheduler.wrappers import make_device_class, make_node, make_pod
 
 GPU = "example.com/gpu"
@@ -43,6 +44,8 @@ FINALIZER = extended.DELETE_PROTECTION_FINALIZER
 CLASS = make_device_class("class", GPU)
 CLASS2 = make_device_class("class2", GPU2)
 DRA_NODE = make_node(WORKER).obj()
+
+ER_OFF = Features(enable_dra_extended_resource=False)
 
 
 # --- builders ------------------------------------------------------------------------------
@@ -276,7 +279,7 @@ def make_plugin(
     devices: int = 1,
     objects: tuple[Any, ...] = (),
     fail: dict[str, errors.ApiError] | None = None,
-    extended_resources: bool = True,
+    features: Features = DEFAULT_FEATURES,
 ) -> tuple[DynamicResources, DraManager, FakeApi]:
     dra_manager = DraManager()
     for cls in classes:
@@ -289,7 +292,7 @@ def make_plugin(
     plugin = DynamicResources(
         dra_manager,
         cast(ApiClient, api),
-        extended_resources=extended_resources,
+        features=features,
         assume_extended_resource_timeout=0.5,
     )
     return plugin, dra_manager, api
@@ -760,11 +763,44 @@ async def test_a_status_unreserve_could_not_clear_is_cleared_before_binding(
 
 
 async def test_gate_off_makes_no_special_claim() -> None:
-    plugin, _, _ = make_plugin(objects=(GPU_POD,), extended_resources=False)
+    plugin, _, _ = make_plugin(objects=(GPU_POD,), features=ER_OFF)
     state = framework.CycleState()
     assert plugin.pre_filter(state, GPU_POD, [framework.NodeInfo(DRA_NODE)]) == (
         None,
         framework.Status.skip(),
+    )
+
+
+async def test_subrequests_are_unschedulable_while_prioritized_list_is_off() -> None:
+    prioritized = make_claim(
+        "my-claim",
+        requests=[{"name": "gpu", "firstAvailable": [{"name": "a", "deviceClassName": "class"}]}],
+    )
+    pod = with_claims(pod_with({}), {"name": "gpu", "resourceClaimName": "my-claim"})
+    off = Features(enable_dra_prioritized_list=False)
+    plugin, _, _ = make_plugin(objects=(prioritized,), features=off)
+    assert (await schedule(plugin, pod, (DRA_NODE,)))["pre_filter"] == (
+        Code.UNSCHEDULABLE_AND_UNRESOLVABLE,
+        "resource claim default/my-claim, request gpu: has subrequests, but the "
+        "DRAPrioritizedList feature is disabled",
+    )
+    plugin, _, _ = make_plugin(objects=(prioritized,))
+    assert (await schedule(plugin, pod, (DRA_NODE,)))["pre_bind"] is None
+
+
+async def test_admin_access_is_an_error_while_its_gate_is_off() -> None:
+    admin = make_claim(
+        "my-claim",
+        requests=[{"name": "gpu", "exactly": {"deviceClassName": "class", "adminAccess": True}}],
+    )
+    pod = with_claims(pod_with({}), {"name": "gpu", "resourceClaimName": "my-claim"})
+    off = Features(enable_dra_admin_access=False)
+    plugin, _, _ = make_plugin(objects=(admin,), features=off)
+    got = await schedule(plugin, pod, (DRA_NODE,))
+    assert got[f"filter {WORKER}"] == (
+        Code.ERROR,
+        "claim default/my-claim, request gpu: admin access is requested, but the feature is "
+        "disabled",
     )
 
 
@@ -1127,13 +1163,10 @@ def test_registry_builds_the_plugin_from_the_handle() -> None:
     dra_manager = DraManager()
     api = cast(ApiClient, FakeApi(dra_manager))
     plugin = registry.REGISTRY[names.DYNAMIC_RESOURCES](
-        None, registry.Handle(dra_manager=dra_manager, api=api, extended_resources=False)
+        None, registry.Handle(dra_manager=dra_manager, api=api, features=ER_OFF)
     )
-    assert isinstance(plugin, DynamicResources) and not plugin.extended_resources
-    assert (
-        registry.Handle(dra_manager=dra_manager, extended_resources=False).resolve_device_class
-        is None
-    )
+    assert isinstance(plugin, DynamicResources) and plugin.features == ER_OFF
+    assert registry.Handle(dra_manager=dra_manager, features=ER_OFF).resolve_device_class is None
     handle = registry.Handle(dra_manager=dra_manager)
     assert handle.resolve_device_class == dra_manager.resolve_device_class
     assert handle.dra_capacity == dra_manager.dra_capacity
