@@ -194,6 +194,15 @@ class ApiCore:
         return fut
 
     # -- reads ----------------------------------------------------------------------
+    async def node_review(
+        self, node: str, attrs: rbac.Attributes, field_selector: str = ""
+    ) -> node_authorizer.Verdict:
+        """The Node authorizer's answer to a node's access review, reading objects as its
+        gets do."""
+        return await node_authorizer.review(
+            node, attrs, field_selector, self._object, self._node_pods
+        )
+
     async def _object(self, resource: str, namespace: str, name: str) -> bytes:
         return await self.get(messages.Get(resource=resource, namespace=namespace, name=name))
 

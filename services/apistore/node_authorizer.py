@@ -14,6 +14,10 @@ node may read:
 and nothing else: not other nodes' objects, not the event log. Where upstream decides by
 its graph, this decides by the object read: a missing object has no relationship either
 (403, as upstream, not 404). A refusal is the authorizer's 403 with upstream's reason.
+
+`review` answers a node's SelfSubjectAccessReview (`kubectl auth can-i`) as upstream's
+authorizer does, writes included: the verbs NodeRestriction then narrows are allowed, and
+kinds the authorizer does not subdivide go by upstream's `NodeRules`.
 """
 
 from __future__ import annotations
@@ -25,7 +29,7 @@ import msgspec
 
 from drasim.apistore import rbac
 from drasim.common import errors
-from drasim.common.api import registry
+from drasim.common.api import rbac_v1, registry
 from drasim.common.bus import messages
 from drasim.common.nats_auth import NODE_USER_PREFIX, node_identity
 
@@ -226,3 +230,146 @@ def _equalities(selector: str) -> dict[str, str]:
         if sep and not field.endswith("!"):
             found[field.strip()] = value.removeprefix("=").strip()
     return found
+
+
+# -- SelfSubjectAccessReview -------------------------------------------------------------------
+
+_CORE, _RESOURCE, _COORDINATION = "", "resource.k8s.io", "coordination.k8s.io"
+_READ = ["get", "list", "watch"]
+
+
+def _rule(verbs: list[str], group: str, resources: list[str]) -> rbac_v1.PolicyRule:
+    return rbac_v1.PolicyRule(verbs=verbs, api_groups=[group], resources=resources)
+
+
+# Upstream's `NodeRules` (bootstrappolicy): what a node may do of the kinds the Node
+# authorizer does not subdivide (events, services, reviews, ...).
+NODE_RULES = (
+    _rule(["create"], "authentication.k8s.io", ["tokenreviews"]),
+    _rule(["create"], "authorization.k8s.io", ["subjectaccessreviews"]),
+    _rule(["create"], "authorization.k8s.io", ["localsubjectaccessreviews"]),
+    _rule(["get", "list", "watch"], _CORE, ["services"]),
+    _rule(["create", "update", "patch"], _CORE, ["events"]),
+    _rule(["create", "update", "patch"], "events.k8s.io", ["events"]),
+    _rule(["get"], _CORE, ["endpoints"]),
+    _rule(["create", *_READ], "certificates.k8s.io", ["certificatesigningrequests"]),
+    _rule(["get", "update", "patch"], _CORE, ["persistentvolumeclaims/status"]),
+    _rule(["get", "watch", "list"], "storage.k8s.io", ["csidrivers"]),
+    _rule(["get", "list", "watch"], "node.k8s.io", ["runtimeclasses"]),
+    _rule(["deletecollection"], _RESOURCE, ["resourceslices"]),
+)  # fmt: skip
+
+Verdict = tuple[bool, str]
+"""(allowed, why not): the Node authorizer's Allow, or its NoOpinion with its reason."""
+
+
+async def review(
+    node: str, attrs: rbac.Attributes, field_selector: str, data: GetObject, pods: ListPods
+) -> Verdict:
+    """Upstream `NodeAuthorizer.Authorize` for a review's attributes: what `node` may do
+    and, when not, why (RBAC decides next). Where upstream asks its graph whether the node
+    has a relationship to a named object, this reads the object as `authorize_get` does."""
+    if not attrs.resource_request:
+        return False, ""
+    subdivided = _REVIEW_RULES.get((attrs.group, attrs.resource))
+    if subdivided is not None:
+        return await subdivided(node, attrs, field_selector, data, pods)
+    return any(rbac.rule_allows(attrs, rule) for rule in NODE_RULES), ""
+
+
+async def _related(node: str, attrs: rbac.Attributes, data: GetObject, pods: ListPods) -> Verdict:
+    """Upstream `authorize`: a named object the node has a relationship to."""
+    if not attrs.name:
+        return False, "No Object name found"
+    info = registry.by_plural(attrs.resource)
+    namespace = attrs.namespace if info.namespaced else ""
+    try:
+        await _GET_RULES[attrs.resource](node, info, namespace, attrs.name, data, pods)
+    except errors.Forbidden:
+        return False, _no_relationship(node)
+    return True, ""
+
+
+async def _review_node(node: str, attrs: rbac.Attributes, *_: object) -> Verdict:
+    if attrs.subresource == "" and attrs.verb in ("create", "update", "patch"):
+        return True, ""  # NodeRestriction holds the node to its own object
+    if attrs.subresource == "" and attrs.verb in ("get", "list", "watch"):
+        if attrs.name == node:
+            return True, ""
+        if not attrs.name:
+            return False, f"node '{node}' cannot read all nodes, only its own Node object"
+        return False, f"node '{node}' cannot read '{attrs.name}', only its own Node object"
+    if attrs.subresource == "status" and attrs.verb in ("update", "patch"):
+        return True, ""
+    return False, ""
+
+
+async def _review_pod(
+    node: str, attrs: rbac.Attributes, field_selector: str, data: GetObject, pods: ListPods
+) -> Verdict:
+    verb, subresource = attrs.verb, attrs.subresource
+    if subresource == "" and verb == "get":
+        return await _related(node, attrs, data, pods)
+    if subresource == "" and verb in ("list", "watch"):
+        if _equalities(field_selector).get("spec.nodeName") == node:
+            return True, ""
+        if attrs.name:
+            return await _related(node, attrs, data, pods)
+        return False, "can only list/watch pods with spec.nodeName field selector"
+    allowed = (
+        (subresource == "" and verb in ("create", "delete"))
+        or (subresource == "status" and verb in ("update", "patch"))
+        or (subresource == "eviction" and verb == "create")
+    )  # NodeRestriction holds the node to pods bound to it
+    return allowed, ""
+
+
+async def _review_claim(
+    node: str, attrs: rbac.Attributes, _selector: str, data: GetObject, pods: ListPods
+) -> Verdict:
+    if attrs.verb != "get":
+        return False, "can only get individual resources of this type"
+    if attrs.subresource:
+        return False, "cannot get subresource"
+    return await _related(node, attrs, data, pods)
+
+
+async def _review_slice(
+    node: str, attrs: rbac.Attributes, field_selector: str, data: GetObject, pods: ListPods
+) -> Verdict:
+    if attrs.subresource:
+        return False, "cannot authorize ResourceSlice subresources"
+    if attrs.verb == "create":
+        return True, ""  # NodeRestriction checks the new slice's node
+    if attrs.verb in ("get", "update", "patch", "delete"):
+        return await _related(node, attrs, data, pods)
+    if attrs.verb in ("watch", "list", "deletecollection"):
+        if _equalities(field_selector).get("spec.nodeName") == node:
+            return True, ""
+        return False, _LIST_RULES["resourceslices"][1]
+    return False, (
+        "only the following verbs are allowed for a ResourceSlice: get, watch, list, create, "
+        "update, patch, delete, deletecollection"
+    )
+
+
+async def _review_lease(node: str, attrs: rbac.Attributes, *_: object) -> Verdict:
+    if attrs.verb not in ("get", "create", "update", "patch", "delete"):
+        return False, "can only get, create, update, patch, or delete a node lease"
+    if attrs.namespace != NODE_LEASE_NAMESPACE:
+        return False, f'can only access leases in the "{NODE_LEASE_NAMESPACE}" system namespace'
+    if attrs.verb != "create" and attrs.name != node:
+        return False, "can only access node lease with the same name as the requesting node"
+    return True, ""
+
+
+_REVIEW_RULES: dict[
+    tuple[str, str],
+    Callable[[str, rbac.Attributes, str, GetObject, ListPods], Coroutine[Any, Any, Verdict]],
+] = {
+    (_CORE, "nodes"): _review_node,
+    (_CORE, "pods"): _review_pod,
+    (_RESOURCE, "resourceclaims"): _review_claim,
+    (_RESOURCE, "resourceslices"): _review_slice,
+    (_COORDINATION, "leases"): _review_lease,
+}

@@ -64,6 +64,27 @@ async def start_https_apistore(fresh, certs, **auth: object) -> ApiServer:  # no
     return server
 
 
+def users_of(token_file: Path, *users: str) -> authn.Tokens:
+    """A `--token-auth-file` with the admin (in system:masters) and `users` (its lines,
+    `token,user,uid[,"groups"]`), read as the apistore reads it."""
+    admin = f'{TOKEN},kubernetes-admin,uid-admin,"system:masters"'
+    token_file.write_text("".join(f"{line}\n" for line in (admin, *users)))
+    return authn.Tokens.from_file(token_file)
+
+
+async def start_with_users(
+    fresh,
+    certs,
+    tmp_path: Path,
+    *users: str,  # noqa: ANN001
+) -> tuple[ApiServer, str]:
+    """`start_https_apistore` for the admin and `users` (`users_of`); and its URL."""
+    tokens = users_of(tmp_path / "tokens.csv", *users)
+    server = await start_https_apistore(fresh, certs, http_tokens=tokens)
+    assert server.http is not None
+    return server, f"https://127.0.0.1:{server.http.port}"
+
+
 @pytest.fixture
 async def cluster(fresh, certs, tmp_path) -> AsyncIterator[Cluster]:
     """An apistore with the HTTP API on a free port, and a kubeconfig for it."""

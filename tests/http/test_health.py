@@ -16,13 +16,12 @@ import asyncpg
 import pytest
 
 from drasim.apistore import health
-from drasim.apistore.http import authn
 from drasim.apistore.server import ApiServer
 from drasim.cli import kubeconfig
 from drasim.common.config import database_name
 from drasim.common.embedded import EmbeddedNats
 from tests.conftest import Fresh, Infra
-from tests.http.conftest import TOKEN, start_https_apistore
+from tests.http.conftest import TOKEN, start_with_users
 
 MONITORING_TOKEN = "monitoring-token"
 JANE_TOKEN = "jane-token"
@@ -59,15 +58,14 @@ class Health:
 
 
 async def _serve(fresh: Fresh, certs: kubeconfig.ServingCerts, tmp_path: Path) -> Health:
-    tokens = tmp_path / "tokens.csv"
-    tokens.write_text(
-        f'{TOKEN},kubernetes-admin,uid-admin,"system:masters"\n'
-        f'{MONITORING_TOKEN},prometheus,uid-prometheus,"system:monitoring"\n'
-        f"{JANE_TOKEN},jane,uid-jane\n"
+    server, url = await start_with_users(
+        fresh,
+        certs,
+        tmp_path,
+        f'{MONITORING_TOKEN},prometheus,uid-prometheus,"system:monitoring"',
+        f"{JANE_TOKEN},jane,uid-jane",
     )
-    server = await start_https_apistore(fresh, certs, http_tokens=authn.Tokens.from_file(tokens))
-    assert server.http is not None
-    return Health(server, f"https://127.0.0.1:{server.http.port}", certs.ca_cert)
+    return Health(server, url, certs.ca_cert)
 
 
 @pytest.fixture

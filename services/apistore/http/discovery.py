@@ -7,6 +7,7 @@ every group, version and resource in one answer) and falls back to the legacy do
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import itertools
 from typing import Any
@@ -29,13 +30,41 @@ CATEGORIES = {"pods": ["all"], "deployments": ["all"], "replicasets": ["all"]}
 _encoder = msgspec.json.Encoder()
 
 
+@dataclasses.dataclass(frozen=True)
+class Review:
+    """A review kind: created to be answered, never stored (so not in the registry)."""
+
+    group: str
+    version: str
+    plural: str
+    kind: str
+
+
+# The reviews `reviews.py` answers, which kubectl finds through discovery before it asks
+# (`kubectl auth can-i create selfsubjectaccessreviews` resolves the name here).
+REVIEWS = (
+    Review("authentication.k8s.io", "v1", "selfsubjectreviews", "SelfSubjectReview"),
+    Review("authorization.k8s.io", "v1", "selfsubjectaccessreviews", "SelfSubjectAccessReview"),
+    Review("authorization.k8s.io", "v1", "selfsubjectrulesreviews", "SelfSubjectRulesReview"),
+)
+
+
 def group_versions() -> list[tuple[str, str]]:
-    """Every served (group, version), the core group first."""
+    """Every (group, version) of a stored kind, the core group first."""
     return sorted({(r.group, r.version) for r in registry.RESOURCES})
+
+
+def discovered_group_versions() -> list[tuple[str, str]]:
+    """What discovery lists: the stored kinds' group-versions and the reviews'."""
+    return sorted({*group_versions(), *((r.group, r.version) for r in REVIEWS)})
 
 
 def _resources(group: str, version: str) -> list[registry.ResourceInfo]:
     return [r for r in registry.RESOURCES if (r.group, r.version) == (group, version)]
+
+
+def _reviews(group: str, version: str) -> list[Review]:
+    return [r for r in REVIEWS if (r.group, r.version) == (group, version)]
 
 
 def _subresources(info: registry.ResourceInfo) -> list[str]:
@@ -83,6 +112,16 @@ def resource_list(group: str, version: str) -> bytes:
                     "verbs": SUBRESOURCE_VERBS[sub],
                 }
             )
+    for review in _reviews(group, version):
+        resources.append(
+            {
+                "name": review.plural,
+                "singularName": review.plural.removesuffix("s"),
+                "namespaced": False,
+                "kind": review.kind,
+                "verbs": ["create"],
+            }
+        )
     return _encoder.encode(
         {
             "kind": "APIResourceList",
@@ -96,7 +135,7 @@ def resource_list(group: str, version: str) -> bytes:
 def _api_group(group: str) -> dict[str, Any]:
     versions = [
         {"groupVersion": _group_version(group, v), "version": v}
-        for g, v in group_versions()
+        for g, v in discovered_group_versions()
         if g == group
     ]
     return {"name": group, "versions": versions, "preferredVersion": versions[0]}
@@ -104,7 +143,7 @@ def _api_group(group: str) -> dict[str, Any]:
 
 @functools.cache
 def group_list() -> bytes:
-    groups = sorted({g for g, _ in group_versions() if g})
+    groups = sorted({g for g, _ in discovered_group_versions() if g})
     return _encoder.encode(
         {"kind": "APIGroupList", "apiVersion": "v1", "groups": [_api_group(g) for g in groups]}
     )
@@ -136,17 +175,28 @@ def _discovery_resource(info: registry.ResourceInfo) -> dict[str, Any]:
     }
 
 
+def _discovery_review(review: Review) -> dict[str, Any]:
+    return {
+        "resource": review.plural,
+        "responseKind": {"group": review.group, "version": review.version, "kind": review.kind},
+        "scope": "Cluster",
+        "singularResource": review.plural.removesuffix("s"),
+        "verbs": ["create"],
+    }
+
+
 @functools.cache
 def aggregated(*, core: bool) -> bytes:
     """`APIGroupDiscoveryList` of the core group (`/api`) or of all named groups (`/apis`)."""
     items = []
-    for group, pairs in itertools.groupby(group_versions(), key=lambda gv: gv[0]):
+    for group, pairs in itertools.groupby(discovered_group_versions(), key=lambda gv: gv[0]):
         if (group == "") != core:
             continue
         versions = [
             {
                 "version": version,
-                "resources": [_discovery_resource(r) for r in _resources(group, version)],
+                "resources": [_discovery_resource(r) for r in _resources(group, version)]
+                + [_discovery_review(r) for r in _reviews(group, version)],
                 "freshness": "Current",
             }
             for _, version in pairs
@@ -205,7 +255,7 @@ async def groups(request: web.Request) -> web.Response:
 async def group(request: web.Request) -> web.Response:
     """`/apis/<group>`: one group's versions."""
     name = request.match_info["group"]
-    if not any(g == name for g, _ in group_versions()):
+    if not any(g == name for g, _ in discovered_group_versions()):
         raise options.not_found()
     return _json(_encoder.encode({"kind": "APIGroup", "apiVersion": "v1", **_api_group(name)}))
 
@@ -213,6 +263,6 @@ async def group(request: web.Request) -> web.Response:
 async def resources(request: web.Request) -> web.Response:
     """`/api/v1` and `/apis/<group>/<version>`: one group-version's resources."""
     key = (request.match_info.get("group", ""), request.match_info["version"])
-    if key not in group_versions():
+    if key not in discovered_group_versions():
         raise options.not_found()
     return _json(resource_list(*key))

@@ -1,5 +1,6 @@
 """The reviews a user asks about itself: `kubectl auth whoami`, `kubectl auth can-i` and
-`kubectl auth can-i --list`."""
+`kubectl auth can-i --list`, answered by the authorizers its requests meet (a node's by
+the Node authorizer before RBAC)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,8 @@ from typing import Any
 import msgspec
 from aiohttp import web
 
-from drasim.apistore import rbac
+from drasim.apistore import node_authorizer, rbac
+from drasim.apistore.core import ApiCore
 from drasim.apistore.http import authn, keys, negotiation
 from drasim.apistore.objectmeta import now_rfc3339
 from drasim.common import errors
@@ -48,16 +50,7 @@ async def self_subject_access_review(request: web.Request) -> web.Response:
     body = await negotiation.read_body(request)
     spec = (body.get("spec") or {}) if isinstance(body, dict) else {}
     attrs = _attributes(spec)
-    if user.is_master:
-        status: dict[str, Any] = {
-            "allowed": True,
-            "reason": f'allowed by the "{authn.MASTERS}" group',
-        }
-    else:
-        decision = request.app[keys.CORE].rbac.authorize(user.name, user.groups, attrs)
-        status = {"allowed": decision.allowed}
-        if decision.reason:
-            status["reason"] = decision.reason
+    status = await _decide(request.app[keys.CORE], user, attrs, _field_selector(spec))
     review = {
         "kind": "SelfSubjectAccessReview",
         "apiVersion": "authorization.k8s.io/v1",
@@ -66,6 +59,44 @@ async def self_subject_access_review(request: web.Request) -> web.Response:
         "status": status,
     }
     return _json(review)
+
+
+async def _decide(
+    core: ApiCore, user: authn.UserInfo, attrs: rbac.Attributes, field_selector: str
+) -> dict[str, Any]:
+    """The review's status, by upstream's authorizer chain: the privileged group, the Node
+    authorizer (for a node), RBAC. A refusal gives the reasons of each authorizer that had
+    one, prefixed with its name, as upstream's union authorizer does."""
+    if user.is_master:
+        return {"allowed": True, "reason": f'allowed by the "{authn.MASTERS}" group'}
+    reasons = []
+    node = node_authorizer.node_of(user.name, user.groups)
+    if node is not None:
+        allowed, why = await core.node_review(node, attrs, field_selector)
+        if allowed:
+            return {"allowed": True}
+        if why:
+            reasons.append(f"node: {why}")
+    decision = core.rbac.authorize(user.name, user.groups, attrs)
+    if decision.allowed:
+        return {"allowed": True, **({"reason": decision.reason} if decision.reason else {})}
+    if decision.reason:
+        reasons.append(decision.reason)
+    return {"allowed": False, **({"reason": "\n".join(reasons)} if reasons else {})}
+
+
+def _field_selector(spec: dict[str, Any]) -> str:
+    """The field selector of the review's resourceAttributes (`rawSelector`, or its
+    `requirements` with one value each), as a request's `fieldSelector` reads."""
+    selector = (spec.get("resourceAttributes") or {}).get("fieldSelector") or {}
+    if selector.get("rawSelector"):
+        return str(selector["rawSelector"])
+    terms = []
+    for requirement in selector.get("requirements") or ():
+        values = requirement.get("values") or []
+        if requirement.get("operator") == "In" and len(values) == 1:
+            terms.append(f"{requirement.get('key', '')}={values[0]}")
+    return ",".join(terms)
 
 
 def _attributes(spec: dict[str, Any]) -> rbac.Attributes:
@@ -111,8 +142,9 @@ async def self_subject_rules_review(request: web.Request) -> web.Response:
     (upstream's `selfsubjectrulesreview` REST over the RBAC authorizer's `RulesFor`): the
     cluster-wide ones and those of the namespace, each resource rule and each URL rule as
     it is in its role. Roles that bindings name but that do not exist are the
-    evaluationError (what was found still counts); the list is complete. kubectl sends it
-    as protobuf."""
+    evaluationError (what was found still counts); the list is complete but for a node's,
+    whose Node authorizer lists nothing (upstream's `incomplete`). kubectl sends it as
+    protobuf."""
     user = request[keys.USER]
     body = await negotiation.read_body(request)
     spec = (body.get("spec") or {}) if isinstance(body, dict) else {}
@@ -129,9 +161,15 @@ async def self_subject_rules_review(request: web.Request) -> web.Response:
         ],
         "incomplete": False,
     }
-    if missing:
-        # The authorizer's resolver reads informers, whose NotFound names the kind.
-        found = [f'{r.kind.lower()}.{rbac_v1.GROUP} "{r.name}" not found' for r in missing]
+    # Each authorizer's error, in chain order: the Node authorizer lists no rules for a
+    # node (its answer is incomplete); RBAC's resolver reads informers, whose NotFound
+    # names the kind of a role a binding names but that does not exist.
+    found = []
+    if node_authorizer.node_of(user.name, user.groups) is not None:
+        status["incomplete"] = True
+        found.append("node authorizer does not support user rule resolution")
+    found += [f'{r.kind.lower()}.{rbac_v1.GROUP} "{r.name}" not found' for r in missing]
+    if found:
         unique = list(dict.fromkeys(found))
         status["evaluationError"] = unique[0] if len(unique) == 1 else f"[{', '.join(unique)}]"
     review = {
