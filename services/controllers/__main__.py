@@ -2,19 +2,33 @@
 
 from __future__ import annotations
 
+import argparse
 import sys
 
 from drasim.common import service
-from drasim.controllers.server import ControllerManager
+from drasim.controllers.server import RESOURCE_QUOTA_SYNC_PERIOD, ControllerManager
+
+
+def _add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--resource-quota-sync-period",
+        type=float,
+        default=RESOURCE_QUOTA_SYNC_PERIOD,
+        metavar="SECONDS",
+        help="how often every ResourceQuota's usage is recomputed from scratch "
+        "(kube-controller-manager's flag; 0: only on changes)",
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
-    config, args = service.parse_args("controllers", argv)
+    config, args = service.parse_args("controllers", argv, add=_add_arguments)
     return service.run_on_bus(
         "controllers",
         config,
         args,
-        ControllerManager,
+        lambda bus: ControllerManager(
+            bus, resource_quota_sync_period=args.resource_quota_sync_period
+        ),
         f"controllers nats={config.nats_url} prefix={config.prefix}",
     )
 

@@ -104,10 +104,11 @@ async def run_pod(api: ApiClient, pod: core_v1.Pod, *, phase: str = "Running") -
 
 
 @contextlib.asynccontextmanager
-async def running_controllers(fresh: Any) -> AsyncIterator[ControllerManager]:
-    """A controller manager on the test's bus, started with its caches synced."""
+async def running_controllers(fresh: Any, **options: Any) -> AsyncIterator[ControllerManager]:
+    """A controller manager on the test's bus (`ControllerManager`'s `options`), started
+    with its caches synced."""
     controllers_bus = await Bus.connect(fresh.nats_url, prefix=fresh.prefix, name="controllers")
-    manager = ControllerManager(controllers_bus)
+    manager = ControllerManager(controllers_bus, **options)
     try:
         await asyncio.wait_for(manager.start(), TIMEOUT)
         yield manager

@@ -3,19 +3,16 @@ current as objects come and go, recomputed from scratch when it starts."""
 
 from __future__ import annotations
 
-import asyncio
-
 import pytest
 
 from drasim.common import codec, errors
 from drasim.common.api import coordination_v1, core_v1, resource_v1
-from drasim.common.bus.client import Bus
 from drasim.common.client import ApiClient
 from drasim.common.quantity import parse_quantity
 from drasim.controllers import ControllerManager
 from drasim.controllers.resourcequota import pod_stops_counting
 from tests.builders import make_claim, make_pod
-from tests.controllers.conftest import TIMEOUT, Changes, run_pod
+from tests.controllers.conftest import Changes, run_pod, running_controllers
 
 GPU = "example.com/gpu"
 
@@ -121,21 +118,37 @@ async def test_restart_recomputes_from_scratch(server, fresh, api):
     await api.create(make_pod("a").obj())
     await api.create(make_pod("b").obj())
     rq = await api.create(quota("q", {"pods": "5"}))
-    rq.status = codec.convert(
-        {"hard": {"pods": "5"}, "used": {"pods": "4"}}, core_v1.ResourceQuotaStatus
-    )
-    await api.update_status(rq)
+    await _overwrite_used(api, rq, "4")
     await api.delete(core_v1.Pod, "b", namespace="default")
+    async with running_controllers(fresh) as manager:
+        await until_used(Changes(*manager.informers), manager, {"pods": "1"})
 
-    bus = await Bus.connect(fresh.nats_url, prefix=fresh.prefix, name="controllers")
-    manager = ControllerManager(bus)
-    try:
-        await asyncio.wait_for(manager.start(), TIMEOUT)
+
+async def test_a_resync_recomputes_what_nothing_else_would(server, fresh, api):
+    """A status someone else overwrote is no change the controller reacts to (it ignores
+    status updates, as upstream's); the periodic full resync sets it right."""
+    async with running_controllers(fresh, resource_quota_sync_period=0.5) as manager:
         changes = Changes(*manager.informers)
-        await until_used(changes, manager, {"pods": "1"})
-    finally:
-        await manager.stop()
-        await bus.close()
+        rq = await api.create(quota("q", {"pods": "5"}))
+        await until_used(changes, manager, {"pods": "0"})
+        rq = await api.get(core_v1.ResourceQuota, "q", namespace="default")
+        overwritten = int((await _overwrite_used(api, rq, "3")).metadata.resource_version)
+
+        def set_right_after_the_overwrite() -> bool:
+            rq = manager.resource_quotas.get("q", "default")
+            return int(rq.metadata.resource_version) > overwritten and used_of(manager) == {
+                "pods": "0"
+            }
+
+        await changes.until(set_right_after_the_overwrite)
+
+
+async def _overwrite_used(
+    api: ApiClient, rq: core_v1.ResourceQuota, pods: str
+) -> core_v1.ResourceQuota:
+    status = {"hard": {"pods": "5"}, "used": {"pods": pods}}
+    rq.status = codec.convert(status, core_v1.ResourceQuotaStatus)
+    return await api.update_status(rq)
 
 
 async def test_the_controller_acts_as_its_service_account(server, api, manager, changes):
@@ -164,3 +177,14 @@ def test_pod_updates_that_give_quota_back() -> None:
     deadline = make_pod("p").obj()
     deadline.spec.active_deadline_seconds = 5
     assert pod_stops_counting(running, deadline, now)
+
+
+def test_the_sync_period_is_a_flag_of_the_controllers_service() -> None:
+    from drasim.common import service
+    from drasim.controllers import __main__ as controllers_main
+
+    argv = ["--nats-url", "nats://x", "--resource-quota-sync-period", "60"]
+    _, args = service.parse_args("controllers", argv, add=controllers_main._add_arguments)
+    assert args.resource_quota_sync_period == 60.0
+    _, args = service.parse_args("controllers", argv[:2], add=controllers_main._add_arguments)
+    assert args.resource_quota_sync_period == 300.0
