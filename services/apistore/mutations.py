@@ -141,7 +141,17 @@ class Batch:
         quota admission's 403."""
         if self._quota_index is None or not info.namespaced:
             return []
-        return resourcequota.admit(self, self._quota_index, operation, info, obj, old, ctx.now)
+        extended_resources = self.features.enabled(gates.DRA_EXTENDED_RESOURCE)
+        return resourcequota.admit(
+            self,
+            self._quota_index,
+            operation,
+            info,
+            obj,
+            old,
+            ctx.now,
+            extended_resources=extended_resources,
+        )
 
     def _write_quotas(self, charged: list[core_v1.ResourceQuota], ctx: Context) -> None:
         quota_ctx = Context(actor=resourcequota.ACTOR, traceparent=ctx.traceparent, now=ctx.now)

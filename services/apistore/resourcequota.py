@@ -226,9 +226,12 @@ def admit(
     obj: Any,
     old: Any,
     now: datetime,
+    *,
+    extended_resources: bool = True,
 ) -> list[core_v1.ResourceQuota]:
     """Charge a write of the main resource to the quotas of its namespace: the quotas
-    whose usage grows, to be written with the object; raises the 403 when it does not fit."""
+    whose usage grows, to be written with the object; raises the 403 when it does not fit.
+    `extended_resources`: the DRAExtendedResource gate."""
     quotas = batch.quotas(obj.metadata.namespace or "")
     if not quotas:
         return []
@@ -238,6 +241,7 @@ def admit(
         pod_of=batch.pod,
         owned_claims=index.special_claims.owned,
         clock=lambda: now,
+        extended_resources=extended_resources,
     )
     if evaluator is None:
         return []

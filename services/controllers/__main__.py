@@ -27,7 +27,9 @@ def main(argv: list[str] | None = None) -> int:
         config,
         args,
         lambda bus: ControllerManager(
-            bus, resource_quota_sync_period=args.resource_quota_sync_period
+            bus,
+            resource_quota_sync_period=args.resource_quota_sync_period,
+            features=args.feature_gates,
         ),
         f"controllers nats={config.nats_url} prefix={config.prefix}",
     )

@@ -14,7 +14,9 @@ Objects are read from informers: the controller manager's shared ones where it h
 and for the other kinds a quota counts (`count/leases.coordination.k8s.io`, ...) an
 informer started the first time a quota needs it, as upstream's monitors watch every
 quotable kind. The status is written with the quota's resourceVersion; a conflict (the
-admission charged it meanwhile) is retried from the queue.
+admission charged it meanwhile) is retried from the queue. With the DRAExtendedResource
+gate off (`extended_resources`), claims are counted by their devices only, as the
+apistore's admission then charges them.
 """
 
 from __future__ import annotations
@@ -72,6 +74,7 @@ class ResourceQuotaController:
         new_informer: InformerFactory,
         resync_period: float = RESYNC_PERIOD,
         concurrency: int = 5,
+        extended_resources: bool = True,
     ) -> None:
         self.api = api
         self.quotas = quotas
@@ -89,6 +92,7 @@ class ResourceQuotaController:
             pod_of=lambda ns, name: pods_informer.get(name, ns),
             owned_claims=self.special_claims.owned,
             clock=lambda: datetime.now(UTC),
+            extended_resources=extended_resources,
         )
         self._by_resource = {e.resource: e for e in self.evaluators}
         quotas.add_handlers(

@@ -16,10 +16,12 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+from drasim.common import features as gates
 from drasim.common import nats_auth
 from drasim.common.api import apps_v1, core_v1, policy_v1, rbac_v1, resource_v1
 from drasim.common.bus.client import Bus
 from drasim.common.client import ApiClient
+from drasim.common.featuregate import FeatureGate
 from drasim.common.informer import Informer
 from drasim.controllers import events, owners
 from drasim.controllers.clusterroleaggregation import ClusterRoleAggregationController
@@ -50,6 +52,7 @@ class ControllerManager:
         *,
         resource_claim_concurrency: int = 256,
         resource_quota_sync_period: float = RESOURCE_QUOTA_SYNC_PERIOD,
+        features: FeatureGate = gates.DEFAULT,
     ) -> None:
         informer_client = ApiClient(bus, actor=nats_auth.KUBE_CONTROLLER_MANAGER)
         self.pods = Informer(informer_client, core_v1.Pod)
@@ -108,6 +111,7 @@ class ControllerManager:
             },
             new_informer=lambda type_: Informer(informer_client, type_),
             resync_period=resource_quota_sync_period,
+            extended_resources=features.enabled(gates.DRA_EXTENDED_RESOURCE),
         )
         self.metrics = ControllerMetrics(
             claims=self.resource_claim.gauge, creates=self.resource_claim.creates

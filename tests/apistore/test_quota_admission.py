@@ -14,7 +14,7 @@ import pytest
 
 from drasim.apistore.core import ApiCore
 from drasim.apistore.request import Context
-from drasim.common import codec, errors
+from drasim.common import codec, errors, features
 from drasim.common.api import core_v1, resource_v1
 from drasim.common.api.meta_v1 import ObjectMeta
 from drasim.common.bus import messages
@@ -206,3 +206,25 @@ async def test_two_apistores_never_share_the_last_units(server, api):
     assert sum(results) == 6
     rq = await api.get(core_v1.ResourceQuota, "pods", namespace="default")
     assert _used(rq) == {"pods": "6"}
+
+
+async def test_with_the_extended_resource_gate_off_claims_are_charged_devices_only(server, api):
+    """A 1.35 cluster with DRAExtendedResource=false charges a claim its devices, never the
+    extended resource names its class stands for (nor are those names matched)."""
+    hard = {"gpu.example.com.deviceclass.resource.k8s.io/devices": "3",
+            "requests.deviceclass.resource.kubernetes.io/gpu.example.com": "3"}  # fmt: skip
+    await _quota(api, "claims", hard)
+    gate_off = features.new_gate("DRAExtendedResource=false", emulated="1.35")
+    old_release = ApiCore(server.store, features=gate_off)
+    await old_release.start()
+    try:
+        body = msgspec.Raw(codec.encode(codec.to_builtins(make_claim("c"))))
+        create = messages.Create(resource="resourceclaims", namespace="default", object=body)
+        await old_release.handle(create, Context(actor="test"))
+    finally:
+        await old_release.stop()
+    rq = await api.get(core_v1.ResourceQuota, "claims", namespace="default")
+    assert _used(rq) == {
+        "gpu.example.com.deviceclass.resource.k8s.io/devices": "1",
+        "requests.deviceclass.resource.kubernetes.io/gpu.example.com": "0",
+    }

@@ -47,13 +47,19 @@ def evaluator_for(
     pod_of: claims.PodGetter,
     owned_claims: claims.OwnedClaims,
     clock: generic.Clock,
+    extended_resources: bool = True,
 ) -> Evaluator | None:
-    """The evaluator of a namespaced resource, or None for one quota never counts."""
+    """The evaluator of a namespaced resource, or None for one quota never counts;
+    `extended_resources` is the DRAExtendedResource gate."""
     if plural == "pods":
         return PodEvaluator(clock)
     if plural == "resourceclaims":
         return ClaimEvaluator(
-            classes=classes, pod_of=pod_of, owned_claims=owned_claims, clock=clock
+            classes=classes,
+            pod_of=pod_of,
+            owned_claims=owned_claims,
+            clock=clock,
+            extended_resources=extended_resources,
         )
     info = registry.by_plural(plural)
     if not info.namespaced or plural in IGNORED:
@@ -67,11 +73,17 @@ def evaluators(
     pod_of: claims.PodGetter,
     owned_claims: claims.OwnedClaims,
     clock: generic.Clock,
+    extended_resources: bool = True,
 ) -> list[Evaluator]:
     """An evaluator for every namespaced resource quota covers."""
     found = (
         evaluator_for(
-            info.plural, classes=classes, pod_of=pod_of, owned_claims=owned_claims, clock=clock
+            info.plural,
+            classes=classes,
+            pod_of=pod_of,
+            owned_claims=owned_claims,
+            clock=clock,
+            extended_resources=extended_resources,
         )
         for info in registry.RESOURCES
     )

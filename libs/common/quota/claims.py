@@ -121,11 +121,14 @@ class ClaimEvaluator(generic.Evaluator):
         pod_of: PodGetter,
         owned_claims: OwnedClaims,
         clock: generic.Clock,
+        extended_resources: bool = True,
     ) -> None:
         self._classes = classes
         self._pod_of = pod_of
         self._owned_claims = owned_claims
         self._clock = clock
+        # The DRAExtendedResource gate: off, claims are charged their devices only.
+        self._extended_resources = extended_resources
 
     def handles(self, operation: str, obj: object, old: object | None) -> bool:
         return operation in (generic.CREATE, generic.UPDATE)
@@ -135,6 +138,8 @@ class ClaimEvaluator(generic.Evaluator):
         for name in names:
             if name == CLAIM_OBJECT_COUNT or name.endswith(CLAIMS_PER_CLASS):
                 result.add(name)
+            elif not self._extended_resources:
+                continue
             elif name.startswith(_REQUESTS_IMPLICIT):
                 # Upstream asks the class for its explicit name here, so a class without one
                 # is not matched by its implicit name.
@@ -150,6 +155,8 @@ class ClaimEvaluator(generic.Evaluator):
     def usage(self, obj: object) -> ResourceList:
         assert isinstance(obj, resource_v1.ResourceClaim)
         result = claim_devices(obj)
+        if not self._extended_resources:
+            return result
         extended: ResourceList = {}
         for name, quantity in result.items():
             class_name = name.removesuffix(CLAIMS_PER_CLASS)

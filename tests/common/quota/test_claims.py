@@ -65,7 +65,9 @@ PODS = {
 }
 
 
-def _evaluator(*, mapped: bool = True, others: list[tuple[str, str]] = ()) -> claims.ClaimEvaluator:
+def _evaluator(
+    *, mapped: bool = True, others: list[tuple[str, str]] = (), gate: bool = True
+) -> claims.ClaimEvaluator:
     cache = extended_resource_cache()
     if mapped:
         cls = codec.convert(
@@ -78,6 +80,7 @@ def _evaluator(*, mapped: bool = True, others: list[tuple[str, str]] = ()) -> cl
         pod_of=lambda ns, name: PODS.get(name),
         owned_claims=lambda ns, uid: others,
         clock=lambda: NOW,
+        extended_resources=gate,
     )
 
 
@@ -121,6 +124,8 @@ CASES = [
     ("unknown-mode", _claim(_exact(mode="future-mode")), {"mapped": False},
      {COUNT: 1, DEVICES: 0}),
     # Administrative access is not exempt from quota.
+    # With DRAExtendedResource off, only devices are charged and the names are not matched.
+    ("gate-off", _claim(_exact(), owner="pod-implicit"), {"gate": False}, {COUNT: 1, DEVICES: 1}),
     ("admin", _claim(_exact(adminAccess=True)), {"mapped": False},
      {COUNT: 1, DEVICES: 1, R_IMPLICIT: 1}),
     ("prioritized-list", _claim({"firstAvailable": [
@@ -175,3 +180,8 @@ MATCHING = [
 @pytest.mark.parametrize(("names", "want"), [m[1:] for m in MATCHING], ids=[m[0] for m in MATCHING])
 def test_matching_resources(names: list[str], want: list[str]) -> None:
     assert _evaluator().matching_resources(names) == sorted(want)
+
+
+def test_gate_off_matches_no_extended_resource_name() -> None:
+    names = [COUNT, DEVICES, R_EXPLICIT, R_IMPLICIT]
+    assert _evaluator(gate=False).matching_resources(names) == sorted([COUNT, DEVICES])
