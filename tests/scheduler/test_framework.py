@@ -252,7 +252,7 @@ def test_pre_filter_statuses(case: PreFilterCase) -> None:
 
 def test_pre_filter_error_aborts_the_attempt() -> None:
     fwk = Framework([FakePreFilter(Recorder(), status=Status.error("boom"))])
-    with pytest.raises(FrameworkError, match="running PreFilter plugin 'FakePreFilter': boom"):
+    with pytest.raises(FrameworkError, match='running PreFilter plugin "FakePreFilter": boom'):
         fwk.find_nodes_that_fit(CycleState(), POD, nodes("a"))
 
 
@@ -314,7 +314,7 @@ def test_first_rejecting_filter_rules_the_node_out() -> None:
 
 def test_filter_error_aborts_the_attempt() -> None:
     fwk = Framework([FakeFilter(Recorder(), reject={"a": Status.error("broken")})])
-    with pytest.raises(FrameworkError, match="running 'FakeFilter' filter plugin: broken"):
+    with pytest.raises(FrameworkError, match='running "FakeFilter" filter plugin: broken'):
         fwk.find_nodes_that_fit(CycleState(), POD, nodes("a"))
 
 
@@ -501,7 +501,7 @@ def test_pre_score_failure_is_an_error() -> None:
     fwk = Framework([FakeScore({}, pre_score_status=Status.unschedulable("no"))])
     status = fwk.run_pre_score_plugins(CycleState(), POD, nodes("a"))
     assert status is not None and status.code == Code.ERROR
-    assert status.message() == "running PreScore plugin 'FakeScore': no"
+    assert status.message() == 'running PreScore plugin "FakeScore": no'
 
 
 def test_score_out_of_range_is_an_error() -> None:
@@ -543,7 +543,7 @@ RESERVE_CASES = [
         (Status.error("boom"), None, None),
         ("R0.reserve", "R2.unreserve", "R1.unreserve", "R0.unreserve"),
         Code.ERROR,
-        "running Reserve plugin 'R0': boom",
+        'running Reserve plugin "R0": boom',
     ),
 ]
 
@@ -596,7 +596,7 @@ async def test_pre_bind_error_is_wrapped() -> None:
     fwk = Framework([FakeBinding(Recorder(), pre_bind_status=Status.error("patch error"))])
     status = await fwk.run_pre_bind_plugins(CycleState(), POD, "worker")
     assert status is not None and status.code == Code.ERROR
-    assert status.message() == "running PreBind plugin 'FakeBinding': patch error"
+    assert status.message() == 'running PreBind plugin "FakeBinding": patch error'
 
 
 async def test_bind_asks_binders_until_one_does_not_skip() -> None:
@@ -617,7 +617,7 @@ async def test_bind_without_binder_skips() -> None:
 async def test_bind_error_is_wrapped() -> None:
     fwk = Framework([FakeBinding(Recorder(), bind_status=Status.error("conflict"))])
     status = await fwk.run_bind_plugins(CycleState(), POD, "worker")
-    assert status is not None and status.message() == "running Bind plugin 'FakeBinding': conflict"
+    assert status is not None and status.message() == 'running Bind plugin "FakeBinding": conflict'
 
 
 # --- metrics hook ------------------------------------------------------------------------

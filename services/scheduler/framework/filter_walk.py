@@ -45,7 +45,7 @@ def filter_node(
         status = run_filter(state, pod, node)
         if status is not None and status.code != Code.SUCCESS:
             if not is_rejected(status):
-                status = wrap(f"running {name!r} filter plugin", status)
+                status = wrap(f'running "{name}" filter plugin', status)
             return status.with_plugin(name)
     return None
 

@@ -252,7 +252,7 @@ def invalid_score(plugin: str, score: int) -> FrameworkError:
     """Upstream's error for a (normalized) score outside 0–100."""
     return FrameworkError(
         Status.error(
-            f"plugin {plugin!r} returns an invalid score {score}, it should in the range of "
+            f'plugin "{plugin}" returns an invalid score {score}, it should in the range of '
             f"[{MIN_NODE_SCORE}, {MAX_NODE_SCORE}] after normalizing"
         )
     )

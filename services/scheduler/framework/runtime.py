@@ -75,7 +75,7 @@ def _plugin_failure(point: str, plugin: str, status: Status) -> Status:
     keeps its code and names the plugin; anything else becomes an Error naming both."""
     if is_rejected(status):
         return status.with_plugin(plugin)
-    return wrap(f"running {point} plugin {plugin!r}", status)
+    return wrap(f'running {point} plugin "{plugin}"', status)
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -193,7 +193,7 @@ class Framework:
                     # Preemption runs later and needs every PreFilter's state (#119770).
                     unschedulable = status
                     continue
-                return None, wrap(f"running PreFilter plugin {pl.name!r}", status), set()
+                return None, wrap(f'running PreFilter plugin "{pl.name}"', status), set()
             if narrowed is not None and not narrowed.all_nodes():
                 plugins_with_nodes.add(pl.name)
             result = narrowed.merge(result) if narrowed is not None else result
@@ -411,7 +411,7 @@ class Framework:
                 continue
             if not is_success(status):
                 assert status is not None
-                return wrap(f"running PreScore plugin {pl.name!r}", status)
+                return wrap(f'running PreScore plugin "{pl.name}"', status)
         return None
 
     def run_score_plugins(

@@ -397,7 +397,7 @@ async def test_more_than_32_devices_is_an_error(
     await api.create(make_pod("huge").limits({GPU: "33"}).obj())
     condition = await watch.unschedulable("huge")
     assert condition.reason == "SchedulerError"
-    assert condition.message.startswith("running 'DynamicResources' filter plugin: ")
+    assert condition.message.startswith('running "DynamicResources" filter plugin: ')
     assert condition.message.endswith(
         "number of requested devices 33 exceeds the claim limit of 32"
     )
