@@ -285,7 +285,7 @@ async def test_full_cluster_leaves_a_pod_unschedulable_until_capacity_frees(
     assert (condition.reason, condition.message) == (
         "Unschedulable",
         "0/2 nodes are available: 1 Insufficient example.com/gpu, "
-        "1 cannot allocate all claims. still not schedulable, preemption: 0/2 nodes are "
+        "1 cannot allocate all claims. preemption: 0/2 nodes are "
         "available: 1 No preemption victims found for incoming pod, "
         "1 Preemption is not helpful for scheduling.",
     )

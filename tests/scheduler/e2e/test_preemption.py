@@ -78,8 +78,9 @@ async def test_no_preemption_for_a_never_policy_or_among_equals(
 
     await api.create(gpu_pod("polite", "polite"))
     condition = await watch.unschedulable("polite")
+    # DynamicResources' PostFilter adds no reason of its own (upstream 1.37).
     assert condition.message.endswith(
-        "still not schedulable, preemption: not eligible due to preemptionPolicy=Never."
+        "cannot allocate all claims. preemption: not eligible due to preemptionPolicy=Never."
     )
     await api.create(gpu_pod("peer", "high"))
     condition = await watch.unschedulable("peer")

@@ -73,7 +73,7 @@ async def test_unschedulable_pod_is_told_why_and_lands_on_a_new_node(
 
     message = (
         "0/2 nodes are available: 1 Insufficient cpu, "
-        "1 node(s) didn't match Pod's node affinity/selector. no new claims to deallocate, "
+        "1 node(s) didn't match Pod's node affinity/selector. "
         "preemption: 0/2 nodes are available: 2 Preemption is not helpful for scheduling."
     )
     condition = await watch.unschedulable("p")
@@ -102,7 +102,7 @@ async def test_device_plugin_resources_fill_up_and_free(
     assert bound == {"gpu-0": "gpu-node", "gpu-1": "gpu-node"}
     condition = await watch.unschedulable("gpu-2")
     assert condition.message == (
-        "0/1 nodes are available: 1 Insufficient example.com/gpu. no new claims to deallocate, "
+        "0/1 nodes are available: 1 Insufficient example.com/gpu. "
         "preemption: 0/1 nodes are available: 1 No preemption victims found for incoming pod."
     )
 

@@ -57,8 +57,6 @@ __all__ = [
     "REASON_CLAIM_DELETED",
     "REASON_CLAIM_IN_USE",
     "REASON_CLAIM_NOT_AVAILABLE",
-    "REASON_NO_NEW_CLAIMS",
-    "REASON_STILL_NOT_SCHEDULABLE",
     "DynamicResources",
 ]
 
@@ -68,10 +66,8 @@ log = logging.getLogger(__name__)
 REASON_CLAIM_IN_USE = "resourceclaim in use"
 REASON_CLAIM_NOT_AVAILABLE = "resourceclaim not available on the node"
 REASON_CANNOT_ALLOCATE = "cannot allocate all claims"
-REASON_NO_NEW_CLAIMS = "no new claims to deallocate"
 REASON_CLAIM_DEALLOCATED = "deallocation of ResourceClaim completed"
 REASON_CLAIM_DELETED = "deletion of ResourceClaim completed"
-REASON_STILL_NOT_SCHEDULABLE = "still not schedulable"
 
 
 class DynamicResources:
@@ -295,8 +291,11 @@ class DynamicResources:
             s = read_state(state)
         except KeyError as err:
             return framework.Status.error(err)
+        # Where there is nothing to deallocate, upstream's PostFilter says so in its log
+        # only: its status has no reason, so FailedScheduling ends with preemption's.
         if s.claims.empty():
-            return framework.Status.unschedulable(REASON_NO_NEW_CLAIMS)
+            log.debug("no new claims to deallocate for pod %s", claims.pod_ref(pod))
+            return framework.Status.unschedulable()
         extended_resource_claim = s.claims.extended_resource_claim()
 
         for index in sorted(s.unavailable_claims):
@@ -333,7 +332,7 @@ class DynamicResources:
             if self._writer.may_be_named(pod):
                 await self._writer.forget(pod)
             return framework.Status.unschedulable(REASON_CLAIM_DELETED)
-        return framework.Status.unschedulable(REASON_STILL_NOT_SCHEDULABLE)
+        return framework.Status.unschedulable()
 
     # -- PreScore / Score --
 
