@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import itertools
 import logging
 import time
@@ -45,6 +46,10 @@ log = logging.getLogger(__name__)
 
 PUBLISH_CHUNK = 512
 DEFAULT_MAX_MSGS = 2_000_000
+# Every watch is a consumer of the event stream: one per node a kubelet hosts, one per
+# kind each service's informers watch. nats-server 2.15 and later give a stream that sets
+# no limit theirs of 1,000, which a cluster of a thousand nodes outgrows.
+MAX_CONSUMERS = 1_000_000
 ACK_TIMEOUT = 10.0
 NO_RESPONDERS = "503"  # status of the answer NATS sends when no stream takes the subject
 # Committed events handed over in memory and not yet published; beyond this (NATS away for
@@ -83,24 +88,32 @@ def event_subject(prefix: str, ev: EventRow) -> str:
 
 
 async def ensure_stream(bus: Bus, *, max_msgs: int = DEFAULT_MAX_MSGS) -> js_api.StreamInfo:
-    """Create the event stream if missing (file storage, discard old beyond `max_msgs`)."""
+    """Create the event stream if missing (file storage, discard old beyond `max_msgs`),
+    and let it take `MAX_CONSUMERS` consumers."""
     name = subjects.stream(bus.prefix)
     try:
-        return await bus.js.stream_info(name)
+        info = await bus.js.stream_info(name)
     except nats.js.errors.NotFoundError:
-        pass
-    config = js_api.StreamConfig(
-        name=name,
-        subjects=[subjects.events_of(bus.prefix)],
-        storage=js_api.StorageType.FILE,
-        retention=js_api.RetentionPolicy.LIMITS,
-        discard=js_api.DiscardPolicy.OLD,
-        max_msgs=max_msgs,
-        duplicate_window=120.0,
-    )
-    with contextlib.suppress(nats.js.errors.BadRequestError):  # made by another apistore
-        await bus.js.add_stream(config)
-    return await bus.js.stream_info(name)
+        config = js_api.StreamConfig(
+            name=name,
+            subjects=[subjects.events_of(bus.prefix)],
+            storage=js_api.StorageType.FILE,
+            retention=js_api.RetentionPolicy.LIMITS,
+            discard=js_api.DiscardPolicy.OLD,
+            max_msgs=max_msgs,
+            max_consumers=MAX_CONSUMERS,
+            duplicate_window=120.0,
+        )
+        with contextlib.suppress(nats.js.errors.BadRequestError):  # made by another apistore
+            await bus.js.add_stream(config)
+        info = await bus.js.stream_info(name)
+    if info.config.max_consumers != MAX_CONSUMERS:
+        # A stream made without the limit: nats-server 2.15 and later hold it to their
+        # default (1,000). An older server may refuse the change; it has no default.
+        config = dataclasses.replace(info.config, max_consumers=MAX_CONSUMERS)
+        with contextlib.suppress(nats.js.errors.BadRequestError):
+            info = await bus.js.update_stream(config)
+    return info
 
 
 _SEQ_HEADERS = (

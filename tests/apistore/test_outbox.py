@@ -7,11 +7,13 @@ import asyncio
 import logging
 
 import msgspec
+from nats.js import api as js_api
 
 from drasim.apistore import outbox
 from drasim.apistore.store import EventRow
 from drasim.common.api import core_v1
 from drasim.common.bus import headers, subjects
+from drasim.common.bus.client import Bus
 from drasim.common.informer import Informer
 from tests.apistore.watching import collect
 from tests.builders import make_pod
@@ -122,3 +124,35 @@ def test_a_stand_in_keeps_the_events_place_and_names_its_object():
             },
         },
     }
+
+
+async def test_the_event_stream_takes_a_watch_per_node_of_a_thousand_nodes(bus: Bus):
+    # `bus` alone (no apistore): the test's prefix has no stream yet.
+    # nats-server 2.15 and later hold a stream without a limit of its own to 1,000
+    # consumers; a kubelet watches each of its nodes' pods through a consumer.
+    info = await outbox.ensure_stream(bus)
+    assert info.config.max_consumers == outbox.MAX_CONSUMERS
+    name = subjects.stream(bus.prefix)
+
+    async def watch_node(i: int) -> None:
+        await bus.js.add_consumer(
+            name,
+            js_api.ConsumerConfig(
+                durable_name=f"node-{i}",
+                filter_subject=subjects.events_of(bus.prefix, "pods", node=f"node-{i}"),
+            ),
+        )
+
+    for start in range(0, 1001, 100):
+        await asyncio.gather(*(watch_node(i) for i in range(start, min(start + 100, 1001))))
+    assert (await bus.js.stream_info(name)).state.consumer_count == 1001
+
+
+async def test_a_stream_made_without_the_limit_gets_it(bus: Bus):
+    name = subjects.stream(bus.prefix)
+    await bus.js.add_stream(
+        js_api.StreamConfig(name=name, subjects=[subjects.events_of(bus.prefix)])
+    )
+    info = await outbox.ensure_stream(bus)
+    assert info.config.max_consumers == outbox.MAX_CONSUMERS
+    assert (await bus.js.stream_info(name)).config.max_consumers == outbox.MAX_CONSUMERS
