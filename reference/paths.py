@@ -7,6 +7,7 @@ worktree on a machine shares one build, and a change of version builds anew besi
 
 from __future__ import annotations
 
+import datetime
 import hashlib
 import os
 from pathlib import Path
@@ -19,6 +20,7 @@ __all__ = [
     "cache_root",
     "kubernetes_version",
     "missing_reason",
+    "run_context",
 ]
 
 HERE = Path(__file__).resolve().parent
@@ -74,3 +76,21 @@ def missing_reason() -> str:
         f"upstream's binaries are not built ({bin_dir()} is missing): "
         "run reference/build (needs Go and the Go module proxy)"
     )
+
+
+def run_context() -> dict[str, object]:
+    """What a benchmark's results need beside its figures: when, on how many CPUs at what
+    load (this machine's cores are shared), and the versions `build` recorded."""
+    built = built_bin_dir()
+    versions = {}
+    if built is not None:
+        for line in (built / ".complete").read_text().splitlines():
+            name, _, value = line.partition(" ")
+            if name != "seconds":
+                versions[name] = value
+    return {
+        "date": datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "cpus": os.cpu_count(),
+        "load_average_at_start": [round(x, 2) for x in os.getloadavg()],
+        "reference": versions,
+    }

@@ -171,6 +171,7 @@ def main(argv: list[str] | None = None) -> int:
         )
         return 2
     args.logs.mkdir(parents=True, exist_ok=True)
+    context = paths.run_context()
     rows = []
     for workload in args.workloads or DEFAULT:
         upstream_name = WORKLOADS[workload]
@@ -202,7 +203,7 @@ def main(argv: list[str] | None = None) -> int:
             flush=True,
         )
     if args.json:
-        args.json.write_text(json.dumps(rows, indent=2))
+        args.json.write_text(json.dumps({**context, "runs": rows}, indent=2) + "\n")
     return 0
 
 
