@@ -18,9 +18,9 @@ import logging
 from collections.abc import Container, Iterator, Mapping, Set
 
 from drasim.common.api import resource_v1
+from drasim.common.extended_resource_cache import ExtendedResourceCache
 from drasim.scheduler import framework
 from drasim.scheduler.plugins.dynamic_resources import allocator
-from drasim.scheduler.plugins.dynamic_resources.class_cache import ExtendedResourceCache
 
 ClaimKey = tuple[str, str]  # (namespace, name)
 
@@ -212,7 +212,7 @@ class DraManager:
     # -- reading ---------------------------------------------------------------------------
     def resolve_device_class(self, name: str) -> resource_v1.DeviceClass | None:
         """The class an extended resource name maps to (spec §2), for NodeResourcesFit."""
-        return self.class_cache.get_device_class(name)
+        return self.class_cache.class_for(name)
 
     def snapshot(self) -> allocator.Snapshot:
         """The allocator's slice index; rebuilt only after a slice changed."""
@@ -244,14 +244,10 @@ class DraManager:
         """(devices on the node of the class `name` maps to, how many of them are
         allocated, in-flight allocations included), for NodeResourcesFit's score of a
         DRA-served extended resource (spec §3.7.2); (0, 0) when no class maps `name`.
-
-        The class is read by name from the informer's copy: the mapping cache may hold an
-        older object (spec §2.5 a), whose selectors could be stale.
         """
-        mapped = self.class_cache.get_device_class(name)
-        if mapped is None:
+        cls = self.class_cache.class_for(name)
+        if cls is None:
             return 0, 0
-        cls = self.classes.get(mapped.metadata.name, mapped)
         try:
             return allocator.node_device_capacity(
                 node_info.node, self.snapshot(), cls, self.allocated

@@ -10,6 +10,7 @@ DeviceClass an extended resource name stands for.
 from __future__ import annotations
 
 from drasim.common.api import registry
+from drasim.common.extended_resource_cache import ExtendedResourceCache
 from drasim.common.quota import claims, generic, pods, resources
 from drasim.common.quota.claims import ClaimEvaluator, DeviceClassCache, DeviceClassMapping
 from drasim.common.quota.generic import CREATE, UPDATE, Evaluator, ObjectCountEvaluator
@@ -93,6 +94,4 @@ def evaluators(
 def extended_resource_cache() -> DeviceClassCache:
     """A new cache of DeviceClass → extended resource name mappings, the same the scheduler
     keeps: fed by `on_add(cls)`, `on_update(old, new)` and `on_delete(cls)`."""
-    from drasim.scheduler.plugins.dynamic_resources.class_cache import ExtendedResourceCache
-
     return ExtendedResourceCache()

@@ -48,9 +48,9 @@ _NEVER = datetime.min.replace(tzinfo=UTC)
 class DeviceClassMapping(Protocol):
     """Which class serves an extended resource name, and a class's own explicit name."""
 
-    def get_device_class(self, resource_name: str) -> object | None: ...
+    def class_for(self, resource_name: str) -> object | None: ...
 
-    def get_extended_resource(self, class_name: str) -> str | None: ...
+    def extended_resource_name_of(self, class_name: str) -> str | None: ...
 
 
 class DeviceClassCache(DeviceClassMapping, Protocol):
@@ -143,11 +143,11 @@ class ClaimEvaluator(generic.Evaluator):
             elif name.startswith(_REQUESTS_IMPLICIT):
                 # Upstream asks the class for its explicit name here, so a class without one
                 # is not matched by its implicit name.
-                if self._classes.get_extended_resource(name.removeprefix(_REQUESTS_IMPLICIT)):
+                if self._classes.extended_resource_name_of(name.removeprefix(_REQUESTS_IMPLICIT)):
                     result.add(name)
             elif (
                 pods.is_extended_resource_name_for_quota(name)
-                and self._classes.get_device_class(name.removeprefix(_REQUESTS)) is not None
+                and self._classes.class_for(name.removeprefix(_REQUESTS)) is not None
             ):
                 result.add(name)
         return sorted(result)
@@ -163,7 +163,7 @@ class ClaimEvaluator(generic.Evaluator):
             if class_name == name or not class_name:
                 continue
             extended[_REQUESTS_IMPLICIT + class_name] = quantity
-            if explicit := self._classes.get_extended_resource(class_name):
+            if explicit := self._classes.extended_resource_name_of(class_name):
                 extended[_REQUESTS + explicit] = quantity
         pod_usage = self.verified_pod_usage(obj) or {}
         for name, quantity in extended.items():

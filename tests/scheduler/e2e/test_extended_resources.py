@@ -7,8 +7,6 @@ a deleted pod's claim finalizer) the test does it."""
 from __future__ import annotations
 
 import asyncio
-import time
-from datetime import UTC, datetime
 from typing import Any
 
 import pytest
@@ -210,24 +208,6 @@ async def test_implicit_extended_resource_name(
     claim = await special_claim(watch, "implicit")
     assert requests_of(claim) == [("container-0-request-0", DRIVER, "ExactCount", 2)]
     assert mappings_of(watch.pod("implicit")) == [("con0", IMPLICIT_GPU, "container-0-request-0")]
-
-
-async def test_class_conflict_newer_class_wins(
-    api: ApiClient, watch: ClusterWatch, start_scheduler: StartScheduler
-) -> None:
-    older = await api.create(device_class("gpu-a", GPU))
-    # Creation timestamps have whole seconds; the rule needs the newer one to be later,
-    # else the smaller name (gpu-a) would win instead.
-    created = datetime.strptime(older.metadata.creation_timestamp or "", "%Y-%m-%dT%H:%M:%SZ")
-    await asyncio.sleep(max(0.0, created.replace(tzinfo=UTC).timestamp() + 1 - time.time()))
-    newer = await api.create(device_class("gpu-b", GPU))
-    assert (newer.metadata.creation_timestamp or "") > (older.metadata.creation_timestamp or "")
-    await api.create(make_node("dra-node").capacity(NODE_RESOURCES).obj())
-    await api.create(resource_slice("dra-node", 2))
-    await start_scheduler()
-    await api.create(make_pod("p").limits({GPU: "1"}).obj())
-    claim = await special_claim(watch, "p")
-    assert requests_of(claim) == [("container-0-request-0", "gpu-b", "ExactCount", 1)]
 
 
 async def test_mixed_pod_device_plugin_and_dra_names(

@@ -6,7 +6,6 @@
   a map of what each extension point does for it;
 - `state`: what one attempt keeps in the CycleState;
 - `queueing_hints`: the events that may requeue a rejected pod, and their hints;
-- `class_cache`: which DeviceClass serves an extended resource name (spec §2);
 - `pools`: the devices each node can reach, from the ResourceSlices;
 - `allocator`: structured-parameters allocation on one node (spec §3.4, §3.7.2);
 - `cel_env`: the CEL environment of device selectors.
