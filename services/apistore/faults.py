@@ -21,6 +21,9 @@ class FaultRule(msgspec.Struct, kw_only=True):
     nth: int = 1
     times: int = 1
     code: int = 500
+    # The Status reason, for a code several kinds share (409: "Conflict"); empty: the
+    # first kind with that code.
+    reason: str = ""
     message: str = "injected fault"
     # > 0: the write is applied, but its answer goes out only after this many seconds.
     delay_reply_seconds: float = 0.0
@@ -40,9 +43,12 @@ class FaultPlan(msgspec.Struct, kw_only=True):
                 continue
             rule.seen += 1
             if rule.nth <= rule.seen < rule.nth + rule.times:
-                raise errors.error_for_code(rule.code)(
+                message = (
                     f"{rule.message} ({verb} {resource}"
                     f"{'/' + subresource if subresource else ''} #{rule.seen})"
+                )
+                raise errors.ApiError.from_status(
+                    errors.Status(code=rule.code, reason=rule.reason, message=message)
                 )
 
     def reply_delay(self, resource: str, verb: str, subresource: str = "") -> float:

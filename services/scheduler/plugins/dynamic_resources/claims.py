@@ -7,7 +7,8 @@ that order, with the pod's special claim (see `extended`) last.
 
 Upstream: `pkg/scheduler/framework/plugins/dynamicresources/claims.go`, and
 `foreachPodResourceClaim`, `validateDeviceClass` and `bindClaim` of `dynamicresources.go`;
-`k8s.io/client-go/util/retry` for `retry_on_conflict`.
+`k8s.io/client-go/util/retry` for `retry_on_conflict`, and `retry.OnError` with
+`schedutil.RetriableWithConflict` (`pkg/scheduler/util/utils.go`) for `retry_on_error`.
 """
 
 from __future__ import annotations
@@ -33,13 +34,20 @@ __all__ = [
     "is_reserved_for_pod",
     "pod_resource_claims",
     "remove_reservation",
+    "retriable_with_conflict",
     "retry_on_conflict",
+    "retry_on_error",
     "validate_device_classes",
 ]
 
 # client-go's `retry.DefaultRetry`: 5 attempts, 10 ms apart.
 _CONFLICT_RETRY_STEPS = 5
 _CONFLICT_RETRY_DELAY = 0.01
+# client-go's `retry.DefaultBackoff`: 4 attempts, the first pause 10 ms, each next 5 times
+# longer (its 10 % jitter left out).
+_BACKOFF_STEPS = 4
+_BACKOFF_FIRST_DELAY = 0.01
+_BACKOFF_FACTOR = 5.0
 
 T = TypeVar("T")
 
@@ -290,6 +298,29 @@ async def retry_on_conflict(attempt: Callable[[bool], Awaitable[T]]) -> T:
         except errors.Conflict:
             await asyncio.sleep(_CONFLICT_RETRY_DELAY)
     return await attempt(True)
+
+
+def retriable_with_conflict(err: errors.ApiError) -> bool:
+    """What the scheduler writes again as it is (upstream `RetriableWithConflict`): the
+    server failed or was unavailable, or the object changed meanwhile."""
+    return isinstance(err, errors.InternalError | errors.ServiceUnavailable | errors.Conflict)
+
+
+async def retry_on_error(
+    attempt: Callable[[], Awaitable[T]], retriable: Callable[[errors.ApiError], bool]
+) -> T:
+    """client-go's `retry.OnError(retry.DefaultBackoff, retriable, attempt)`: the same
+    request again while it fails retriably, the last error raised once the tries are spent."""
+    delay = _BACKOFF_FIRST_DELAY
+    for _ in range(_BACKOFF_STEPS - 1):
+        try:
+            return await attempt()
+        except errors.ApiError as err:
+            if not retriable(err):
+                raise
+        await asyncio.sleep(delay)
+        delay *= _BACKOFF_FACTOR
+    return await attempt()
 
 
 def wrapped(err: errors.ApiError, context: str) -> errors.ApiError:

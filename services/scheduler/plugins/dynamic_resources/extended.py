@@ -422,9 +422,16 @@ class ExtendedResourceClaimWriter:
         self._stale_pod_status.discard(uid)
 
     async def _patch_pod_status(self, pod: core_v1.Pod, value: object, what: str) -> None:
-        """A merge patch of `status.extendedResourceClaimStatus` alone (None removes it)."""
+        """A merge patch of `status.extendedResourceClaimStatus` alone (None removes it),
+        sent again after a conflict or a server error, as upstream's `PatchPodStatus`.
+
+        It carries no `resourceVersion`: upstream added one (kubernetes#139602) and took it
+        out again before 1.37 (kubernetes#140177). The patch touches one field only the
+        scheduler writes, so another writer's change in between is no reason to fail.
+        """
         patch = {"status": {"extendedResourceClaimStatus": value}}
-        try:
+
+        async def attempt() -> None:
             await self.api.patch(
                 core_v1.Pod,
                 pod.metadata.name,
@@ -432,6 +439,9 @@ class ExtendedResourceClaimWriter:
                 namespace=pod.metadata.namespace,
                 subresource="status",
             )
+
+        try:
+            await claims.retry_on_error(attempt, claims.retriable_with_conflict)
         except errors.ApiError as err:
             raise claims.wrapped(
                 err, f"{what} pod {claims.pod_ref(pod)} ExtendedResourceClaimStatus"

@@ -1195,9 +1195,26 @@ class Cluster:
     dra_manager: DraManager
     plugin: DynamicResources
 
-    def fail(self, resource: str, verb: str, subresource: str = "") -> None:
-        rule = FaultRule(resource=resource, verb=verb, subresource=subresource, code=500)
+    def fail(
+        self,
+        resource: str,
+        verb: str,
+        subresource: str = "",
+        *,
+        times: int = 1,
+        code: int = 500,
+        reason: str = "",
+    ) -> FaultRule:
+        rule = FaultRule(
+            resource=resource,
+            verb=verb,
+            subresource=subresource,
+            times=times,
+            code=code,
+            reason=reason,
+        )
         self.server.core.fault_plan = FaultPlan(rules=[rule])
+        return rule
 
     async def claims(self) -> list[resource_v1.ResourceClaim]:
         claims, _ = await self.api.list(resource_v1.ResourceClaim, namespace="default")
@@ -1300,20 +1317,21 @@ async def test_pre_bind_writes_the_special_claim_and_the_pod_status(cluster: Clu
 
 
 @pytest.mark.parametrize(
-    ("resource", "verb", "subresource", "created"),
+    ("resource", "verb", "subresource", "times", "created"),
     [
-        ("resourceclaims", "create", "", False),
-        ("resourceclaims", "update", "status", True),
-        ("pods", "patch", "status", True),
+        ("resourceclaims", "create", "", 1, False),
+        ("resourceclaims", "update", "status", 1, True),
+        # The pod status patch is tried 4 times (retry.DefaultBackoff) before PreBind fails.
+        ("pods", "patch", "status", 4, True),
     ],
     ids=["claim create fails", "claim status update fails", "pod status patch fails"],
 )
 async def test_pre_bind_failure_leaves_nothing_behind(
-    cluster: Cluster, resource: str, verb: str, subresource: str, created: bool
+    cluster: Cluster, resource: str, verb: str, subresource: str, times: int, created: bool
 ) -> None:
     pod = await create_pod(cluster.api, {GPU: "1"})
     state = await through_reserve(cluster.plugin, pod)
-    cluster.fail(resource, verb, subresource)
+    cluster.fail(resource, verb, subresource, times=times)
 
     status = await cluster.plugin.pre_bind(state, pod, WORKER)
 
@@ -1328,6 +1346,53 @@ async def test_pre_bind_failure_leaves_nothing_behind(
     stored = await cluster.api.get(core_v1.Pod, "my-pod", namespace="default")
     assert stored.status.extended_resource_claim_status is None
     assert cluster.dra_manager.pending_allocations() == []
+
+
+@pytest.mark.parametrize(
+    ("code", "reason"),
+    [(409, "Conflict"), (500, ""), (503, "")],
+    ids=["conflict", "internal", "unavailable"],
+)
+async def test_pod_status_patch_is_sent_again_after_a_conflict(
+    cluster: Cluster, code: int, reason: str
+) -> None:
+    """Upstream's PatchPodStatus retries `RetriableWithConflict` errors: the same patch,
+    with no resourceVersion in it, succeeds on the fourth and last try."""
+    pod = await create_pod(cluster.api, {GPU: "1"})
+    state = await through_reserve(cluster.plugin, pod)
+    rule = cluster.fail("pods", "patch", "status", times=3, code=code, reason=reason)
+
+    assert await cluster.plugin.pre_bind(state, pod, WORKER) is None
+
+    assert rule.seen == 4
+    [claim] = await cluster.claims()
+    stored = await cluster.api.get(core_v1.Pod, "my-pod", namespace="default")
+    status = stored.status.extended_resource_claim_status
+    assert status is not None and status.resource_claim_name == claim.metadata.name
+
+
+async def test_pod_status_patch_conflicts_on_every_try_fail_pre_bind(cluster: Cluster) -> None:
+    pod = await create_pod(cluster.api, {GPU: "1"})
+    state = await through_reserve(cluster.plugin, pod)
+    rule = cluster.fail("pods", "patch", "status", times=10, code=409, reason="Conflict")
+
+    status = await cluster.plugin.pre_bind(state, pod, WORKER)
+
+    assert status is not None and status.code == Code.ERROR
+    assert status.message().startswith("update pod default/my-pod ExtendedResourceClaimStatus: ")
+    assert "injected fault (patch pods/status #4)" in status.message()
+    assert rule.seen == 4
+
+
+async def test_pod_status_patch_does_not_retry_an_invalid_status(cluster: Cluster) -> None:
+    pod = await create_pod(cluster.api, {GPU: "1"})
+    state = await through_reserve(cluster.plugin, pod)
+    rule = cluster.fail("pods", "patch", "status", times=10, code=422)
+
+    status = await cluster.plugin.pre_bind(state, pod, WORKER)
+
+    assert status is not None and status.code == Code.ERROR
+    assert rule.seen == 1
 
 
 async def test_unreserve_after_bind_failure_deletes_the_claim(cluster: Cluster) -> None:
