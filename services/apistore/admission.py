@@ -1,4 +1,5 @@
-"""The Priority admission: a pod's priority comes from its PriorityClass.
+"""The mutating admission of pods: Priority (a pod's priority comes from its PriorityClass)
+and DefaultTolerationSeconds (`add_default_tolerations`).
 
 As upstream's `Priority` admission plugin: a created pod gets `spec.priority` and
 `spec.preemptionPolicy` from the class its `priorityClassName` names, or from the global
@@ -146,3 +147,29 @@ def _not_provided(pod: core_v1.Pod, what: str, given: object, computed: object) 
             f"the {what} ({given}) must not be provided in pod spec; priority admission "
             f"controller computed {computed} from the given PriorityClass name",
         )
+
+
+# DefaultTolerationSeconds: how long a pod stays on a node that turns not-ready or
+# unreachable (upstream's `--default-not-ready-toleration-seconds` and
+# `--default-unreachable-toleration-seconds`).
+DEFAULT_NOT_READY_TOLERATION_SECONDS = 300
+DEFAULT_UNREACHABLE_TOLERATION_SECONDS = 300
+TAINT_NODE_NOT_READY = "node.kubernetes.io/not-ready"
+TAINT_NODE_UNREACHABLE = "node.kubernetes.io/unreachable"
+
+
+def add_default_tolerations(pod: core_v1.Pod) -> None:
+    """Upstream's DefaultTolerationSeconds admission, on create and update of a pod: a pod
+    that does not already tolerate the node's not-ready or unreachable NoExecute taint gets
+    a toleration of it for 300 s, so its node controller evicts it after five minutes."""
+    tolerations = pod.spec.tolerations
+    for key, seconds in (
+        (TAINT_NODE_NOT_READY, DEFAULT_NOT_READY_TOLERATION_SECONDS),
+        (TAINT_NODE_UNREACHABLE, DEFAULT_UNREACHABLE_TOLERATION_SECONDS),
+    ):
+        if not any(t.key in ("", key) and t.effect in ("", "NoExecute") for t in tolerations):
+            tolerations.append(
+                core_v1.Toleration(
+                    key=key, operator="Exists", effect="NoExecute", toleration_seconds=seconds
+                )
+            )

@@ -37,7 +37,7 @@ from drasim.apistore.store import EventRow, Key, ObjectRow
 from drasim.apistore.strategies import for_resource
 from drasim.common import codec, errors, quota
 from drasim.common import features as gates
-from drasim.common.api import core_v1, registry, scheduling_v1, validation
+from drasim.common.api import core_v1, defaults, registry, scheduling_v1, validation
 from drasim.common.bus import messages
 from drasim.common.featuregate import FeatureGate
 
@@ -307,6 +307,7 @@ class Batch:
             raise errors.invalid(
                 info.kind, req.name, codec.decode_errors(exc, merged), group=info.group
             ) from exc
+        defaults.apply(obj)  # the patched object is decoded as a body is
         self._check_fault(info.plural, "patch", req.subresource)
         return self._update(info, namespace, req.name, obj, req.subresource, req.dry_run, ctx)
 

@@ -13,7 +13,7 @@ import msgspec
 
 from drasim.apistore.store import Key
 from drasim.common import codec, errors
-from drasim.common.api import registry
+from drasim.common.api import defaults, registry
 
 __all__ = ["Context", "decode_object", "key_of", "request_namespace", "resource_info"]
 
@@ -41,14 +41,17 @@ def resource_info(resource: str) -> registry.ResourceInfo:
 
 
 def decode_object(info: registry.ResourceInfo, data: bytes, name: str = "") -> Any:
-    """Decode a request body into the kind's type: malformed JSON is 400, wrong types 422."""
+    """Decode a request body into the kind's type, with the kind's defaults filled in (as
+    upstream's decoder does): malformed JSON is 400, wrong types 422."""
     try:
-        return codec.decode(data, info.type)
+        obj = codec.decode(data, info.type)
     except msgspec.ValidationError as exc:
         errs = codec.decode_errors(exc, msgspec.json.decode(data))
         raise errors.invalid(info.kind, name, errs, group=info.group) from exc
     except msgspec.DecodeError as exc:
         raise errors.BadRequest(f"the body of the request was in an unknown format: {exc}") from exc
+    defaults.apply(obj)
+    return obj
 
 
 def key_of(info: registry.ResourceInfo, namespace: str, name: str) -> Key:

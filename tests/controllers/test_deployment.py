@@ -8,7 +8,7 @@ import msgspec
 import pytest
 
 from drasim.common import codec
-from drasim.common.api import apps_v1, core_v1
+from drasim.common.api import apps_v1, core_v1, defaults
 from drasim.common.client import ApiClient
 from drasim.common.quantity import parse_quantity
 from drasim.controllers import ControllerManager
@@ -180,8 +180,10 @@ async def test_status_is_written_through_the_status_subresource(
         "Progressing": ("True", "NewReplicaSetAvailable"),
     }
     assert stored.metadata.annotations[REVISION_ANNOTATION] == "1"
-    # The spec the user wrote is untouched (no defaults were written back).
-    assert stored.spec == msgspec.structs.replace(kep_deployment().spec, replicas=3)
+    # The spec is the user's, as the API server defaulted it: the controller wrote none.
+    written = kep_deployment()
+    defaults.apply(written)
+    assert stored.spec == msgspec.structs.replace(written.spec, replicas=3)
 
 
 @pytest.mark.parametrize("strategy", ["RollingUpdate", "Recreate"])

@@ -97,10 +97,11 @@ async def test_quantities_are_bounded(http, quantity: str, detail: str):
     assert refusal(body) == (422, "Invalid", f'Pod "<generated>" is invalid: {field}: {detail}')
 
 
-async def test_tiny_quantities_round_up_to_one_nano_at_once(http):
-    """Upstream rounds any value below 1n up to 1n, however small its exponent."""
+async def test_tiny_quantities_round_up_at_once(http):
+    """Upstream rounds any value below 1n up to 1n when it parses it, however small its
+    exponent; a pod's defaulting then rounds its resources up to a thousandth."""
     created = await call(http, "POST", PODS, 201, json=pod(cpu="1e-2147483647"))
-    assert created["spec"]["containers"][0]["resources"]["limits"]["cpu"] == "1e-9"
+    assert created["spec"]["containers"][0]["resources"]["limits"]["cpu"] == "1e-3"
 
 
 def laughs(levels: int, fanout: int) -> str:

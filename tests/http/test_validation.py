@@ -147,8 +147,10 @@ CASES = [
       ["spec.restartPolicy"]),
     C("pod-node-name", "POST", PODS, _with(POD, {"spec.nodeName": "Worker_1"}),
       ["spec.nodeName"]),
-    C("pod-grace-period", "POST", PODS, _with(POD, {"spec.terminationGracePeriodSeconds": -1}),
-      ["spec.terminationGracePeriodSeconds"]),
+    # A Pod's negative grace period is defaulted to 1 (SetDefaults_Pod); a template's is not.
+    C("template-grace-period", "POST", DEPLOYMENTS,
+      _with(DEPLOYMENT, {"spec.template.spec.terminationGracePeriodSeconds": -1}),
+      ["spec.template.spec.terminationGracePeriodSeconds"]),
     C("pod-label-type", "POST", PODS, _with(POD, {"metadata.labels": {"a": "x", "b": 1}}),
       ["metadata.labels[b]"]),
     C("pod-limit-quantity", "POST", PODS, _with(POD, {"spec.containers.0.resources": {

@@ -1,7 +1,8 @@
 """core/v1 ("v1"): Namespace, Node, Pod, Binding, Event, ResourceQuota and their parts.
 
-Only the fields drasim reads or writes are typed; a few others that real manifests carry
-(volumes, probes, security contexts) are kept as raw JSON so they survive a round trip.
+Only the fields drasim reads or writes are typed; the others real manifests carry (volumes,
+probes, lifecycle hooks, security contexts, DNS settings, ...) are kept as raw JSON so they
+survive a round trip and `kubectl apply` finds them stored.
 """
 
 from __future__ import annotations
@@ -50,6 +51,7 @@ __all__ = [
     "PodIP",
     "PodResourceClaim",
     "PodResourceClaimStatus",
+    "PodSchedulingGate",
     "PodSpec",
     "PodStatus",
     "PodTemplateSpec",
@@ -266,6 +268,12 @@ class Container(KubeStruct):
     termination_message_policy: str = ""
     image_pull_policy: str = ""
     security_context: dict[str, Any] | None = None
+    lifecycle: dict[str, Any] | None = None
+    volume_devices: list[dict[str, Any]] = []
+    resize_policy: list[dict[str, Any]] = []
+    stdin: bool = False
+    stdin_once: bool = False
+    tty: bool = False
 
 
 class EphemeralContainer(Container):
@@ -282,6 +290,12 @@ class PodResourceClaim(KubeStruct):
     resource_claim_template_name: str | None = None
 
 
+class PodSchedulingGate(KubeStruct):
+    """A gate that keeps the pod from being scheduled until it is removed."""
+
+    name: str = ""
+
+
 class PodSpec(KubeStruct):
     volumes: list[dict[str, Any]] = []
     init_containers: list[Container] = []
@@ -293,9 +307,26 @@ class PodSpec(KubeStruct):
     dns_policy: str = ""
     node_selector: dict[str, str] = {}
     service_account_name: str = ""
+    service_account: str = ""  # deprecated alias of serviceAccountName, kept equal to it
+    automount_service_account_token: bool | None = None
     node_name: str = ""
     host_network: bool = False
+    host_pid: bool = msgspec.field(default=False, name="hostPID")
+    host_ipc: bool = msgspec.field(default=False, name="hostIPC")
+    share_process_namespace: bool | None = None
+    host_users: bool | None = None
     security_context: dict[str, Any] | None = None
+    image_pull_secrets: list[dict[str, Any]] = []
+    hostname: str = ""
+    subdomain: str = ""
+    set_hostname_as_fqdn: bool | None = msgspec.field(default=None, name="setHostnameAsFQDN")
+    host_aliases: list[dict[str, Any]] = []
+    dns_config: dict[str, Any] | None = None
+    readiness_gates: list[dict[str, Any]] = []
+    runtime_class_name: str | None = None
+    enable_service_links: bool | None = None
+    topology_spread_constraints: list[dict[str, Any]] = []
+    os: dict[str, Any] | None = None
     affinity: Affinity | None = None
     scheduler_name: str = ""
     tolerations: list[Toleration] = []
@@ -303,6 +334,7 @@ class PodSpec(KubeStruct):
     priority: int | None = None
     preemption_policy: str | None = None  # set by the Priority admission, from the class
     overhead: ResourceList = {}
+    scheduling_gates: list[PodSchedulingGate] = []
     resource_claims: list[PodResourceClaim] = []
 
     def all_containers(self) -> list[Container]:

@@ -19,6 +19,7 @@ __all__ = [
     "is_native_resource",
     "is_restartable_init_container",
     "pod_limits",
+    "pod_qos_class",
     "pod_requests",
     "same_request_inputs",
 ]
@@ -117,6 +118,46 @@ def _aggregate(
 
     _max(total, init_peak)
     return total
+
+
+def pod_qos_class(pod: core_v1.Pod) -> str:
+    """The pod's quality of service class (upstream `ComputePodQOS`), from the cpu and
+    memory its init and regular containers request and are limited to.
+
+    A container with neither requests nor limits is BestEffort; otherwise each of cpu and
+    memory is Guaranteed when request equals a non-zero limit, BestEffort when both are
+    zero, else Burstable. The pod is Burstable as soon as one resource of one container is,
+    or when its containers disagree.
+    """
+    pod_class = ""
+    for container in (*pod.spec.init_containers, *pod.spec.containers):
+        container_class = _requirements_qos(container.resources)
+        if container_class == _BURSTABLE:
+            return _BURSTABLE
+        if pod_class and pod_class != container_class:
+            return _BURSTABLE
+        pod_class = container_class
+    return pod_class or _BEST_EFFORT
+
+
+_BEST_EFFORT, _BURSTABLE, _GUARANTEED = "BestEffort", "Burstable", "Guaranteed"
+_ZERO = Quantity()
+
+
+def _requirements_qos(requirements: core_v1.ResourceRequirements) -> str:
+    if not requirements.requests and not requirements.limits:
+        return _BEST_EFFORT
+    found = ""
+    for name in ("cpu", "memory"):
+        request = requirements.requests.get(name, _ZERO)
+        limit = requirements.limits.get(name, _ZERO)
+        if request != limit:
+            return _BURSTABLE
+        resource_class = _BEST_EFFORT if request.is_zero() else _GUARANTEED
+        if found and found != resource_class:
+            return _BURSTABLE
+        found = resource_class
+    return found
 
 
 def same_request_inputs(a: core_v1.Pod, b: core_v1.Pod) -> bool:

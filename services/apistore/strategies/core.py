@@ -8,14 +8,11 @@ from typing import Any, ClassVar
 from drasim.apistore import admission
 from drasim.apistore.strategies.base import Admission, Strategy
 from drasim.common import features as gates
-from drasim.common.api import core_v1
+from drasim.common.api import core_v1, resources
+from drasim.common.api.defaults import core as defaults
 from drasim.common.featuregate import FeatureGate
 
 __all__ = ["STRATEGIES"]
-
-# What a pod waits for before it goes when none is asked (upstream's
-# `DefaultTerminationGracePeriodSeconds`).
-DEFAULT_TERMINATION_GRACE_PERIOD_SECONDS = 30
 
 
 class NamespaceStrategy(Strategy):
@@ -40,9 +37,10 @@ class NodeStrategy(Strategy):
 
 
 class PodStrategy(Strategy):
-    """A pod starts Pending, takes its priority from its PriorityClass (the Priority
-    admission), and once bound to a node terminates gracefully: it stays until its kubelet
-    confirms with a delete of grace period 0."""
+    """A pod starts Pending, with its QoS class; it takes its priority from its
+    PriorityClass and tolerations of unready nodes (the mutating admission), and once bound
+    to a node terminates gracefully: it stays until its kubelet confirms with a delete of
+    grace period 0."""
 
     status_subresource = True
     generation = True
@@ -51,13 +49,18 @@ class PodStrategy(Strategy):
     def prepare_for_create(self, obj: core_v1.Pod) -> None:
         super().prepare_for_create(obj)
         obj.status.phase = "Pending"
+        obj.status.qos_class = resources.pod_qos_class(obj)
 
     def prepare_for_update(self, new: core_v1.Pod, old: core_v1.Pod) -> None:
         admission.keep_pod_priority(new, old)
+        # Mutating admission runs before validation upstream: a pod replaced by the
+        # manifest it was made from gets the same tolerations again.
+        admission.add_default_tolerations(new)
         super().prepare_for_update(new, old)
 
     def admit_create(self, obj: core_v1.Pod, batch: Admission) -> None:
         admission.admit_pod(obj, batch.priority_class, batch.default_priority_class())
+        admission.add_default_tolerations(obj)
 
     def drop_disabled_fields(
         self, new: core_v1.Pod, old: core_v1.Pod | None, features: FeatureGate
@@ -81,7 +84,7 @@ class PodStrategy(Strategy):
         if asked is not None:
             return max(asked, 0)
         default = obj.spec.termination_grace_period_seconds
-        return DEFAULT_TERMINATION_GRACE_PERIOD_SECONDS if default is None else default
+        return defaults.DEFAULT_TERMINATION_GRACE_PERIOD_SECONDS if default is None else default
 
     def stays_while_terminating(self, obj: core_v1.Pod) -> bool:
         return bool(obj.spec.node_name) and (obj.metadata.deletion_grace_period_seconds or 0) > 0
