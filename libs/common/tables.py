@@ -86,13 +86,18 @@ def _name(obj: Any, now: datetime) -> str:
 
 
 def pod_status_reason(pod: Any) -> str:
-    """What kubectl shows under STATUS: Terminating, a waiting reason, or the phase."""
+    """What kubectl shows under STATUS: Terminating, a waiting reason, SchedulingGated while
+    the pod's condition says so, or the phase."""
     if pod.metadata.deletion_timestamp:
         return "Terminating"
     for status in pod.status.container_statuses:
         waiting = status.state.waiting if status.state else None
         if waiting is not None and waiting.reason:
             return waiting.reason
+    if any(
+        c.type == "PodScheduled" and c.reason == "SchedulingGated" for c in pod.status.conditions
+    ):
+        return "SchedulingGated"
     return pod.status.reason or pod.status.phase or "Pending"
 
 

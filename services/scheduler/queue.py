@@ -9,6 +9,8 @@ places hold a pod:
 - unschedulablePods, pods a plugin rejected. Only a cluster event that plugin registered
   for, and whose queueing hint says QUEUE, moves such a pod on (to backoffQ if its backoff
   has not ended yet, else to activeQ); pods left there for 5 minutes are moved anyway.
+  A pod a PreEnqueue plugin holds back (SchedulingGates: the pod has scheduling gates)
+  waits there too, "gated", never tried until that plugin lets it into activeQ.
 
 A popped pod is "in flight" until `done`. Events that arrive meanwhile are kept, so that a
 pod failing because of a state that changed during its attempt is retried after backoff
@@ -71,6 +73,8 @@ class QueuedPodInfo:
     """When the pod first entered the queue (the start of its scheduling SLI)."""
     traceparent: str = ""
     """The trace of the event that queued the pod: every attempt continues it."""
+    gating_plugin: str = ""
+    """The PreEnqueue plugin that keeps the pod out of activeQ; empty once none does."""
 
     @property
     def uid(self) -> str:
@@ -164,6 +168,7 @@ class SchedulingQueue:
         pod_max_in_unschedulable_pods_duration: float = (
             DEFAULT_POD_MAX_IN_UNSCHEDULABLE_PODS_DURATION
         ),
+        pre_enqueue: Callable[[core_v1.Pod], framework.Status | None] | None = None,
     ) -> None:
         self._hints = [
             (registered.event, plugin, registered.queueing_hint_fn)
@@ -175,6 +180,8 @@ class SchedulingQueue:
         self._pod_initial_backoff = pod_initial_backoff
         self._pod_max_backoff = pod_max_backoff
         self._pod_max_in_unschedulable_pods_duration = pod_max_in_unschedulable_pods_duration
+        # The profile's PreEnqueue plugins (`Framework.run_pre_enqueue_plugins`).
+        self._pre_enqueue = pre_enqueue
 
         # Priority first (higher wins), then the longest waiting (PrioritySort).
         self._active_q = _Heap(lambda p: (-(p.pod.spec.priority or 0), p.timestamp))
@@ -234,12 +241,7 @@ class SchedulingQueue:
         uid = pod.metadata.uid
         self._unschedulable_pods.pop(uid, None)
         self._backoff_q.delete(uid)
-        now = self._clock()
-        self._move_to_active_q(
-            QueuedPodInfo(
-                pod, timestamp=now, initial_attempt_timestamp=now, traceparent=traceparent
-            )
-        )
+        self._move_to_active_q(QueuedPodInfo(pod, timestamp=self._clock(), traceparent=traceparent))
 
     def update(self, old: core_v1.Pod, new: core_v1.Pod, *, traceparent: str = "") -> None:
         """A pending pod changed. In unschedulablePods the change itself may be the event
@@ -345,13 +347,14 @@ class SchedulingQueue:
         return active + backoff + unschedulable, summary
 
     def pending_pods_by_queue(self) -> dict[str, int]:
-        """How many pods wait where, by `scheduler_pending_pods`' queue names (no pod is
-        ever gated here: scheduling gates are not implemented)."""
+        """How many pods wait where, by `scheduler_pending_pods`' queue names: the gated
+        pods of unschedulablePods count apart."""
+        gated = sum(1 for p in self._unschedulable_pods.values() if p.gating_plugin)
         return {
             "active": len(self._active_q),
             "backoff": len(self._backoff_q),
-            "unschedulable": len(self._unschedulable_pods),
-            "gated": 0,
+            "unschedulable": len(self._unschedulable_pods) - gated,
+            "gated": gated,
         }
 
     # -- internals ------------------------------------------------------------------------
@@ -368,6 +371,19 @@ class SchedulingQueue:
         return self._backoff_expiry(pinfo) > self._clock()
 
     def _move_to_active_q(self, pinfo: QueuedPodInfo) -> None:
+        """Into activeQ, unless a PreEnqueue plugin holds the pod back: then it waits in
+        unschedulablePods, gated, for an event that plugin registered (upstream
+        `moveToActiveQ`). Its scheduling attempts, and their latency, start once it is in."""
+        status = self._pre_enqueue(pinfo.pod) if self._pre_enqueue is not None else None
+        if not framework.is_success(status):
+            assert status is not None
+            pinfo.gating_plugin = status.plugin
+            pinfo.unschedulable_plugins.add(status.plugin)
+            self._unschedulable_pods[pinfo.uid] = pinfo
+            return
+        pinfo.gating_plugin = ""
+        if pinfo.initial_attempt_timestamp is None:
+            pinfo.initial_attempt_timestamp = self._clock()
         self._active_q.add_or_update(pinfo)
         self._active_q_not_empty.set()
 

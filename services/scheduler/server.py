@@ -49,8 +49,10 @@ DEFAULT_PLUGINS = (
     names.DYNAMIC_RESOURCES,
     names.DEFAULT_PREEMPTION,
     names.DEFAULT_BINDER,
+    names.SCHEDULING_GATES,
 )
-"""The default profile, in upstream's order of its Filter plugins."""
+"""The default profile, in upstream's order of its Filter plugins; SchedulingGates only
+holds pods back from the queue (PreEnqueue)."""
 
 
 def new_default_framework(
@@ -119,7 +121,10 @@ class Scheduler:
                 observe=self.metrics.preempted,
             ),
         )
-        self.queue = SchedulingQueue(self.framework.events_to_register())
+        self.queue = SchedulingQueue(
+            self.framework.events_to_register(),
+            pre_enqueue=self.framework.run_pre_enqueue_plugins,
+        )
         self.binding_tasks: set[asyncio.Task[None]] = set()
         self.pod_informer = Informer(
             api,

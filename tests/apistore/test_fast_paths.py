@@ -113,12 +113,14 @@ def _deep_copy_rule(new: core_v1.PodSpec, old: core_v1.PodSpec) -> bool:
         mine.image = theirs.image
     comparable.active_deadline_seconds = old.active_deadline_seconds
     comparable.tolerations = old.tolerations
+    comparable.scheduling_gates = old.scheduling_gates
     return comparable == old
 
 
 def _spec(**changes: object) -> core_v1.PodSpec:
     pod = make_pod("p").container("a").init_container("init").obj()
-    return msgspec.structs.replace(pod.spec, **changes)
+    gated = {"scheduling_gates": [core_v1.PodSchedulingGate(name="example.com/gate")]}
+    return msgspec.structs.replace(pod.spec, **{**gated, **changes})
 
 
 @pytest.mark.parametrize(
@@ -134,6 +136,8 @@ def _spec(**changes: object) -> core_v1.PodSpec:
         lambda s: s.init_containers.clear(),
         lambda s: setattr(s, "node_name", "n1"),
         lambda s: setattr(s.containers[0], "args", ["--flag"]),
+        lambda s: setattr(s, "scheduling_gates", []),
+        lambda s: setattr(s, "node_selector", {"zone": "a"}),
     ],
 )
 def test_pod_spec_update_rule_matches_the_deep_copy_formulation(change):

@@ -113,13 +113,16 @@ async def test_each_service_reports_the_work_done(api: ApiClient, cluster: Clust
     assert {p.spec.node_name for p in pods} == {NODE}
     await api.create(gpu_pod("too-big", "9"))  # the node has 8
     await wait_for(api, core_v1.Pod, "too-big", unschedulable, namespace="default")
+    gated = gpu_pod("gated", "1")
+    gated.spec.scheduling_gates = [core_v1.PodSchedulingGate(name="example.com/wait")]
+    await api.create(gated)
 
     # Each failed attempt ends with a FailedScheduling event, after the pod is requeued.
     scheduler = cluster.scheduler
     await Changes(cluster.events, scheduler.pod_informer).until(
         lambda: (
             scheduler.queue.pending_pods_by_queue()
-            == {"active": 0, "backoff": 0, "unschedulable": 1, "gated": 0}
+            == {"active": 0, "backoff": 0, "unschedulable": 1, "gated": 1}
         )
     )
     got = await scrape(cluster.urls["scheduler"])
@@ -129,7 +132,7 @@ async def test_each_service_reports_the_work_done(api: ApiClient, cluster: Clust
     assert got.value("scheduler_pending_pods", queue="unschedulable") == 1
     assert got.value("scheduler_pending_pods", queue="active") == 0
     assert got.value("scheduler_pending_pods", queue="backoff") == 0
-    assert got.value("scheduler_pending_pods", queue="gated") == 0
+    assert got.value("scheduler_pending_pods", queue="gated") == 1
     assert got.total("scheduler_pod_scheduling_sli_duration_seconds_count") == 2
     assert got.value("scheduler_pod_scheduling_attempts_count") == 2
     prebind = {"plugin": "DynamicResources", "extension_point": "PreBind", "status": "Success"}
@@ -162,8 +165,8 @@ async def test_each_service_reports_the_work_done(api: ApiClient, cluster: Clust
         "scope": "namespace",
         "component": "nats",
     }
-    assert got.value("apiserver_request_total", code="201", **create_pod) == 3
-    assert got.value("apiserver_request_duration_seconds_count", **create_pod) == 3
+    assert got.value("apiserver_request_total", code="201", **create_pod) == 4
+    assert got.value("apiserver_request_duration_seconds_count", **create_pod) == 4
     assert got.value("apiserver_request_duration_seconds_sum", **create_pod) > 0
     binding = {**create_pod, "subresource": "binding"}
     assert got.value("apiserver_request_total", code="201", **binding) == 2

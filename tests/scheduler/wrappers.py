@@ -104,6 +104,10 @@ class PodWrapper:
         self._spec.setdefault("tolerations", []).append(toleration)
         return self
 
+    def scheduling_gates(self, *names: str) -> PodWrapper:
+        self._spec["schedulingGates"] = [{"name": name} for name in names]
+        return self
+
     def node(self, name: str) -> PodWrapper:
         self._spec["nodeName"] = name
         return self

@@ -14,6 +14,11 @@ from drasim.common.featuregate import FeatureGate
 
 __all__ = ["STRATEGIES"]
 
+# The condition of a pod created with scheduling gates (upstream's pod strategy,
+# `applySchedulingGatedCondition`); the scheduler leaves it until the last gate goes.
+POD_REASON_SCHEDULING_GATED = "SchedulingGated"
+SCHEDULING_GATED_MESSAGE = "Scheduling is blocked due to non-empty scheduling gates"
+
 
 class NamespaceStrategy(Strategy):
     """Its status is written apart, but its creator's status stands."""
@@ -37,10 +42,11 @@ class NodeStrategy(Strategy):
 
 
 class PodStrategy(Strategy):
-    """A pod starts Pending, with its QoS class; it takes its priority from its
-    PriorityClass and tolerations of unready nodes (the mutating admission), and once bound
-    to a node terminates gracefully: it stays until its kubelet confirms with a delete of
-    grace period 0."""
+    """A pod starts Pending, with its QoS class and, while scheduling gates hold it, a
+    PodScheduled=False condition saying so; it takes its priority from its PriorityClass and
+    tolerations of unready nodes (the mutating admission), and once bound to a node
+    terminates gracefully: it stays until its kubelet confirms with a delete of grace
+    period 0."""
 
     status_subresource = True
     generation = True
@@ -49,6 +55,16 @@ class PodStrategy(Strategy):
     def prepare_for_create(self, obj: core_v1.Pod) -> None:
         super().prepare_for_create(obj)
         obj.status.phase = "Pending"
+        if obj.spec.scheduling_gates:
+            obj.status.conditions = [
+                core_v1.PodCondition(
+                    type="PodScheduled",
+                    status="False",
+                    reason=POD_REASON_SCHEDULING_GATED,
+                    message=SCHEDULING_GATED_MESSAGE,
+                    last_transition_time=obj.metadata.creation_timestamp,
+                )
+            ]
         obj.status.qos_class = resources.pod_qos_class(obj)
 
     def prepare_for_update(self, new: core_v1.Pod, old: core_v1.Pod) -> None:

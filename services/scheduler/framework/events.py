@@ -146,6 +146,8 @@ def pod_scheduling_properties_change(new: core_v1.Pod, old: core_v1.Pod) -> list
         actions.append(ActionType.UPDATE_POD_SCALE_DOWN)
     if new.spec.tolerations != old.spec.tolerations:
         actions.append(ActionType.UPDATE_POD_TOLERATION)
+    if old.spec.scheduling_gates and not new.spec.scheduling_gates:
+        actions.append(ActionType.UPDATE_POD_SCHEDULING_GATES_ELIMINATED)
     if (
         new.status.resource_claim_statuses != old.status.resource_claim_statuses
         or new.status.extended_resource_claim_status != old.status.extended_resource_claim_status

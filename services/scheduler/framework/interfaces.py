@@ -33,6 +33,7 @@ __all__ = [
     "Plugin",
     "PostFilterPlugin",
     "PreBindPlugin",
+    "PreEnqueuePlugin",
     "PreFilterPlugin",
     "PreFilterResult",
     "PreScorePlugin",
@@ -191,6 +192,20 @@ class BindPlugin(Protocol):
     name: ClassVar[str]
 
     async def bind(self, state: CycleState, pod: core_v1.Pod, node_name: str) -> Status | None: ...
+
+
+@runtime_checkable
+class PreEnqueuePlugin(Protocol):
+    """Decides whether a pod may enter activeQ at all, before any attempt; pure.
+
+    Returns Success (None), or UnschedulableAndUnresolvable: the queue keeps the pod gated
+    in unschedulablePods until an event this plugin registered lets it in (upstream
+    SchedulingGates). The pod is never tried meanwhile, so no condition or event is written.
+    """
+
+    name: ClassVar[str]
+
+    def pre_enqueue(self, pod: core_v1.Pod) -> Status | None: ...
 
 
 @runtime_checkable

@@ -30,6 +30,7 @@ from drasim.scheduler.framework.interfaces import (
     Plugin,
     PostFilterPlugin,
     PreBindPlugin,
+    PreEnqueuePlugin,
     PreFilterPlugin,
     PreFilterResult,
     PreScorePlugin,
@@ -151,6 +152,7 @@ class Framework:
         self.reserve_plugins = self._points.reserve
         self.pre_bind_plugins = self._points.pre_bind
         self.bind_plugins = self._points.bind
+        self.pre_enqueue_plugins = [p for p in plugins if isinstance(p, PreEnqueuePlugin)]
         self.enqueue_extensions = [p for p in plugins if isinstance(p, EnqueueExtensions)]
         self.candidate_plugins = [p for p in plugins if isinstance(p, CandidateNodesPlugin)]
         self.score_weights = {p.name: (score_weights or {}).get(p.name, 1) for p in plugins}
@@ -520,6 +522,16 @@ class Framework:
         return status
 
     # -- queueing --
+
+    def run_pre_enqueue_plugins(self, pod: core_v1.Pod) -> Status | None:
+        """The first PreEnqueue plugin that holds the pod back, as its status naming it;
+        None when every one lets the pod into activeQ."""
+        for pl in self.pre_enqueue_plugins:
+            status = pl.pre_enqueue(pod)
+            if not is_success(status):
+                assert status is not None
+                return status.with_plugin(pl.name)
+        return None
 
     def events_to_register(self) -> dict[str, list[ClusterEventWithHint]]:
         """Plugin name → the events that may requeue pods it rejected."""

@@ -24,6 +24,7 @@ from drasim.scheduler.plugins import (
     node_name,
     node_resources_fit,
     node_unschedulable,
+    scheduling_gates,
     taint_toleration,
 )
 from drasim.scheduler.plugins.dynamic_resources import plugin as dynamic_resources
@@ -118,6 +119,7 @@ def _default_preemption(args: None, handle: Handle) -> default_preemption.Defaul
 
 
 REGISTRY: dict[str, PluginFactory] = {
+    names.SCHEDULING_GATES: lambda args, handle: scheduling_gates.SchedulingGates(),
     names.NODE_NAME: lambda args, handle: node_name.NodeName(),
     names.NODE_UNSCHEDULABLE: lambda args, handle: node_unschedulable.NodeUnschedulable(),
     names.TAINT_TOLERATION: lambda args, handle: taint_toleration.TaintToleration(),

@@ -36,6 +36,13 @@ def _validate_pod(pod: core_v1.Pod, old: KubeObject | None) -> list[FieldError]:
     errs = validate_pod_spec(pod.spec, "spec")
     if isinstance(old, core_v1.Pod):
         errs += _validate_pod_spec_update(pod.spec, old.spec)
+    elif pod.spec.node_name and pod.spec.scheduling_gates:
+        # A pod made bound cannot also wait for its gates (ValidatePodCreate).
+        errs.append(
+            field_forbidden(
+                "spec.nodeName", "cannot be set until all schedulingGates have been cleared"
+            )
+        )
     return errs
 
 
@@ -94,6 +101,7 @@ def validate_pod_spec(spec: core_v1.PodSpec, path: str) -> list[FieldError]:
     for i, toleration in enumerate(spec.tolerations):
         errs += core.validate_toleration(toleration, f"{path}.tolerations[{i}]", core.TAINT_EFFECTS)
     errs += _validate_pod_resource_claims(spec.resource_claims, f"{path}.resourceClaims")
+    errs += _validate_scheduling_gates(spec.scheduling_gates, f"{path}.schedulingGates")
     affinity = spec.affinity
     if affinity and affinity.node_affinity:
         required = affinity.node_affinity.required_during_scheduling_ignored_during_execution
@@ -180,28 +188,76 @@ def _validate_pod_resource_claims(
     return errs
 
 
+def _validate_scheduling_gates(
+    gates: list[core_v1.PodSchedulingGate], path: str
+) -> list[FieldError]:
+    """Each gate a qualified name, none twice (upstream `validateSchedulingGates`)."""
+    errs = []
+    seen: set[str] = set()
+    for i, gate in enumerate(gates):
+        errs += meta.each(f"{path}[{i}]", gate.name, names.is_qualified_name(gate.name))
+        if gate.name in seen:
+            errs.append(field_duplicate(f"{path}[{i}]", gate.name))
+        seen.add(gate.name)
+    return errs
+
+
 def _validate_pod_spec_update(new: core_v1.PodSpec, old: core_v1.PodSpec) -> list[FieldError]:
-    """A pod's spec is fixed once created, except images, the deadline and added tolerations.
+    """A pod's spec is fixed once created, except images, the deadline, added tolerations
+    and removed scheduling gates; while gated, node selectors may be added.
 
     The node is set through `pods/binding` and ephemeral containers through their own
     subresource, neither of which is an update of the pod.
     """
     if not all(t in new.tolerations for t in old.tolerations):
         return [field_forbidden("spec.tolerations", "existing toleration can not be modified")]
-    if _same_but_mutable_fields(new, old):
-        return []
+    errs = _validate_only_deleted_scheduling_gates(new.scheduling_gates, old.scheduling_gates)
+    node_selector = None
+    if old.scheduling_gates and new.node_selector != old.node_selector:
+        # A gated pod may be narrowed to more nodes' labels before it is scheduled.
+        if any(new.node_selector.get(k) != v for k, v in old.node_selector.items()):
+            errs.append(
+                field_invalid(
+                    "spec.nodeSelector",
+                    new.node_selector,
+                    "only additions to spec.nodeSelector are allowed (no mutations or deletions)",
+                )
+            )
+        node_selector = new.node_selector
+    if not _same_but_mutable_fields(new, old, node_selector=node_selector):
+        errs.append(
+            field_forbidden(
+                "spec",
+                "pod updates may not change fields other than `spec.containers[*].image`,"
+                "`spec.initContainers[*].image`,`spec.activeDeadlineSeconds`,"
+                "`spec.tolerations` (only additions to existing tolerations),"
+                "`spec.terminationGracePeriodSeconds` (allow it to be set to 1 if it was "
+                "previously negative)",
+            )
+        )
+    return errs
+
+
+def _validate_only_deleted_scheduling_gates(
+    new: list[core_v1.PodSchedulingGate], old: list[core_v1.PodSchedulingGate]
+) -> list[FieldError]:
+    """Gates may be removed, never added (upstream `validateOnlyDeletedSchedulingGates`)."""
+    old_names = {gate.name for gate in old}
     return [
         field_forbidden(
-            "spec",
-            "pod updates may not change fields other than `spec.containers[*].image`,"
-            "`spec.initContainers[*].image`,`spec.activeDeadlineSeconds`,"
-            "`spec.tolerations` (only additions to existing tolerations)",
+            f"spec.schedulingGates[{i}].name",
+            f"only deletion is allowed, but found new scheduling gate '{gate.name}'",
         )
+        for i, gate in enumerate(new)
+        if gate.name not in old_names
     ]
 
 
-def _same_but_mutable_fields(new: core_v1.PodSpec, old: core_v1.PodSpec) -> bool:
-    """`new == old` once `new` takes `old`'s images, deadline and tolerations.
+def _same_but_mutable_fields(
+    new: core_v1.PodSpec, old: core_v1.PodSpec, *, node_selector: dict[str, str] | None = None
+) -> bool:
+    """`new == old` once `new` takes `old`'s images, deadline, tolerations and scheduling
+    gates; `node_selector` given, old's node selector is that one (a gated pod's additions).
 
     Upstream copies the new spec, overwrites those fields with the old ones and compares.
     Only the copy's top-level fields and its containers change, so shallow copies of those
@@ -227,7 +283,10 @@ def _same_but_mutable_fields(new: core_v1.PodSpec, old: core_v1.PodSpec) -> bool
         ],
         active_deadline_seconds=old.active_deadline_seconds,
         tolerations=old.tolerations,
+        scheduling_gates=old.scheduling_gates,
     )
+    if node_selector is not None:
+        old = replace(old, node_selector=node_selector)
     return comparable == old
 
 
