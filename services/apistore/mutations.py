@@ -95,11 +95,18 @@ class Batch:
         return self._rows.get(key) is not None
 
     def current(self, info: registry.ResourceInfo, key: Key) -> Any:
-        """A private, mutable copy of the object's current state, or NotFound."""
+        """A private, mutable copy of the object's current state, or NotFound.
+
+        Defaulted as a request body is, as upstream defaults what it reads from etcd: an
+        object stored before drasim defaulted its kind compares with a defaulted update as
+        the same object, so the update does not read as a change of immutable fields.
+        """
         data = self._rows.get(key)
         if data is None:
             raise errors.not_found(info.plural, key[2], group=info.group)
-        return codec.decode(data, info.type)
+        obj = codec.decode(data, info.type)
+        defaults.apply(obj)
+        return obj
 
     def add_rows(self, rows: dict[Key, bytes]) -> None:
         for key, data in rows.items():

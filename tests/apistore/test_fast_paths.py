@@ -236,6 +236,27 @@ def test_projection_carries_the_owner_uids_of_the_last_write():
     assert [list(r.owner_uids) for r in first.projection()[0]] == [["owner-uid"]]
 
 
+def test_a_pod_stored_before_defaulting_can_still_be_updated():
+    """A pod a drasim without API defaulting stored: an update with the manifest's fields
+    (defaulted on decode) changes only its labels; the event stores the defaulted pod."""
+    old = make_pod("p").limits({"example.com/gpu": "1"}).obj()
+    old.metadata.uid, old.metadata.resource_version = "uid-p", "5"
+    batch = _batch(p=codec.encode(old))
+    new = codec.decode(codec.encode(old), core_v1.Pod)
+    new.metadata.labels = {"app": "x"}
+    batch.apply(
+        messages.Update(
+            resource="pods", namespace="default", name="p", object=msgspec.Raw(codec.encode(new))
+        ),
+        Context(),
+    )
+    [event] = batch.events
+    stored = codec.decode(event.object, core_v1.Pod)
+    assert stored.metadata.labels == {"app": "x"}
+    assert stored.spec.restart_policy == "Always"
+    assert stored.spec.containers[0].resources.requests == {"example.com/gpu": Quantity(1)}
+
+
 def test_create_then_update_in_one_batch_writes_two_events():
     batch = _batch()
     created = codec.decode(batch.apply(_create(make_pod("p").obj()), Context()), core_v1.Pod)
