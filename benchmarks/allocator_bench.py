@@ -1,4 +1,5 @@
-"""DRA allocator benchmark: the per-node Filter cost at scheduler_perf scale (spec §11).
+"""DRA allocator benchmark: the per-node Filter cost at scheduler_perf scale (upstream
+`test/integration/scheduler_perf/dra/extendedresource/performance-config.yaml`).
 
     python benchmarks/allocator_bench.py [--nodes 500] [--devices 10] [--classes 25]
 

@@ -8,7 +8,8 @@ container's devices:
     pod default/demo-k8tzs on node dp-gpu-0: devices from a device plugin
       container demo: example.com/gpu=gpu-1
 
-Devices are read from `allocatedResourcesStatus` (spec §1.2.4): a claim's devices are
+Devices are read from `allocatedResourcesStatus` (named as upstream's kubelet names them,
+`UpdateAllocatedResourcesStatus` in `pkg/kubelet/cm/dra/manager.go`): a claim's devices are
 `<driver>/<pool>/<device>`, a device plugin's `<resource>=<device id>`. `drasim demo`
 returns once every replica was shown; `up --demo` keeps showing new pods until it stops.
 """

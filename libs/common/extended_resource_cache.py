@@ -1,5 +1,5 @@
-"""Which DeviceClass serves an extended resource name, and which name a class declares
-(spec §2), fed by DeviceClass events.
+"""Which DeviceClass serves an extended resource name, and which name a class declares,
+fed by DeviceClass events.
 
 Upstream: `staging/src/k8s.io/dynamic-resource-allocation/deviceclass/extendedresourcecache/
 extendedresourcecache.go` as kubernetes#141110 left it. The scheduler resolves the names a
@@ -27,10 +27,11 @@ _NEVER = datetime.min.replace(tzinfo=UTC)
 class ExtendedResourceCache:
     """Resource name → DeviceClass, and class name → the name it declares.
 
-    Every class `C` is reachable as `deviceclass.resource.kubernetes.io/C` (§2.1): that name
-    is unique to it, so no arbitration applies and a class losing its explicit name keeps
-    it. A class with `spec.extendedResourceName: X` is a candidate for `X` (§2.2); of the
-    candidates, the newest wins, equal creation times going to the smaller name (§2.3).
+    Every class `C` is reachable as `deviceclass.resource.kubernetes.io/C` (upstream
+    `ResourceDeviceClassPrefix`): that name is unique to it, so no arbitration applies and a
+    class losing its explicit name keeps it. A class with `spec.extendedResourceName: X` is
+    a candidate for `X`; of the candidates, the newest wins, equal creation times going to
+    the smaller name (`better_device_class`).
     """
 
     def __init__(self) -> None:
@@ -104,7 +105,8 @@ def implicit_name(class_name: str) -> str:
 def better_device_class(
     a: resource_v1.DeviceClass | None, b: resource_v1.DeviceClass | None
 ) -> bool:
-    """Whether `a` wins an explicit name over `b` (§2.3): the newer class wins, equal times
+    """Whether `a` wins an explicit name over `b`, as upstream's cache prefers "the newer
+    DeviceClass" with "the name as tie-breaker": the newer class wins, equal times
     go to the smaller name; a class is never better than itself, any class beats none."""
     if a is None:
         return False

@@ -2,7 +2,8 @@
 upstream's `dynamic-resource-allocation/resourceclaim/metrics` (the subsystem is
 `dynamic_resource_allocation` in both components, so one query sums them).
 
-The scheduler counts the special claims it creates for extended resources (spec §8.1),
+The scheduler counts the special claims it creates for extended resources (upstream
+`createExtendedResourceClaimInAPI`),
 the ResourceClaim controller the claims it makes from templates; each counts an attempt
 once, by its outcome (`success` or `failure`), whether a request asks for admin access,
 and the API group and kind of the claim's controlling owner (a Pod: group "").

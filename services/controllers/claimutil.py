@@ -1,7 +1,9 @@
 """Pods and their ResourceClaims, as upstream's `dynamic-resource-allocation/resourceclaim`.
 
 Which claim a pod's `spec.resourceClaims` entry names, whether a claim belongs to a pod or
-is reserved for it, and the names every party of KEP-5004 agrees on (spec §1.3, §9).
+is reserved for it, and the names every party of KEP-5004 agrees on (upstream
+`staging/src/k8s.io/api/resource/v1/types.go`: `ExtendedResourceClaimAnnotation`,
+`Finalizer`).
 """
 
 from __future__ import annotations

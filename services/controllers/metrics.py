@@ -1,12 +1,13 @@
-"""The controller manager's metrics: the ResourceClaim gauge (spec §8.2) and the creates of
-claims from templates.
+"""The controller manager's metrics: the ResourceClaim gauge (upstream
+`NumResourceClaimsDesc`, `pkg/controller/resourceclaim/metrics/metrics.go`) and the creates
+of claims from templates.
 
 `dynamic_resource_allocation_resource_claims{allocated,admin_access,source}` counts the
 claims in the controller's claim informer, computed when Prometheus scrapes, as upstream's
 custom collector does (`pkg/controller/resourceclaim/metrics`; before 1.37 it was
 `resourceclaim_controller_resource_claims`). Label values are Kubernetes':
 `"true"` / `"false"`, and `source` is `extended_resource` (the scheduler's special claim,
-annotation `resource.kubernetes.io/extended-resource-claim: "true"`, spec §1.3.1),
+annotation `resource.kubernetes.io/extended-resource-claim: "true"`),
 `resource_claim_template` (made by this controller from a template) or empty (made by a
 user). A label set without claims is absent, not 0.
 

@@ -1,4 +1,4 @@
-"""ResourceClaim controller (upstream pkg/controller/resourceclaim; spec §7).
+"""ResourceClaim controller (upstream `pkg/controller/resourceclaim/controller.go`).
 
 One queue, two kinds of work:
 
@@ -18,8 +18,9 @@ One queue, two kinds of work:
 
 Claims are synced when their pod is done (Succeeded/Failed), deleted before it was
 scheduled, or removed, including the scheduler's special claim named in
-`status.extendedResourceClaimStatus` (spec §7.1). A running pod never enqueues its claims,
-since they are in use (spec §10 F1).
+`status.extendedResourceClaimStatus` (upstream `enqueuePod`). A running pod never enqueues
+its claims, since they are in use (upstream `podNeedsClaims`; `testEventHandlers` in
+`controller_test.go`).
 
 A pod whose claim cannot be made (its template is missing, the create is refused) gets a
 Warning Event `FailedResourceClaimCreation` "PodResourceClaim NAME: ERROR", as upstream's
@@ -216,7 +217,8 @@ class ResourceClaimController:
                 ref = claimutil.claim_name(pod, pod_claim)
                 if ref is not None and ref.name is not None:
                     self._enqueue((CLAIM, namespace, ref.name))
-            # Spec §7.1: the special claim follows the pod's claims (never while it runs).
+            # Upstream `enqueuePod`: the special claim follows the pod's claims (never while
+            # it runs).
             if extended is not None and extended.resource_claim_name:
                 self._enqueue((CLAIM, namespace, extended.resource_claim_name))
         if not deleted and self._pod_needs_work(pod):
@@ -572,7 +574,7 @@ def _claim_attributes(claim: resource_v1.ResourceClaim) -> dict[str, str | bool]
 
 def _releasing(claim: resource_v1.ResourceClaim, *, deallocate: bool) -> Any:
     """The span of releasing a claim: its reservations dropped, deallocated if unused (the
-    special claim's cleanup once its pod is done, spec §7.1)."""
+    special claim's cleanup once its pod is done, upstream `syncClaim`)."""
     attributes: dict[str, str | bool] = {
         **_claim_attributes(claim),
         "drasim.deallocate": deallocate,

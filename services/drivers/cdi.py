@@ -2,7 +2,8 @@
 
 Drivers register, per CDI device id, the edits a container gets with that device; the
 container runtime resolves the ids the kubelet passes it. The DRA driver shim sets the
-environment upstream's e2e test driver sets (spec §4.8).
+environment upstream's e2e test driver sets (`nodePrepareResource` in
+`test/e2e/dra/test-driver/app/kubeletplugin.go`).
 """
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-"""The device-plugin shim: one extended resource on one node (spec §5).
+"""The device-plugin shim: one extended resource on one node (upstream's device plugin API,
+`staging/src/k8s.io/kubelet/pkg/apis/deviceplugin/v1beta1/api.proto`).
 
 What upstream's device plugin API gives the kubelet, in-process: ListAndWatch (every device
 and its health: capacity counts all, allocatable only the healthy ones) and Allocate (device
@@ -77,7 +78,8 @@ class DevicePlugin:
 
     @property
     def allocatable(self) -> int:
-        """Healthy devices: an unhealthy one lowers the node's allocatable (spec §5)."""
+        """Healthy devices: an unhealthy one lowers the node's allocatable (upstream
+        `GetCapacity`, `pkg/kubelet/cm/devicemanager/manager.go`)."""
         return sum(1 for d in self.devices() if d.healthy)
 
     def _on_device_health(self, device: ProbedDevice) -> None:

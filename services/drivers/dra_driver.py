@@ -1,12 +1,16 @@
 """The DRA driver shim: one driver's kubelet plugin on one node.
 
 - Publishes the node's healthy devices of its groups as one resource pool (named after the
-  node) of ResourceSlices, at most 128 devices each (spec §9); every change is written as a
+  node) of ResourceSlices, at most 128 devices each (`ResourceSliceMaxDevices`); every
+  change is written as a
   new pool generation, so the scheduler never mixes old and new slices.
 - Answers NodePrepareResources / NodeUnprepareResources (`dra_api`) for claims allocated
   on this node, the special claim of extended resources included: it reads the claim,
   refuses devices that are not its own or not healthy, and returns CDI device ids whose
-  CDI edits set `<request with '-' → '_'>=true` (spec §4.8). Prepare is idempotent per
+  CDI edits set `<request with '-' → '_'>=true`, the end of what upstream's e2e test
+  driver sets (`claim_<claim>_<request>=true`, `nodePrepareResource` in
+  `test/e2e/dra/test-driver/app/kubeletplugin.go`) and its e2e tests look for. Prepare is
+  idempotent per
   claim UID and checkpointed, so a restarted process answers from the checkpoint instead
   of preparing again (`prepare_count` counts real preparations).
 """
@@ -42,7 +46,8 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
-MAX_DEVICES_PER_SLICE = 128  # ResourceSliceMaxDevices (spec §9)
+# Upstream `ResourceSliceMaxDevices` (`staging/src/k8s.io/api/resource/v1/types.go`).
+MAX_DEVICES_PER_SLICE = 128
 
 
 class PreparedClaim(msgspec.Struct, kw_only=True):

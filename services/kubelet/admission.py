@@ -2,7 +2,7 @@
 
 A pod that does not fit is rejected, as the kubelet does: phase Failed, reason
 `OutOf<resource>`, and upstream's message. Extended resources a DRA driver serves are not
-node capacity; spec §4.1's emulator rule leaves them out of the count.
+node capacity, so they are left out of the count (see `counted_requests`).
 """
 
 from __future__ import annotations
@@ -28,11 +28,15 @@ class Rejection:
 
 
 def counted_requests(pod: core_v1.Pod, allocatable: Mapping[str, Quantity]) -> dict[str, Quantity]:
-    """The pod's effective requests as this node counts them (spec §4.1).
+    """The pod's effective requests as this node counts them.
 
     A DRA-capable name (an extended resource or `deviceclass.resource.kubernetes.io/…`) with
     no or zero allocatable here is served by DRA, not by node capacity, so it is not
     counted. The same name on a device-plugin node (allocatable > 0) counts as usual.
+    Upstream's `removeMissingExtendedResources` (`pkg/kubelet/lifecycle/predicate.go`) drops
+    only extended resource names missing from allocatable; leaving out implicit class names
+    and names at 0 too is a drasim decision, so that a pod the scheduler placed through DRA
+    is never refused for them.
     Effective requests are computed name by name, so dropping a name from the pod's total
     equals dropping it from every container first, as upstream does.
     """
@@ -51,7 +55,8 @@ def fit(
     used: Mapping[str, Quantity],
     pods: int,
 ) -> Rejection | None:
-    """Upstream's `Check` (spec §10 F5): None when `requests` fit beside `pods` admitted
+    """Upstream's `AdmissionCheck` (`pkg/scheduler/eventhandlers.go`, `TestAdmissionCheck`):
+    None when `requests` fit beside `pods` admitted
     pods using `used`; otherwise the first resource short, in name order."""
     allowed_pods = allocatable.get("pods", _ZERO).int_value()
     if pods + 1 > allowed_pods:

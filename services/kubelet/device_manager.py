@@ -4,7 +4,8 @@ Containers are allocated in start order: init containers, then regular ones. A r
 init container runs to completion before the next starts, so its devices are handed on to
 the containers after it instead of taking new ones; a sidecar (restartable init
 container) keeps running, so its devices are not handed on. This is how the pod's
-effective request (the max over init containers, spec §3.1.1) is all the node counts.
+effective request (the max over init containers, upstream `PodRequests`) is all the node
+counts.
 """
 
 from __future__ import annotations

@@ -1,6 +1,7 @@
 """The kubelet's DRA manager for one node (upstream `pkg/kubelet/cm/dra/manager.go`).
 
-Prepare (spec §4.2): a pod's claims are its `spec.resourceClaims` (a template's claim is
+Prepare (upstream `prepareResources`): a pod's claims are its `spec.resourceClaims` (a
+template's claim is
 named in `status.resourceClaimStatuses`) plus the special claim named in
 `status.extendedResourceClaimStatus`. Each is read from the API; the pod must be in its
 `status.reservedFor` (ownership is not checked, so the scheduler-made special claim
@@ -8,7 +9,8 @@ passes); its drivers come from the allocation results, and each driver gets one
 NodePrepareResources call for all of the pod's claims it serves.
 
 Claims are cached by (namespace, name) with the pods using them, and unprepared when the
-last of those pods goes (§4.6). The cache is checkpointed, so a restarted kubelet still
+last of those pods goes (upstream `unprepareResourcesForPod`). The cache is checkpointed,
+so a restarted kubelet still
 knows what it prepared: it neither prepares a running pod's claims again nor forgets to
 unprepare those of a pod deleted while it was down.
 """
@@ -61,7 +63,7 @@ class DraManagerState(msgspec.Struct, kw_only=True):
 
 
 def claim_names(pod: core_v1.Pod) -> list[str]:
-    """The ResourceClaims a pod uses, the special claim last (spec §4.2)."""
+    """The ResourceClaims a pod uses, the special claim last (upstream `prepareResources`)."""
     names = []
     for pod_claim in pod.spec.resource_claims:
         if pod_claim.resource_claim_name:
@@ -184,7 +186,8 @@ class DraManager:
         return info
 
     async def unprepare(self, pod_uid: str) -> None:
-        """Release the pod's claims; unprepare those no pod uses any more (spec §4.6).
+        """Release the pod's claims; unprepare those no pod uses any more (upstream
+        `unprepareResourcesForPod`).
 
         Claims left unused by an earlier failed call are retried too, which is what
         upstream's reconcile loop does.

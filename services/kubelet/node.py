@@ -2,11 +2,11 @@
 
 Life of a pod bound here (the kubelet's `syncPod`, reduced to what KEP-5004 touches):
 1. admission, as soon as the watch shows the pod, in watch order: the pod must fit what the
-   node has left (spec §4.1) and the device plugins must have devices for its containers;
+   node has left (`admission`) and the device plugins must have devices for its containers;
    otherwise it is rejected: phase Failed with the reason, as the kubelet does;
-2. its ResourceClaims are prepared by their DRA drivers (spec §4.2), retried until they
+2. its ResourceClaims are prepared by their DRA drivers (`dra_manager`), retried until they
    can be; failures are reported as `FailedPrepareDynamicResources` events;
-3. every container gets its devices (spec §4.4, `runtime`) and the pod becomes Running;
+3. every container gets its devices (`runtime`) and the pod becomes Running;
 4. on deletion its claims are unprepared, its device-plugin devices released, and the
    deletion confirmed (`grace_period_seconds=0`), which lets the object go.
 
@@ -299,7 +299,9 @@ class NodeAgent:
                 )
 
     def _on_plugin_health_change(self) -> None:
-        """ListAndWatch reported a health change: allocatable follows (spec §5)."""
+        """ListAndWatch reported a health change: allocatable follows (upstream's device
+        manager counts healthy devices only, `GetCapacity` in
+        `pkg/kubelet/cm/devicemanager/manager.go`)."""
         self._background(self._write_status(), f"node-status-{self.name}")
 
     def _background(self, work: Coroutine[Any, Any, None], name: str) -> None:
@@ -346,7 +348,8 @@ class NodeAgent:
             users = self._group_users(group)
             if users:
                 raise GroupInUse(f"node/{self.name}: pods still use {group} devices", users)
-            # Withdraw the old exposure before the new one appears: never both (spec §5.4).
+            # Withdraw the old exposure before the new one appears: never both (KEP-5004's
+            # "Proposal": one node cannot serve a name by DRA and a device plugin at once).
             self.exposures[group] = DeviceExposure(exposure=exposure, extended_resource_name=name)
             assert self.node is not None
             self._close_device_plugins()

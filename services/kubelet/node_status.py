@@ -1,6 +1,7 @@
 """The Node object a kubelet registers and keeps current: labels, spec at registration,
-and a status whose capacity and allocatable include the device plugins' resources (spec
-§5.1) but never the devices a DRA driver publishes (those are in ResourceSlices).
+and a status whose capacity and allocatable include the device plugins' resources but
+never the devices a DRA driver publishes (those are in ResourceSlices; KEP-5004's
+"Non-Goals").
 """
 
 from __future__ import annotations

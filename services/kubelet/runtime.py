@@ -1,7 +1,8 @@
 """The emulated container runtime: which devices and environment each container gets, and
 the pod status of a pod whose containers run.
 
-Devices per container (spec §4.4): a device plugin's Allocate answer for the container;
+Devices per container (upstream `GetResources`, `pkg/kubelet/cm/dra/manager.go`): a device
+plugin's Allocate answer for the container;
 for the special claim, for every non-zero DRA-capable request of the container and every
 `extendedResourceClaimStatus.requestMappings` entry naming that container and resource,
 the CDI ids of the prepared devices serving the mapping's request (the mapping is the only
@@ -11,7 +12,8 @@ devices and the plugins' answers set.
 
 What each container got is recorded twice on the pod:
 - `status.{initContainerStatuses,containerStatuses}[].allocatedResourcesStatus` (KEP-4680,
-  spec §1.2.4): per resource its device ids and health; a claim's resource is named
+  upstream `UpdateAllocatedResourcesStatus`): per resource its device ids and health; a
+  claim's resource is named
   `claim:<claim>/<request>`, its devices `<driver>/<pool>/<device>`;
 - the annotation `drasim.io/container-devices` (`CONTAINER_DEVICES_ANNOTATION`): per
   container the CDI device ids and environment the runtime gave it, e.g.
@@ -112,7 +114,7 @@ def _claim_devices(
     pod: core_v1.Pod, container: core_v1.Container, claims: Mapping[str, ClaimInfo]
 ) -> list[tuple[str, list[tuple[str, dra_api.PreparedDevice]]]]:
     """(status name, [(driver, prepared device)]) for every claim request the container
-    uses: special-claim mappings first (spec §4.4), then `resources.claims`."""
+    uses: special-claim mappings first (upstream `GetResources`), then `resources.claims`."""
     found: list[tuple[str, list[tuple[str, dra_api.PreparedDevice]]]] = []
     namespace = pod.metadata.namespace
     extended = pod.status.extended_resource_claim_status

@@ -4,7 +4,8 @@ Informer handlers feed it DeviceClasses, ResourceSlices and ResourceClaims; it k
 extended-resource class cache, the set of allocated devices (maintained incrementally, not
 recomputed per pod), an allocator `Snapshot` rebuilt only when slices change, and the
 in-flight allocations: claims reserved by a scheduling cycle but not yet written, whose
-devices other pods must not get (the assume cache of spec §3.8.2).
+devices other pods must not get (upstream `SignalClaimPendingAllocation`,
+`pkg/scheduler/framework/plugins/dynamicresources/dra_manager.go`).
 
 Like upstream's assume cache, a claim the scheduler itself wrote is stored at once
 (`assume_claim_after_api_call`), and informer events older than what is stored are ignored,
@@ -211,7 +212,8 @@ class DraManager:
 
     # -- reading ---------------------------------------------------------------------------
     def resolve_device_class(self, name: str) -> resource_v1.DeviceClass | None:
-        """The class an extended resource name maps to (spec §2), for NodeResourcesFit."""
+        """The class an extended resource name maps to (upstream `DeviceClassResolver`), for
+        NodeResourcesFit."""
         return self.class_cache.class_for(name)
 
     def snapshot(self) -> allocator.Snapshot:
@@ -237,13 +239,16 @@ class DraManager:
 
     def claims_controlled_by(self, uid: str) -> list[resource_v1.ResourceClaim]:
         """Claims whose controlling ownerReference has this uid, oldest arrival first: the
-        candidates for a pod's special claim (spec §3.3.2) without scanning every claim."""
+        candidates for a pod's special claim (upstream `findExtendedResourceClaim`) without
+        scanning every claim."""
         return [self.claims[key] for key in self._controlled.get(uid, {})]
 
     def dra_capacity(self, node_info: framework.NodeInfo, name: str) -> tuple[int, int]:
         """(devices on the node of the class `name` maps to, how many of them are
         allocated, in-flight allocations included), for NodeResourcesFit's score of a
-        DRA-served extended resource (spec §3.7.2); (0, 0) when no class maps `name`.
+        DRA-served extended resource (upstream `calculateDRAExtendedResourceAllocatableRequest`,
+        `pkg/scheduler/framework/plugins/noderesources/resource_allocation.go`); (0, 0) when
+        no class maps `name`.
         """
         cls = self.class_cache.class_for(name)
         if cls is None:
@@ -321,7 +326,8 @@ class DraManager:
         self, namespace: str, name: str, resource_version: str, timeout: float
     ) -> bool:
         """Wait until the claim cache holds this claim at least at `resource_version`
-        (spec §3.9.5); False on timeout, which the caller only logs."""
+        (upstream `waitForExtendedClaimInAssumeCache`); False on timeout, which the caller
+        only logs."""
         key = (namespace, name)
         wanted = int(resource_version or 0)
         claim = self.claims.get(key)

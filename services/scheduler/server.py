@@ -4,7 +4,8 @@ the loop running `schedule_one` (upstream `pkg/scheduler/{scheduler.go,eventhand
 Nothing is persisted: on start the informers list everything again, so a scheduler killed
 mid-binding starts from what the API server holds. Pods it had bound are in the cache,
 pending pods are queued again, and a special claim it had created for a pod it never bound
-is found by DynamicResources' PreFilter and cleaned up (spec §3.12).
+is found by DynamicResources' PreFilter and cleaned up (upstream `filterExtendedResources`
+rejects it, PostFilter deletes it).
 """
 
 from __future__ import annotations

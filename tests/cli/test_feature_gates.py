@@ -78,11 +78,13 @@ def test_a_136_cluster_without_dra_extended_resources(
     version = json.loads(kubectl(tmp_path, "get", "--raw", "/version"))
     assert (version["minor"], version["emulationMinor"]) == ("37", "36")
 
-    # The cluster file's class asked for the name; the apistore dropped it (spec §0.3).
+    # The cluster file's class asked for the name; the apistore dropped it (upstream
+    # `dropDisabledDRAExtendedResourceFields`, `pkg/registry/resource/deviceclass/strategy.go`).
     shown = kubectl(tmp_path, "get", "deviceclass", "gpu.example.com", "-o", "json")
     assert "extendedResourceName" not in json.loads(shown)["spec"]
 
-    # The device plugin still serves the name; DRA's devices do not (spec §0.4).
+    # The device plugin still serves the name; DRA's devices do not (upstream
+    # `shouldDelegateResourceToDRA` without `EnableDRAExtendedResource`).
     kubectl(tmp_path, "apply", "-f", "-", input=gpu_pod("small", 1))
     kubectl(tmp_path, "apply", "-f", "-", input=gpu_pod("big", 3))
     wait = ("wait", "--timeout", f"{DEADLINE:.0f}s")

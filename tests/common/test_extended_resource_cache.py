@@ -1,5 +1,5 @@
-"""ExtendedResourceCache: spec §2, cases D1-D7 of §10 as upstream's tests have them since
-kubernetes#141110 (every candidate kept, the winner recomputed on each event)."""
+"""ExtendedResourceCache: ids D1-D7 after upstream's `extendedresourcecache_test.go` as
+kubernetes#141110 left it (every candidate kept, the winner recomputed on each event)."""
 
 from __future__ import annotations
 

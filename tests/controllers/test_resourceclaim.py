@@ -1,5 +1,6 @@
 """The ResourceClaim controller: claims from templates, and releasing claims of finished pods,
-the scheduler's special claim included (spec §7, §10 F1/F2)."""
+the scheduler's special claim included (upstream `pkg/controller/resourceclaim/controller.go`
+and its `controller_test.go`)."""
 
 from __future__ import annotations
 
@@ -174,11 +175,12 @@ async def test_a_users_claim_is_reserved_for_a_pod_bound_without_scheduler_then_
     assert await api.get(resource_v1.ResourceClaim, "shared", namespace="default")
 
 
-# -- the special claim (spec §7.1) ---------------------------------------------------------------
+# -- the special claim (upstream `enqueuePod`, `syncClaim`) --------------------------------------
 
 
 async def special_claim_for(api: ApiClient, pod: core_v1.Pod) -> resource_v1.ResourceClaim:
-    """What the scheduler's PreBind creates (spec §3.9): annotation, finalizer, owner."""
+    """What the scheduler's PreBind creates (upstream `bindClaim`): annotation, finalizer,
+    owner."""
     return await api.create(
         codec.convert(
             {
@@ -255,7 +257,8 @@ async def allocate(
 
 
 def extended_resource_claim_status(claim: resource_v1.ResourceClaim) -> dict[str, Any]:
-    """What the scheduler's PreBind writes into the pod status (spec §3.9.4)."""
+    """What the scheduler's PreBind writes into the pod status (upstream
+    `patchPodExtendedResourceClaimStatus`)."""
     mapping = {"containerName": "con0", "resourceName": "example.com/gpu", "requestName": REQUEST}
     return {"requestMappings": [mapping], "resourceClaimName": claim.metadata.name}
 
@@ -379,7 +382,8 @@ async def test_a_special_claim_of_a_pod_bound_to_a_device_plugin_node_is_deleted
 async def test_the_special_claim_gauge_follows_allocation_and_deletion(
     api: ApiClient, manager: ControllerManager, changes: Changes
 ) -> None:
-    """Spec §10 F2."""
+    """The special claim counts as `source=extended_resource` (upstream
+    `NumResourceClaimsDesc`), allocated or not, until it is gone."""
     gauge = manager.resource_claim.gauge
     pod = await api.create(make_pod("my-pod").limits({"example.com/gpu": "1"}).obj())
     claim = await special_claim_for(api, pod)
@@ -405,7 +409,7 @@ async def test_the_special_claim_gauge_follows_allocation_and_deletion(
     await changes.until(lambda: not gauge.samples())
 
 
-# -- which pod events enqueue which claims (spec §10 F1) ---------------------------------------
+# -- which pod events enqueue which claims (upstream `enqueuePod`, `testEventHandlers`) --------
 
 
 class RecordingQueue:

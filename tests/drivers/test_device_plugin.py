@@ -1,4 +1,4 @@
-"""The device-plugin shim: capacity, Allocate and health (spec §5)."""
+"""The device-plugin shim: capacity, Allocate and health (upstream's device plugin API)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""What the scheduler does for a pod whose extended resources DRA serves (spec §3.8–§3.9):
+"""What the scheduler does for a pod whose extended resources DRA serves (upstream
+`Reserve`, `PreBind`):
 create the special claim already allocated and reserved for the pod, map the containers'
 resources to its requests in the pod status, then bind. Tests call it in place of a
 scheduler so that they choose the devices."""

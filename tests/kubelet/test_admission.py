@@ -1,4 +1,5 @@
-"""Admission (spec §4.1, §10 F5) and device-plugin allocation at admission."""
+"""Admission (upstream `pkg/kubelet/lifecycle/predicate.go`, `AdmissionCheck`) and
+device-plugin allocation at admission."""
 
 from __future__ import annotations
 
@@ -83,7 +84,8 @@ def test_admission(
 
 
 def test_check_without_stripping_finds_a_missing_extended_resource_insufficient() -> None:
-    """Spec §10 F5: upstream's `Check` on a node without `foo.com/bar`."""
+    """Upstream's `TestAdmissionCheck` (`pkg/scheduler/eventhandlers_test.go`): a node
+    without `foo.com/bar`."""
     node = {k: parse_quantity(v) for k, v in NODE.items()}
     rejection = admission.fit(
         {"foo.com/bar": parse_quantity("1")}, allocatable=node, used={}, pods=0

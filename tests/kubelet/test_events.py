@@ -49,7 +49,8 @@ async def test_a_repeated_warning_counts_up_on_one_event(api: ApiClient) -> None
 async def test_a_retried_prepare_failure_is_one_event_with_a_count(
     api: ApiClient, kubelet: KubeletProcess
 ) -> None:
-    """Spec §10 F4: prepare fails, and is retried, until the pod is in reservedFor."""
+    """Prepare fails, and is retried, until the pod is in reservedFor (upstream
+    `prepareResources`)."""
     await schedule_with_dra(
         api, make_pod("f4").limits({"example.com/gpu": "1"}).obj(), DRA_NODE,
         mappings=[("con0", "example.com/gpu", "container-0-request-0")],

@@ -1,5 +1,5 @@
 """Switching a node's device group between a device plugin and DRA (KEP-5004's gradual
-transition, spec §5.3): never both at once, never under a running pod."""
+transition, its "Motivation" and "Proposal"): never both at once, never under a running pod."""
 
 from __future__ import annotations
 

@@ -1,5 +1,6 @@
 """End to end: KEP-5004's example on its example cluster, with the scheduler and the
-controllers in-process (spec §10 G; issue tests "KEP example", "deleting pods", "migrating
+controllers in-process (as upstream's `test/e2e/dra/dra.go`; issue tests "KEP example",
+"deleting pods", "migrating
 a pool keeps every pod of the other pool running")."""
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-"""Pods bound to emulated nodes run with exactly their devices (spec §4, §5; §10 F3, F4, G)."""
+"""Pods bound to emulated nodes run with exactly their devices (upstream
+`pkg/kubelet/cm/dra/manager.go` and its `manager_test.go`; `test/e2e/dra/dra.go`)."""
 
 from __future__ import annotations
 
@@ -42,7 +43,7 @@ async def test_a_pod_bound_to_a_device_plugin_node_runs_with_device_ids(
 
     pod = await wait_for(api, core_v1.Pod, "dp-pod", running, namespace="default")
     assert pod is not None
-    assert pod.status.extended_resource_claim_status is None  # spec §5.1
+    assert pod.status.extended_resource_claim_status is None  # as upstream's e2e asserts
     assert resource_status(pod) == {"con0": {"example.com/gpu": ["gpu-0", "gpu-1"]}}
     con0 = devices_of(pod)["con0"]
     assert con0.cdi_devices == ["example.com/gpu=gpu-0", "example.com/gpu=gpu-1"]
@@ -85,7 +86,8 @@ async def test_containers_get_their_own_dra_and_device_plugin_devices(
     api: ApiClient, kubelet: KubeletProcess
 ) -> None:
     """Init container and two containers; DRA-backed explicit and implicit names beside a
-    device-plugin name (requests named as spec §3.5: index in init+regular containers,
+    device-plugin name (requests named as upstream's `createResourceRequestAndMappings`
+    names them: index in init+regular containers,
     then the container's sorted request names)."""
     implicit = "deviceclass.resource.kubernetes.io/gpu.example.com"
     pod = (
@@ -154,7 +156,8 @@ async def test_containers_get_their_own_dra_and_device_plugin_devices(
 async def test_two_mappings_for_one_resource_give_the_devices_of_both_requests(
     api: ApiClient, kubelet: KubeletProcess
 ) -> None:
-    """Spec §10 F3."""
+    """A container with two mappings for one resource gets the devices of both requests
+    (upstream `TestGetResources`)."""
     pod = make_pod("f3").limits({"example.com/gpu": "2"}).obj()
     pod, claim = await schedule_with_dra(
         api,
@@ -183,7 +186,8 @@ async def test_two_mappings_for_one_resource_give_the_devices_of_both_requests(
 async def test_a_claim_not_reserved_for_the_pod_is_not_prepared(
     api: ApiClient, kubelet: KubeletProcess
 ) -> None:
-    """Spec §10 F4: prepare fails until the pod is in the claim's reservedFor."""
+    """Prepare fails until the pod is in the claim's reservedFor (upstream
+    `prepareResources`: "is not allowed to use ResourceClaim")."""
     pod = make_pod("f4").limits({"example.com/gpu": "1"}).obj()
     pod, claim = await schedule_with_dra(
         api,

@@ -365,9 +365,10 @@ MESSAGE_CASES = [
         num_all_nodes=3,
     ),
     MessageCase(
-        # Spec §8.4 also has DynamicResources' "no new claims to deallocate, " before
-        # "preemption:"; upstream 1.37's PostFilter gives no reason there.
-        "spec §8.4, gate off",
+        # As upstream's integration test `testExtendedResource`
+        # (`test/integration/dra/extendedresource.go`): 1.37's DynamicResources PostFilter
+        # gives no reason there.
+        "gate off, as upstream's testExtendedResource",
         {f"n{i}": ("Insufficient example.com/gpu",) for i in range(8)},
         "0/8 nodes are available: 8 Insufficient example.com/gpu. "
         "preemption: 0/8 nodes are available: 8 Preemption is not helpful for scheduling.",
@@ -594,7 +595,8 @@ async def test_pre_bind(status: Status | None, want: Status | None) -> None:
 
 
 async def test_pre_bind_error_is_wrapped() -> None:
-    """Spec §3.9.6: a failed PreBind (e.g. the pod status patch) is an Error."""
+    """A failed PreBind (e.g. the pod status patch) is an Error (upstream
+    `handleBindingCycleError` then unreserves)."""
     fwk = Framework([FakeBinding(Recorder(), pre_bind_status=Status.error("patch error"))])
     status = await fwk.run_pre_bind_plugins(CycleState(), POD, "worker")
     assert status is not None and status.code == Code.ERROR

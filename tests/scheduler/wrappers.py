@@ -2,8 +2,9 @@
 `make_pod("p").req({"cpu": "1"}).node_selector({"zone": "a"}).obj()`.
 
 Objects are written as Kubernetes JSON and decoded, so they look as they would coming from
-the API server. Containers are named as spec §10: `con0, con1…`, `init-con<k>`,
-`sidecar-con<k>`. A node starts with `pods: 110` allocatable, as a kubelet would report.
+the API server. Containers are named as upstream's wrappers name them: `con0, con1…`,
+`init-con<k>`, `sidecar-con<k>`. A node starts with `pods: 110` allocatable, as a kubelet
+would report.
 """
 
 from __future__ import annotations

@@ -277,7 +277,8 @@ class Container(KubeStruct):
 
 
 class EphemeralContainer(Container):
-    """A debugging container added to a running pod; never gets devices (spec §1.4.1)."""
+    """A debugging container added to a running pod; never gets devices (upstream
+    `validateEphemeralContainers` forbids its resources)."""
 
     target_container_name: str = ""
 
@@ -338,7 +339,8 @@ class PodSpec(KubeStruct):
     resource_claims: list[PodResourceClaim] = []
 
     def all_containers(self) -> list[Container]:
-        """Init containers then regular ones: the combined list indexed by spec §3.5.1."""
+        """Init containers then regular ones: the combined list whose positions name the
+        special claim's requests (upstream `createRequestsAndMappings`)."""
         return [*self.init_containers, *self.containers]
 
 
@@ -427,7 +429,8 @@ class ContainerExtendedResourceRequest(KubeStruct):
 
 
 class PodExtendedResourceClaimStatus(KubeStruct):
-    """`status.extendedResourceClaimStatus`, written by the scheduler (spec §1.2)."""
+    """`status.extendedResourceClaimStatus`, written by the scheduler (upstream
+    `PodExtendedResourceClaimStatus`, `staging/src/k8s.io/api/core/v1/types.go`)."""
 
     request_mappings: list[ContainerExtendedResourceRequest] = []
     resource_claim_name: str = ""

@@ -93,13 +93,14 @@ ATTRIBUTES_AND_CAPACITIES_MAX_PER_DEVICE = 32
 DEVICE_ATTRIBUTE_MAX_VALUE_LENGTH = 64
 
 # Marks a claim as the scheduler's special claim for extended resources backed by DRA
-# (spec §1.3.1; the KEP said the pod name, §12).
+# (upstream `ExtendedResourceClaimAnnotation`, `staging/src/k8s.io/api/resource/v1/types.go`;
+# its value is "true", where KEP-5004's "Resource Claim API" section had the pod name).
 EXTENDED_RESOURCE_CLAIM_ANNOTATION = "resource.kubernetes.io/extended-resource-claim"
 EXTENDED_RESOURCE_CLAIM_ANNOTATION_VALUE = "true"
 # On claims made from a template: the `pod.spec.resourceClaims[].name` it was made for.
 POD_CLAIM_NAME_ANNOTATION = "resource.kubernetes.io/pod-claim-name"
 # `resourceapi.Finalizer`: set by whoever allocates; the claim controller removes it once
-# the claim is deallocated (spec §1.3.3, §7.1).
+# the claim is deallocated (upstream `syncClaim`, `pkg/controller/resourceclaim/controller.go`).
 DELETE_PROTECTION_FINALIZER = "resource.kubernetes.io/delete-protection"
 
 

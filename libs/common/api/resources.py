@@ -24,7 +24,8 @@ __all__ = [
     "same_request_inputs",
 ]
 
-# Every DeviceClass `C` can be requested as `deviceclass.resource.kubernetes.io/C` (spec §2.1).
+# Every DeviceClass `C` can be requested as `deviceclass.resource.kubernetes.io/C` (upstream
+# `ResourceDeviceClassPrefix` in `staging/src/k8s.io/api/resource/v1/types.go`).
 IMPLICIT_EXTENDED_RESOURCE_PREFIX = "deviceclass.resource.kubernetes.io/"
 # Names containing this are Kubernetes' own ("native"), never extended resources.
 RESOURCE_DEFAULT_NAMESPACE_PREFIX = "kubernetes.io/"
@@ -38,7 +39,8 @@ def is_native_resource(name: str) -> bool:
 
 
 def is_extended_resource_name(name: str) -> bool:
-    """An extended resource name (spec §1.1.2, upstream `IsExtendedResourceName`).
+    """An extended resource name (upstream `IsExtendedResourceName`,
+    `pkg/apis/core/v1/helper/helpers.go`).
 
     It has a `/`, is not in the `kubernetes.io/` namespace, does not start with
     `requests.`, and its quota name `requests.<name>` is a qualified name (so the part after
@@ -50,7 +52,8 @@ def is_extended_resource_name(name: str) -> bool:
 
 
 def is_dra_capable_name(name: str) -> bool:
-    """A name DRA may serve: an extended resource name or an implicit class name (spec §2.4).
+    """A name DRA may serve: an extended resource name or an implicit class name (upstream
+    `IsDRAExtendedResourceName`, `pkg/scheduler/util/utils.go`).
 
     Whether it is DRA-*backed* also needs a DeviceClass that maps it, which only the
     DeviceClass cache knows.
@@ -73,7 +76,8 @@ def container_requests(container: core_v1.Container) -> dict[str, Quantity]:
 
 
 def pod_requests(pod: core_v1.Pod) -> dict[str, Quantity]:
-    """The pod's effective requests (spec §3.1.1, upstream `PodRequests`).
+    """The pod's effective requests (upstream `PodRequests`,
+    `staging/src/k8s.io/component-helpers/resource/helpers.go`).
 
     Regular and sidecar containers run together, so they add up. A non-sidecar init container
     runs alone beside the sidecars started before it; the pod needs the largest of those

@@ -43,7 +43,8 @@ class ActionType(enum.IntFlag):
     UPDATE_POD_SCALE_DOWN = enum.auto()
     UPDATE_POD_TOLERATION = enum.auto()
     UPDATE_POD_SCHEDULING_GATES_ELIMINATED = enum.auto()
-    # resourceClaimStatuses or extendedResourceClaimStatus changed (spec §3.11.1).
+    # resourceClaimStatuses or extendedResourceClaimStatus changed (upstream
+    # `extractPodGeneratedResourceClaimChange`, `pkg/scheduler/framework/events.go`).
     UPDATE_POD_GENERATED_RESOURCE_CLAIM = enum.auto()
     UPDATE = (
         UPDATE_NODE_ALLOCATABLE

@@ -3,8 +3,10 @@ already there request; among fitting nodes, prefer the least allocated.
 
 With the DRAExtendedResource gate on (a `resolve_device_class` given), an extended resource
 that the node does not advertise (allocatable absent or 0) but a DeviceClass maps is left to
-DynamicResources (spec §3.1.2, §3.2.1); one the node does advertise is a device-plugin
-resource and is checked here. Scoring counts such DRA-served names by devices (§3.7.2).
+DynamicResources (upstream `shouldDelegateResourceToDRA` and `fitsRequest` in
+`pkg/scheduler/framework/plugins/noderesources/fit.go`); one the node does advertise is a
+device-plugin resource and is checked here. Scoring counts such DRA-served names by devices
+(upstream `calculateDRAExtendedResourceAllocatableRequest`, `resource_allocation.go`).
 
 Filter and Score run for every node of every attempt, so they compare integers only:
 NodeInfo's resource vectors (allocatable converted once per node update, requests kept up
@@ -54,7 +56,8 @@ DeviceClassResolver = Callable[[str], resource_v1.DeviceClass | None]
 
 DRACapacity = Callable[[framework.NodeInfo, str], tuple[int, int]]
 """`(node_info, resource name)` → (devices of the mapped class on the node, how many of them
-are allocated), for scoring DRA-served extended resources (spec §3.7.2)."""
+are allocated), for scoring DRA-served extended resources (upstream
+`calculateDRAExtendedResourceAllocatableRequest`)."""
 
 
 def insufficient_reason(resource_name: str) -> str:
@@ -134,7 +137,8 @@ class InsufficientResource:
 def _should_delegate_to_dra(
     name: str, allocatable: Mapping[str, int], resolve: DeviceClassResolver | None
 ) -> bool:
-    """Spec §3.1.2: DRA serves the name on this node when the gate is on, the node does not
+    """Upstream `shouldDelegateResourceToDRA`: DRA serves the name on this node when the
+    gate is on, the node does not
     advertise it and a DeviceClass maps it. Capacity > 0 means a device plugin serves it."""
     if resolve is None or allocatable.get(name, 0) > 0:
         return False
@@ -155,7 +159,8 @@ def _checks(
     """The comparisons Filter makes on every node, worked out once per pod: cpu, memory
     and ephemeral-storage when requested, then the scalar resources the pod asks for that
     are not ignored. Whether a class maps a name is asked here, once per attempt; a node
-    then delegates the name to DRA when its allocatable for it is 0 or absent (§3.1.2)."""
+    then delegates the name to DRA when its allocatable for it is 0 or absent (upstream
+    `shouldDelegateResourceToDRA`)."""
     checks = [
         (name, want, insufficient_reason(name), False)
         for name in _NATIVE_CHECKED
@@ -193,7 +198,7 @@ def _fits_request(
         used = requested.get(name, 0)
         if want > capacity - used:
             if mapped and capacity <= 0:
-                continue  # DynamicResources checks it (spec §3.2.1)
+                continue  # DynamicResources checks it (upstream `fitsRequest`)
             insufficient.append(
                 InsufficientResource(name, reason, want, used, capacity, want > capacity)
             )
@@ -291,7 +296,9 @@ class NodeResourcesFit:
     """PreFilter, Filter, PreScore, Score and EnqueueExtensions.
 
     `resolve_device_class` is None when the DRAExtendedResource gate is off: then nothing
-    is delegated to DRA and no DeviceClass event is registered (spec §0.4). `dra_capacity`
+    is delegated to DRA and no DeviceClass event is registered (upstream
+    `EnableDRAExtendedResource` in `shouldDelegateResourceToDRA` and `EventsToRegister`).
+    `dra_capacity`
     lets the score count DRA devices; without it DRA-served names are not scored.
     """
 
@@ -380,13 +387,13 @@ class NodeResourcesFit:
             capacity = allocatable.get(name, 0)
             if want > capacity - requested.get(name, 0):
                 if mapped and capacity <= 0:
-                    continue  # DynamicResources checks it (spec §3.2.1)
+                    continue  # DynamicResources checks it (upstream `fitsRequest`)
                 if reasons is None:
                     reasons = [reason]
                 else:
                     reasons.append(reason)
                 # Preemption frees only what other pods use; it cannot grow the node
-                # (spec §3.2.1).
+                # (upstream `fitsRequest`: Unresolvable when the request exceeds allocatable).
                 unresolvable = unresolvable or want > capacity
         if reasons is None:
             return None
@@ -454,7 +461,8 @@ class NodeResourcesFit:
             elif capacity == 0:
                 if not mapped:
                     continue  # not on this node: not scored
-                # Spec §3.7.2: devices of the mapped class on this node; none → not scored.
+                # Upstream `calculateDRAExtendedResourceAllocatableRequest`: devices of the
+                # mapped class on this node; none → not scored.
                 assert self.dra_capacity is not None
                 capacity, allocated = self.dra_capacity(node_info, name)
                 used = allocated + want
@@ -491,7 +499,8 @@ class NodeResourcesFit:
             and self.dra_capacity is not None
             and _should_delegate_to_dra(resource_name, allocatable, self.resolve_device_class)
         ):
-            # Spec §3.7.2: devices of the mapped class on this node; none → not scored.
+            # Upstream `calculateDRAExtendedResourceAllocatableRequest`: devices of the mapped
+            # class on this node; none → not scored.
             devices, allocated = self.dra_capacity(node_info, resource_name)
             if devices > 0:
                 return devices, allocated + pod_request
@@ -516,7 +525,8 @@ class NodeResourcesFit:
             ),
         ]
         if self.resolve_device_class is not None:
-            # A pod may wait for a class that maps its extended resource (spec §3.2.4).
+            # A pod may wait for a class that maps its extended resource (upstream
+            # `EventsToRegister`).
             events.append(
                 framework.ClusterEventWithHint(
                     framework.ClusterEvent(
@@ -574,7 +584,8 @@ class NodeResourcesFit:
         old: resource_v1.DeviceClass | None,
         new: resource_v1.DeviceClass,
     ) -> framework.QueueingHint:
-        """Spec §2.6: a new class may serve the pod under its implicit or explicit name; an
+        """Upstream `isSchedulableAfterDeviceClassEvent`: a new class may serve the pod
+        under its implicit or explicit name; an
         updated one only if its `extendedResourceName` changed to a name the pod asks for."""
         requested = resources.pod_requests(pod)
         if old is not None:

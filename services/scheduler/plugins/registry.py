@@ -65,14 +65,15 @@ class Handle:
     @property
     def resolve_device_class(self) -> node_resources_fit.DeviceClassResolver | None:
         """Extended resource name → DeviceClass; None when DRA or the DRAExtendedResource
-        gate is off, so nothing is delegated to DRA (spec §0.4)."""
+        gate is off, so nothing is delegated to DRA (upstream `shouldDelegateResourceToDRA`)."""
         if self.dra_manager is None or not self.features.enable_dra_extended_resource:
             return None
         return self.dra_manager.resolve_device_class
 
     @property
     def dra_capacity(self) -> node_resources_fit.DRACapacity | None:
-        """Counts a node's devices for scoring DRA-served extended resources (spec §3.7.2);
+        """Counts a node's devices for scoring DRA-served extended resources (upstream
+        `calculateDRAExtendedResourceAllocatableRequest`);
         None whenever `resolve_device_class` is."""
         if self.dra_manager is None or not self.features.enable_dra_extended_resource:
             return None

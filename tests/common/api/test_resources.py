@@ -1,4 +1,5 @@
-"""Extended-resource names (spec §1.1.2, §2.4) and effective pod requests (spec §3.1.1)."""
+"""Extended-resource names (upstream `IsExtendedResourceName`, `IsDRAExtendedResourceName`)
+and effective pod requests (upstream `PodRequests`)."""
 
 from __future__ import annotations
 
@@ -95,7 +96,8 @@ POD_REQUEST_CASES = [
      _pod([_container("c", {"example.com/gpu": 1})],
           [_container("i", {"example.com/gpu": 2}), _sidecar("s", {"example.com/gpu": 1})]),
      {"example.com/gpu": 2}),
-    # Spec §10 A7's pod: init-con0, sidecar, init-con2, con0.
+    # The pod of upstream's "three init containers, one sidecar, one regular container"
+    # (`Test_createRequestsAndMappings_requests`): init-con0, sidecar, init-con2, con0.
     ("a7",
      _pod([_container("con0", {"example.com/gpu": 1})],
           [_container("init-con0", {"example.com/gpuinit": 1}),

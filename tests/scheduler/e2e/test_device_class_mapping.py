@@ -1,4 +1,5 @@
-"""Which class serves an extended resource name when several declare it (spec §2.3, §2.5),
+"""Which class serves an extended resource name when several declare it (upstream
+`extendedresourcecache.go` since kubernetes#141110),
 seen in a running scheduler: the newest class wins, and renaming or deleting it hands the
 name to the next best class, whose devices a waiting pod then gets."""
 

@@ -1,6 +1,7 @@
 """KEP-5004 end to end: pods asking for an extended resource land on device-plugin nodes and
 on DRA nodes, and a DRA-served pod gets exactly one special ResourceClaim; its failure
-paths converge (spec §3, §3.12). Nodes, ResourceSlices and DeviceClasses are created
+paths converge (upstream `extendeddynamicresources.go`, the map at its top). Nodes,
+ResourceSlices and DeviceClasses are created
 directly as objects; no kubelet or claim controller runs, so where one would act (removing
 a deleted pod's claim finalizer) the test does it."""
 
@@ -240,7 +241,7 @@ async def test_init_container_reuses_the_regular_containers_device(
     await api.create(pod.obj())
     claim = await special_claim(watch, "p")
     # The init container (index 0) runs before con0 (index 1): it reuses con0's device
-    # and gets one more of its own (spec §3.5.5).
+    # and gets one more of its own (upstream `createResourceRequestAndMappings`).
     assert requests_of(claim) == [
         ("container-0-request-0", DRIVER, "ExactCount", 1),
         ("container-1-request-0", DRIVER, "ExactCount", 1),

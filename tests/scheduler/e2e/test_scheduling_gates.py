@@ -1,6 +1,7 @@
 """A gated pod that asks for a DRA-backed extended resource is not tried while gated; when
 its last gate goes, a special claim left for it (by an earlier scheduler, or made by hand)
-is deleted and replaced, as for any pod (spec §3.6, §3.12)."""
+is deleted and replaced, as for any pod (upstream `filterExtendedResources` rejects it,
+PostFilter deletes it)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,7 @@
-"""NodeResourcesFit: filter, DRA delegation (spec §10 C1–C5), queueing hints (C6) and the
-LeastAllocated score (C7–C11, with a stand-in for the DRA device count)."""
+"""NodeResourcesFit: filter, DRA delegation (upstream `TestEnoughRequests`, ids C1–C5),
+queueing hints (`Test_isSchedulableAfterDeviceClassChange`, C6) and the LeastAllocated
+score (`TestCalculateResourceAllocatableRequest`, C7–C11, with a stand-in for the DRA device
+count)."""
 
 from __future__ import annotations
 
@@ -150,7 +152,8 @@ def test_filter(case: FilterCase) -> None:
 
 
 def test_filter_takes_the_largest_init_container() -> None:
-    """Init containers run one at a time: the largest counts, not their sum (spec §3.1.1)."""
+    """Init containers run one at a time: the largest counts, not their sum (upstream
+    `PodRequests`)."""
     pod = make_pod().init_req({"cpu": "2"}).init_req({"cpu": "3"}).req({"cpu": "1"}).obj()
     info = node_info({"cpu": "3"})
     state = framework.CycleState()
@@ -195,7 +198,7 @@ class DeviceClassHintCase:
     want: QueueingHint = QueueingHint.QUEUE_SKIP
 
 
-DEVICE_CLASS_HINT_CASES = [  # spec §10 C6, §2.6
+DEVICE_CLASS_HINT_CASES = [  # upstream `Test_isSchedulableAfterDeviceClassChange`
     DeviceClassHintCase(
         "update with identical extendedResourceName",
         requests={GPU: "1"},
@@ -375,7 +378,7 @@ class AllocatableCase:
     gate: bool = True
 
 
-ALLOCATABLE_CASES = [  # spec §10 C7–C11, §3.7.2
+ALLOCATABLE_CASES = [  # upstream `TestCalculateResourceAllocatableRequest`
     AllocatableCase("C7 device plugin node", GPU, 1, (4, 1), capacity={GPU: "4"}),
     AllocatableCase("C7 device plugin node, gate off", GPU, 1, (4, 1), {GPU: "4"}, gate=False),
     AllocatableCase("C8 DRA node with one device", GPU, 1, (1, 1), devices=(1, 0)),
@@ -488,7 +491,8 @@ def test_score(case: ScoreCase) -> None:
 
 
 def test_score_of_a_dra_node_counts_devices() -> None:
-    """Spec §3.7.2: a DRA-served name in the strategy is scored by device count."""
+    """A DRA-served name in the strategy is scored by device count (upstream
+    `calculateDRAExtendedResourceAllocatableRequest`)."""
     args = NodeResourcesFitArgs(scoring_strategy=ScoringStrategy(resources=(ResourceSpec(GPU),)))
     plugin = NodeResourcesFit(
         args, resolve_device_class=resolve, dra_capacity=lambda info, name: (4, 1)

@@ -249,7 +249,8 @@ CLASSES = {GPU: make_device_class("class", GPU)}
 def quantity_filter_reasons(
     pod: core_v1.Pod, info: NodeInfo, *, gate: bool
 ) -> tuple[list[str], bool]:
-    """Spec §3.2.1 on quantities: each request against allocatable minus the pods' requests
+    """Upstream `fitsRequest` on quantities: each request against allocatable minus the
+    pods' requests
     (each pod rounded on its own), reasons in upstream's order; unresolvable when even an
     empty node is too small."""
     reasons: list[str] = []

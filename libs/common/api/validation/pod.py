@@ -70,7 +70,8 @@ def validate_pod_spec(spec: core_v1.PodSpec, path: str) -> list[FieldError]:
     for i, container in enumerate(spec.ephemeral_containers):
         c_path = f"{path}.ephemeralContainers[{i}]"
         errs += _validate_container(container, c_path, container_names, claim_names)
-        # Ephemeral containers get no resources, so never devices either (spec §1.4.1).
+        # Ephemeral containers get no resources, so never devices either (upstream
+        # `validateEphemeralContainers`).
         if container.resources != core_v1.ResourceRequirements():
             errs.append(
                 field_forbidden(f"{c_path}.resources", "cannot be set for an Ephemeral Container")
@@ -291,7 +292,8 @@ def _same_but_mutable_fields(
 
 
 def validate_pod_status(pod: core_v1.Pod) -> list[FieldError]:
-    """Errors of `status.extendedResourceClaimStatus` (spec §1.2.2 a–f).
+    """Errors of `status.extendedResourceClaimStatus` (upstream
+    `validatePodExtendedResourceClaimStatus`, `pkg/apis/core/validation/validation.go`).
 
     The mapping ties a container's extended resource to a request of the special claim; the
     kubelet trusts it to find the devices, so it must name real containers and requests.

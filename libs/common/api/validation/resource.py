@@ -141,7 +141,8 @@ def _validate_device_class(dc: resource_v1.DeviceClass, old: KubeObject | None) 
     for i, config in enumerate(dc.spec.config):
         errs += _validate_opaque(config.opaque, f"spec.config[{i}]")
     name = dc.spec.extended_resource_name
-    # KEP-5004 (spec §1.1.2): never a `kubernetes.io/` name, so implicit names cannot clash.
+    # KEP-5004 (upstream `validateDeviceClassSpec`): never a `kubernetes.io/` name, so
+    # implicit names cannot clash.
     if name is not None and not resources.is_extended_resource_name(name):
         errs.append(
             field_invalid(

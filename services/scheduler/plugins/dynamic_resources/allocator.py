@@ -1,5 +1,6 @@
 """Structured-parameters device allocation for one node, as upstream's allocator in
-`dynamic-resource-allocation/structured` does it (spec §3.3.6, §3.4.4, §3.4.5, §3.7.2).
+`staging/src/k8s.io/dynamic-resource-allocation/structured` does it (`Allocate` in
+`internal/experimental/allocator_experimental.go`).
 
 `Snapshot` (module `pools`) indexes the ResourceSlices once; it stays valid until a slice
 changes and may serve many pods. It keeps, per node, the devices that node can reach and,
@@ -142,7 +143,8 @@ class Allocator:
         """One result per claim, or None when the claims do not fit on this node together.
 
         Devices are never shared between the claims, so a pod's claims (its special claim
-        last) are allocated in one call (spec §3.4.4). Raises AllocatorError for problems no
+        last) are allocated in one call (upstream `Filter`). Raises AllocatorError for
+        problems no
         node can fix.
         """
         found = self.find(node, claims)
@@ -359,7 +361,8 @@ def _check_device_limit(
     claims: Sequence[resource_v1.ResourceClaim], requests: Sequence[_RequestPlan | _Request]
 ) -> None:
     """No claim may ask for more than ALLOCATION_RESULTS_MAX_SIZE devices (counting each
-    request's smallest alternative): an error, not a node that does not fit (spec §9)."""
+    request's smallest alternative): an error, not a node that does not fit (upstream
+    `Allocate`: "exceeds the claim limit")."""
     per_claim = [0] * len(claims)
     for request in requests:
         per_claim[request.claim_index] += min(a.count for a in request.alternatives)
@@ -479,8 +482,9 @@ def node_device_capacity(
     allocated: Set[DeviceID],
 ) -> tuple[int, int]:
     """(devices of `cls` that `node` can reach, how many of them are allocated), the
-    capacity and usage NodeResourcesFit scores a DRA-backed extended resource with (spec
-    §3.7.2; the caller adds the pod's request to the usage). Shared allocations count as
+    capacity and usage NodeResourcesFit scores a DRA-backed extended resource with
+    (upstream `calculateDRAResourceTotals`; the caller adds the pod's request to the usage).
+    Shared allocations count as
     allocated: `allocated` should hold them. Pools being updated or invalid are left out.
     """
     snapshot = slices if isinstance(slices, Snapshot) else Snapshot(slices)

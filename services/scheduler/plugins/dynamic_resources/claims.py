@@ -1,5 +1,6 @@
 """A pod's user claims: finding them in the claim cache, checking they can be used, and
-writing their allocation and reservation (spec §3.3, §3.9, §3.10).
+writing their allocation and reservation (upstream `PreFilter`, `bindClaim`, `Unreserve`
+in `dynamicresources.go`; `claims.go`).
 
 User claims come from `pod.spec.resourceClaims`, by name or, for a template, by the name the
 claim controller wrote into `pod.status.resourceClaimStatuses`. `ClaimStore` keeps them in
@@ -62,11 +63,12 @@ class BindError(Exception):
 
 class ClaimStore:
     """The pod's user claims in `spec.resourceClaims` order, then the special claim, if any
-    (spec §3.3.4; upstream `claimStore`).
+    (upstream `newClaimStore`, `claims.go`).
 
     Claims come from the cache and are read-only; PreBind replaces an entry with what the
     API answered, so Unreserve sees the written claim. The special claim's first UID is
-    kept: its in-flight allocation is registered under it (the temporary UID, §3.10.1).
+    kept: its in-flight allocation is registered under it (the temporary UID, upstream
+    `getInitialExtendedResourceClaimUID`).
     """
 
     def __init__(
@@ -215,7 +217,7 @@ async def allocate_and_reserve(
     pod: core_v1.Pod,
 ) -> resource_v1.ResourceClaim:
     """Finalizer (a normal update), allocation and `reservedFor` (a status update),
-    re-reading the claim after a conflict (spec §3.9.3)."""
+    re-reading the claim after a conflict (upstream `bindClaim`)."""
     claim = codec.clone(claim)
 
     async def attempt(refresh: bool) -> resource_v1.ResourceClaim:

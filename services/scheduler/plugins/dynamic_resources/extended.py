@@ -1,6 +1,6 @@
 """The extended-resource path of DynamicResources (KEP-5004): the extended resources of a
 pod that DRA serves on a node go into one special ResourceClaim, made for that node and
-written in PreBind (spec §3.3–§3.12).
+written in PreBind.
 
 What each extension point does for it:
 
@@ -70,15 +70,19 @@ log = logging.getLogger(__name__)
 EXTENDED_RESOURCE_CLAIM_ANNOTATION = resource_v1.EXTENDED_RESOURCE_CLAIM_ANNOTATION
 EXTENDED_RESOURCE_CLAIM_ANNOTATION_VALUE = resource_v1.EXTENDED_RESOURCE_CLAIM_ANNOTATION_VALUE
 DELETE_PROTECTION_FINALIZER = resource_v1.DELETE_PROTECTION_FINALIZER
-# Deliberately not a valid object name: a claim with it has not been created yet (§3.3.3).
+# Deliberately not a valid object name: a claim with it has not been created yet (upstream
+# `specialClaimInMemName`).
 SPECIAL_CLAIM_IN_MEMORY_NAME = "<extended-resources>"
-# The API server appends random characters to `<pod name>` + this (§9).
+# The API server appends random characters to `<pod name>` + this (upstream
+# `preFilterExtendedResources`; `GenerateName` in
+# `staging/src/k8s.io/apiserver/pkg/storage/names/generate.go`).
 SPECIAL_CLAIM_GENERATE_NAME_SUFFIX = "-extended-resources-"
 
-# How long PreBind waits for the created special claim to reach the claim cache (§3.9.5).
+# How long PreBind waits for the created special claim to reach the claim cache (upstream
+# `AssumeExtendedResourceTimeoutDefaultSeconds`).
 ASSUME_EXTENDED_RESOURCE_TIMEOUT_DEFAULT_SECONDS = 120.0
 
-# Reasons, spelled as upstream (spec §8.4).
+# Reasons, spelled as upstream's `filterExtendedResources`.
 REASON_CANNOT_SCHEDULE_EXTENDED_RESOURCE_CLAIM = "cannot schedule extended resource claim"
 REASON_CANNOT_FIT_RESOURCE = "cannot fit resource"
 
@@ -87,7 +91,7 @@ ResolveDeviceClass = Callable[[str], resource_v1.DeviceClass | None]
 
 def is_special_claim_for(claim: resource_v1.ResourceClaim, pod: core_v1.Pod) -> bool:
     """The pod's special claim: annotated `"true"` and controlled by this very pod (name and
-    UID), as upstream's `findExtendedResourceClaim` checks (§3.3.2)."""
+    UID), as upstream's `findExtendedResourceClaim` checks."""
     if (
         claim.metadata.annotations.get(EXTENDED_RESOURCE_CLAIM_ANNOTATION)
         != EXTENDED_RESOURCE_CLAIM_ANNOTATION_VALUE
@@ -100,7 +104,8 @@ def is_special_claim_for(claim: resource_v1.ResourceClaim, pod: core_v1.Pod) -> 
 
 
 def new_special_claim(pod: core_v1.Pod) -> resource_v1.ResourceClaim:
-    """The in-memory special claim of §3.3.3: no requests yet (Filter adds them per node),
+    """The in-memory special claim of upstream's `preFilterExtendedResources`: no requests
+    yet (Filter adds them per node),
     and a random UID that keys its in-flight allocation until PreBind creates it."""
     return resource_v1.ResourceClaim(
         metadata=meta_v1.ObjectMeta(
@@ -119,7 +124,8 @@ def new_special_claim(pod: core_v1.Pod) -> resource_v1.ResourceClaim:
 def pre_filter_extended_resources(
     dra_manager: DraManager, pod: core_v1.Pod, s: StateData
 ) -> resource_v1.ResourceClaim | None:
-    """The special claim (spec §3.3.1–§3.3.3): None without a DRA-backed request; else the
+    """The special claim (upstream `preFilterExtendedResources`): None without a DRA-backed
+    request; else the
     claim an earlier attempt left, or a new in-memory one. Keeps the pod's DRA-capable
     names and their classes in `s.extended_resources` for Filter."""
     requested = {
@@ -130,7 +136,8 @@ def pre_filter_extended_resources(
     if all(cls is None for cls in requested.values()):
         return None
     s.extended_resources = requested
-    # §3.3.2: never reused; Filter rejects it and PostFilter deletes it (§3.12).
+    # Upstream `findExtendedResourceClaim`: never reused; Filter rejects it and PostFilter
+    # deletes it.
     for claim in dra_manager.claims_controlled_by(pod.metadata.uid):
         if is_special_claim_for(claim, pod):
             return claim
@@ -144,13 +151,14 @@ def filter_extended_resources(
     list[core_v1.ContainerExtendedResourceRequest],
     framework.Status | None,
 ]:
-    """The special claim for this node and its request mappings (spec §3.4.1, §3.4.2,
-    §3.4.4); None when DRA serves none of the pod's extended resources here."""
+    """The special claim for this node and its request mappings (upstream
+    `filterExtendedResources`); None when DRA serves none of the pod's extended resources
+    here."""
     claim = s.claims.extended_resource_claim()
     if claim is None:
         return None, [], None
     if claim.metadata.name != SPECIAL_CLAIM_IN_MEMORY_NAME:
-        # §3.4.1: left over from an earlier attempt (it has requests, the in-memory
+        # Left over from an earlier attempt (it has requests, the in-memory
         # claim never has). Reject every node; PostFilter deletes it.
         return (
             None,
@@ -162,7 +170,7 @@ def filter_extended_resources(
     for name, cls in s.extended_resources.items():
         quantity = allocatable.get(name)
         if cls is not None and (quantity is None or quantity.is_zero()):
-            dra_names.add(name)  # §3.1.2: no device plugin capacity, DRA serves it
+            dra_names.add(name)  # no device plugin capacity, DRA serves it
         elif quantity is None:
             return None, [], framework.Status.unresolvable(REASON_CANNOT_FIT_RESOURCE)
     if not dra_names:
@@ -182,8 +190,8 @@ def _node_extended_claim(
     classes: dict[str, resource_v1.DeviceClass | None],
     dra_names: set[str],
 ) -> NodeExtendedClaim:
-    """A copy of the in-memory claim with the requests for these names (spec §3.5); no
-    claim when they add up to no request (non-integer quantities, §3.5.8)."""
+    """A copy of the in-memory claim with the requests for these names; no claim when they
+    add up to no request (non-integer quantities, see `_request_and_mappings`)."""
     requests, mappings = device_requests_for_pod(pod, classes.get, dra_names)
     if not requests:
         return None, []
@@ -197,10 +205,12 @@ def device_requests_for_pod(
     resolve: ResolveDeviceClass,
     dra_names: set[str] | None = None,
 ) -> tuple[list[resource_v1.DeviceRequest], list[core_v1.ContainerExtendedResourceRequest]]:
-    """The special claim's device requests and the request mappings (spec §3.5).
+    """The special claim's device requests and the request mappings (upstream
+    `createRequestsAndMappings`).
 
-    `resolve` maps a resource name to its DeviceClass (§2). `dra_names` are the names that
-    DRA serves on the node at hand (§3.4.2); by default every DRA-capable name the pod
+    `resolve` maps a resource name to its DeviceClass (`ExtendedResourceCache`). `dra_names`
+    are the names that DRA serves on the node at hand (upstream `filterExtendedResources`);
+    by default every DRA-capable name the pod
     requests that resolves to a class.
 
     Long-lived containers (regular ones and sidecars) each get a request for their full
@@ -256,7 +266,8 @@ def device_requests_for_pod(
         if largest is not None:
             requests.append(largest)
             if len(short_lived_names) > 1:
-                # §3.5.6: every init container is served by the one kept short-lived request.
+                # Upstream `createRequestsAndMappings`: every init container is served by the
+                # one kept short-lived request.
                 for mapping in short_lived_mappings:
                     if mapping.request_name in short_lived_names:
                         mapping.request_name = largest.name
@@ -278,13 +289,14 @@ def _request_and_mappings(
 
     Requests in `reusable` are mapped first until they cover the container's need; a new
     request is made only for the rest. No request and no mapping for a zero or non-integer
-    quantity (§3.5.8).
+    quantity (upstream `createResourceRequestAndMappings`).
     """
     container_reqs = resources.container_requests(container)
     quantity = container_reqs.get(resource_name)
     # Upstream converts with AsInt64, which refuses a whole number past int64, and so makes
     # no request: the pod would run with none of its devices. Here such a number saturates,
-    # as upstream's Value() does, and asks for more devices than a claim may hold (§3.4.5).
+    # as upstream's Value() does, and asks for more devices than a claim may hold, which
+    # the allocator refuses with an error.
     need = None
     if quantity is not None and quantity.value.denominator == 1:
         need = quantity.saturated_int64()
@@ -299,7 +311,8 @@ def _request_and_mappings(
         mappings.append(_mapping(container, resource_name, request.name))
         if covered >= need:
             return None, mappings
-    # §3.5.2: j is the position among all of the container's request keys, cpu included.
+    # Upstream `createResourceRequestAndMappings`: j is the position among all of the
+    # container's request keys, cpu included.
     name = f"container-{index}-request-{sorted(container_reqs).index(resource_name)}"
     request = resource_v1.DeviceRequest(
         name=name,
@@ -331,12 +344,14 @@ def _count(request: resource_v1.DeviceRequest) -> int:
 
 class ExtendedResourceClaimWriter:
     """The API writes of the special claim: creating it, deleting it, and the pod's
-    `status.extendedResourceClaimStatus` naming it (spec §3.6.2, §3.9, §3.10).
+    `status.extendedResourceClaimStatus` naming it (upstream `deleteClaim`,
+    `createExtendedResourceClaimInAPI`, `patchPodExtendedResourceClaimStatus`).
 
     `resourceclaim_creates` counts create attempts as upstream's
-    `dynamic_resource_allocation_resourceclaim_creates_total` (spec §8.1; the scheduler
-    serves it, `drasim.common.resourceclaim_metrics`). `assume_timeout` bounds the wait for
-    a created claim to reach the claim cache (§3.9.5).
+    `dynamic_resource_allocation_resourceclaim_creates_total` (`ResourceClaimCreate`; the
+    scheduler serves it, `drasim.common.resourceclaim_metrics`). `assume_timeout` bounds the
+    wait for a created claim to reach the claim cache (upstream
+    `waitForExtendedClaimInAssumeCache`).
     """
 
     def __init__(
@@ -362,7 +377,8 @@ class ExtendedResourceClaimWriter:
         self, pod: core_v1.Pod, node_name: str, s: StateData
     ) -> resource_v1.ResourceClaim:
         """Create this node's special claim; the API server names it from `generateName`
-        (spec §3.9.2). The allocation is written afterwards, as for any claim."""
+        (upstream `createExtendedResourceClaimInAPI`). The allocation is written afterwards,
+        as for any claim."""
         node_allocation = s.node_allocations.get(node_name)
         if node_allocation is None or node_allocation.extended_resource_claim is None:
             raise claims.BindError(f"extended resource claim not found for node {node_name}")
@@ -388,7 +404,8 @@ class ExtendedResourceClaimWriter:
         self, pod: core_v1.Pod, claim: resource_v1.ResourceClaim, node_name: str, s: StateData
     ) -> None:
         """`pod.status.extendedResourceClaimStatus` names the claim and maps containers to
-        its requests (spec §3.9.4); only that field changes."""
+        its requests (upstream `patchPodExtendedResourceClaimStatus`); only that field
+        changes."""
         node_allocation = s.node_allocations.get(node_name)
         mappings = node_allocation.request_mappings if node_allocation is not None else []
         if not mappings:
@@ -456,7 +473,8 @@ class ExtendedResourceClaimWriter:
             log.error("%s", err.message)
 
     async def wait_for(self, claim: resource_v1.ResourceClaim) -> None:
-        """Wait until the claim cache holds what was written (spec §3.9.5). A timeout is
+        """Wait until the claim cache holds what was written (upstream
+        `waitForExtendedClaimInAssumeCache`). A timeout is
         only logged: the claim exists and the informer brings it eventually."""
         arrived = await self.dra_manager.wait_for_claim(
             claim.metadata.namespace,
@@ -473,7 +491,8 @@ class ExtendedResourceClaimWriter:
 
     async def delete(self, claim: resource_v1.ResourceClaim) -> None:
         """Remove the delete-protection finalizer (an update, re-reading the claim after a
-        conflict), then delete; a claim found gone on the way is fine (spec §3.6.2): its
+        conflict), then delete; a claim found gone on the way is fine (upstream
+        `deleteClaim`): its
         pod went and the garbage collector with it, or an earlier attempt deleted it."""
         current = codec.clone(claim)
 

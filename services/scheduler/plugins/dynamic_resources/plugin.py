@@ -1,5 +1,6 @@
 """The DynamicResources plugin: allocates a pod's ResourceClaims while it is scheduled, and
-its DRA-backed extended resources through one special claim (spec §3.3–§3.12).
+its DRA-backed extended resources through one special claim (upstream
+`pkg/scheduler/framework/plugins/dynamicresources/dynamicresources.go`).
 
 The extension points are here; each concern is a module of its own, as upstream's
 `dynamicresources/` splits them:
@@ -62,7 +63,8 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
-# Reasons, spelled as upstream (spec §8.4); the extended-resource path's are in `extended`.
+# Reasons, spelled as upstream's `statusUnschedulable` calls; the extended-resource path's
+# are in `extended`.
 REASON_CLAIM_IN_USE = "resourceclaim in use"
 REASON_CLAIM_NOT_AVAILABLE = "resourceclaim not available on the node"
 REASON_CANNOT_ALLOCATE = "cannot allocate all claims"
@@ -74,11 +76,13 @@ class DynamicResources:
     """PreFilter, Filter, PostFilter, PreScore, Score, Reserve, PreBind, EnqueueExtensions.
 
     `features` are the gates it honours: DRAExtendedResource off, no special claim is made
-    (spec §0.4); DRAPrioritizedList off, a claim with subrequests is unschedulable;
-    DRAAdminAccess off, a request for admin access is an error.
+    (upstream `preFilterExtendedResources` returns at once without
+    `EnableDRAExtendedResource`); DRAPrioritizedList off, a claim with subrequests is
+    unschedulable; DRAAdminAccess off, a request for admin access is an error.
     `assume_extended_resource_timeout` bounds PreBind's wait for a created special claim to
-    reach the claim cache (§3.9.5). `resourceclaim_creates` counts the special claims'
-    creates (the scheduler's registry serves it; default: a counter of the plugin's own).
+    reach the claim cache (upstream `waitForExtendedClaimInAssumeCache`).
+    `resourceclaim_creates` counts the special claims' creates (the scheduler's registry
+    serves it; default: a counter of the plugin's own).
     """
 
     name: ClassVar[str] = names.DYNAMIC_RESOURCES
@@ -142,7 +146,8 @@ class DynamicResources:
         nodes: Sequence[framework.NodeInfo],
     ) -> tuple[framework.PreFilterResult | None, framework.Status | None]:
         """Find the pod's claims and build the allocator once for all Filter calls
-        (spec §3.3). Skip when the pod has no claim and no DRA-backed extended resource."""
+        (upstream `PreFilter`). Skip when the pod has no claim and no DRA-backed extended
+        resource."""
         s = StateData()
         state.write(STATE_KEY, s)
         try:
@@ -173,7 +178,8 @@ class DynamicResources:
                 return None, framework.Status.unresolvable(
                     f"resource claim {claims.ref(claim)} is in the process of being allocated"
                 )
-            # §3.3.5: the special claim has no requests yet, nothing to validate.
+            # Upstream `PreFilter`: the special claim has no requests yet, nothing to
+            # validate (its class is not checked).
             if claim is extended_resource_claim:
                 continue
             status = claims.validate_device_classes(
@@ -201,7 +207,7 @@ class DynamicResources:
     def filter(
         self, state: framework.CycleState, pod: core_v1.Pod, node_info: framework.NodeInfo
     ) -> framework.Status | None:
-        """Can the pod's claims be used or allocated on this node (spec §3.4)?
+        """Can the pod's claims be used or allocated on this node (upstream `Filter`)?
 
         Allocated claims must be usable from the node; unallocated ones, the special claim
         for this node last, are allocated together in one allocator call, so the pod never
@@ -232,7 +238,8 @@ class DynamicResources:
                 [len(s.claims) - 1], found, node_claim, mappings
             )
             return None
-        # §3.4.3: only device-plugin resources here, no user claims: NodeResourcesFit decides.
+        # Upstream `filterExtendedResources`: only device-plugin resources here, no user
+        # claims: NodeResourcesFit decides.
         if node_claim is None and s.claims.no_user_claim():
             return None
 
@@ -251,7 +258,9 @@ class DynamicResources:
             for index, claim in s.claims.to_allocate():
                 if claim is extended_resource_claim:
                     if node_claim is None:
-                        continue  # all served by device plugins here: no claim (spec §12)
+                        # All served by device plugins here: no claim. A drasim decision:
+                        # upstream would carry a special claim without requests.
+                        continue
                     claim = node_claim
                 claim_indices.append(index)
                 claims_to_allocate.append(claim)
@@ -260,7 +269,8 @@ class DynamicResources:
                 try:
                     allocated = s.allocator.find(node, claims_to_allocate)
                 except structured.AllocatorError as err:
-                    # Broken claim or class: no node can help, abort the attempt (§3.4.5).
+                    # Broken claim or class: no node can help, abort the attempt (upstream
+                    # `Filter` returns `statusError`).
                     return framework.Status.error(err)
                 if allocated is None:
                     return framework.Status.unresolvable(REASON_CANNOT_ALLOCATE)
@@ -282,7 +292,7 @@ class DynamicResources:
         pod: core_v1.Pod,
         filtered_node_status_map: framework.Diagnosis,
     ) -> framework.Status | None:
-        """No node fits: free something a later attempt may use (spec §3.6).
+        """No node fits: free something a later attempt may use (upstream `PostFilter`).
 
         One allocated user claim that was unavailable on some node and that no other pod
         uses is deallocated; else a special claim from an earlier attempt is deleted.
@@ -343,7 +353,7 @@ class DynamicResources:
         nodes: Sequence[framework.NodeInfo],
     ) -> framework.Status | None:
         """Skip Score unless a claim to allocate has a prioritized list: only those score
-        (spec §3.7.1), so the special claim never does."""
+        (upstream `computeScore`), so the special claim never does."""
         try:
             s = read_state(state)
         except KeyError as err:
@@ -393,7 +403,7 @@ class DynamicResources:
     def reserve(
         self, state: framework.CycleState, pod: core_v1.Pod, node_name: str
     ) -> framework.Status | None:
-        """Take the devices Filter found on this node, in memory only (spec §3.8).
+        """Take the devices Filter found on this node, in memory only (upstream `Reserve`).
 
         Each claim to allocate, the special claim as its copy for this node, is registered
         as an in-flight allocation under its UID (the temporary one for the special claim),
@@ -411,7 +421,8 @@ class DynamicResources:
         # on until the binding is done.
         s.node_allocations = {node_name: node_allocation} if node_allocation else {}
         if node_allocation is None or not node_allocation.allocations:
-            # §3.8.1: all extended resources from device plugins, no user claim to allocate.
+            # Upstream `Reserve`: all extended resources from device plugins, no user claim
+            # to allocate.
             if all(claim is extended_resource_claim for _, claim in s.claims.to_allocate()):
                 return None
             return framework.Status.error("claim allocation not found for node")
@@ -435,7 +446,8 @@ class DynamicResources:
     async def unreserve(
         self, state: framework.CycleState, pod: core_v1.Pod, node_name: str
     ) -> None:
-        """Undo Reserve and PreBind; idempotent, errors are only logged (spec §3.10).
+        """Undo Reserve and PreBind; idempotent, errors are only logged (upstream
+        `Unreserve`, `unreserveExtendedResourceClaim`).
 
         In-flight allocations are dropped; user claims already reserved for the pod lose
         that reservation (their allocation stays); a special claim that PreBind created
@@ -478,8 +490,9 @@ class DynamicResources:
     ) -> framework.Status | None:
         """Write what Reserve took: every claim not yet reserved for the pod gets its
         allocation and the reservation; the special claim is created first and named in
-        the pod's status (spec §3.9). A pod binding without a special claim gets a status
-        naming none. Any failure is an Error, and the framework then unreserves (§3.9.6)."""
+        the pod's status (upstream `PreBind`, `bindClaim`). A pod binding without a special
+        claim gets a status naming none. Any failure is an Error, and the framework then
+        unreserves (upstream `handleBindingCycleError`, `pkg/scheduler/schedule_one.go`)."""
         try:
             s = read_state(state)
         except KeyError as err:
@@ -512,7 +525,7 @@ class DynamicResources:
         allocation = s.informations_for_claim[index].allocation
         is_extended_resource_claim = claim is s.claims.extended_resource_claim()
         if is_extended_resource_claim and allocation is None and not claim.spec.devices.requests:
-            return claim  # §3.9.1: device plugins serve everything on this node
+            return claim  # device plugins serve everything on this node (upstream `bindClaim`)
         in_flight_uid = claim.metadata.uid
         written: resource_v1.ResourceClaim | None = None
         outcome_unknown = False

@@ -35,7 +35,7 @@ _POOL_INVALID = "currently invalid"
 
 class AllocatorError(Exception):
     """A hard error: the claims can be allocated on no node as they stand (CEL error, too
-    many devices, ...). The scheduler turns it into status Error (spec §3.4.5)."""
+    many devices, ...). The scheduler turns it into status Error (upstream `Filter`)."""
 
 
 @dataclass(frozen=True, slots=True, eq=False)

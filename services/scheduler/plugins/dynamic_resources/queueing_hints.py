@@ -1,5 +1,6 @@
 """Which cluster events may make a pod DynamicResources rejected schedulable, and the
-hints that tell, per pod, whether one does (spec §3.11).
+hints that tell, per pod, whether one does (upstream `EventsToRegister` and
+`isSchedulableAfterClaimChange` in `dynamicresources.go`).
 
 Upstream: `EventsToRegister`, `isSchedulableAfterClaimChange` and
 `isSchedulableAfterPodChange` in
@@ -23,7 +24,7 @@ __all__ = [
 def events_to_register(
     after_claim_change: framework.QueueingHintFn, after_pod_change: framework.QueueingHintFn
 ) -> list[framework.ClusterEventWithHint]:
-    """Spec §3.11.1, with queueing hints (so no UpdateNodeTaint)."""
+    """Upstream `EventsToRegister`, with queueing hints (so no UpdateNodeTaint)."""
     action = framework.ActionType
     resource = framework.EventResource
     return [
@@ -60,7 +61,8 @@ def is_schedulable_after_claim_change(
     old: resource_v1.ResourceClaim | None,
     new: resource_v1.ResourceClaim | None,
 ) -> framework.QueueingHint:
-    """Spec §3.11.2: freed devices (deallocation, or deletion of an allocated claim) may
+    """Upstream `isSchedulableAfterClaimChange`: freed devices (deallocation, or deletion
+    of an allocated claim) may
     help any pod; otherwise only a change of the pod's own claims matters, or the deletion
     of its special claim, which PostFilter asked for."""
     try:

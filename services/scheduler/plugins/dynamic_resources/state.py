@@ -36,7 +36,7 @@ class InformationForClaim:
 
 @dataclasses.dataclass(slots=True)
 class NodeAllocation:
-    """What Filter found for one node, for Reserve and PreBind (spec §3.4.6)."""
+    """What Filter found for one node, for Reserve and PreBind (upstream `nodeAllocation`)."""
 
     # Indices into the claim store of the claims allocated here, matching the results.
     claim_indices: list[int]

@@ -324,7 +324,8 @@ CREATE_CASES: list[tuple[str, dict[str, Any], dict[str, Any], list[tuple[str, st
      [("Invalid", "spec.initContainers[0].resources.limits[example.com/gpu/x]")] * 2),
     ("kubernetes-io-prefixed", POD,
      {"spec.initContainers.0.resources.limits": {"example.kubernetes.io/foo": 1}}, []),
-    # Spec §1.4.2: implicit names are native-prefixed, so neither integer nor limit rules apply.
+    # Upstream `ValidateContainerResourceName`: implicit names are native-prefixed, so
+    # neither integer nor limit rules apply.
     ("implicit-name-request-only", POD,
      {"spec.initContainers.0.resources": {
          "requests": {"deviceclass.resource.kubernetes.io/gpu.example.com": 1}}}, []),
@@ -373,7 +374,7 @@ CREATE_CASES: list[tuple[str, dict[str, Any], dict[str, Any], list[tuple[str, st
      [("Invalid", "status.allocatable[example.com/gpu]")]),
     ("node-capacity-negative", NODE, {"status.capacity": {"cpu": "-1"}},
      [("Invalid", "status.capacity[cpu]")]),
-    # DeviceClass (spec §1.1.2)
+    # DeviceClass (upstream `validateDeviceClassSpec`)
     ("class-without-er-name", DEVICE_CLASS, {"spec.extendedResourceName": DELETE}, []),
     ("class-er-name-implicit-prefix", DEVICE_CLASS,
      {"spec.extendedResourceName": "deviceclass.resource.kubernetes.io/gpu"},
@@ -454,7 +455,7 @@ CREATE_CASES: list[tuple[str, dict[str, Any], dict[str, Any], list[tuple[str, st
      [("Invalid", "spec.nodeSelector.nodeSelectorTerms")]),
     ("slice-taint-effect", SLICE, {"spec.devices.0.taints": [{"key": "k", "effect": "Prefer"}]},
      [("NotSupported", "spec.devices[0].taints[0].effect")]),
-    # ResourceClaim (spec §9: ≤32 requests)
+    # ResourceClaim (`DeviceRequestsMaxSize`: ≤32 requests)
     ("claim-32-requests", CLAIM, {"spec.devices.constraints": [], "status": {},
                                   "spec.devices.requests": _exact_requests(32)}, []),
     ("claim-33-requests", CLAIM, {"spec.devices.constraints": [], "status": {},
@@ -656,7 +657,7 @@ def test_validate_update(
     assert _short(validation.validate(new, old=old)) == want
 
 
-# --- Pod status: extendedResourceClaimStatus (spec §1.2.2, §10 F6) -------------------------
+# --- Pod status: extendedResourceClaimStatus (upstream validatePodExtendedResourceClaimStatus) --
 
 ERCS = "status.extendedResourceClaimStatus"
 POD_WITH_STATUS = _patch(
@@ -794,7 +795,8 @@ def test_validate_status(
 
 
 def test_generated_claim_object_is_valid() -> None:
-    """The special claim the scheduler creates (spec §3.3.3, §1.3) passes validation."""
+    """The special claim the scheduler creates (upstream `preFilterExtendedResources`)
+    passes validation."""
     claim = resource_v1.ResourceClaim(
         metadata=codec.convert(
             {

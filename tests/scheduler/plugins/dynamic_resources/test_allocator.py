@@ -1,5 +1,5 @@
-"""The structured-parameters allocator and the node capacity used for scoring (spec §3.4,
-§3.7.2 and cases C8-C14 of §10)."""
+"""The structured-parameters allocator and the node capacity used for scoring (upstream
+`calculateDRAResourceTotals`; `TestCalculateResourceAllocatableRequest`, ids C8-C14)."""
 
 from __future__ import annotations
 
@@ -546,7 +546,8 @@ def test_allocate(case: Case) -> None:
 
 
 def test_result_of_node_local_device() -> None:
-    """Spec §10 B7: request, driver, pool, device and `matchFields metadata.name In [worker]`."""
+    """Request, driver, pool, device and `matchFields metadata.name In [worker]` (upstream
+    `TestPlugin`, id B7)."""
     (result,) = Allocator([ONE_GPU], CLASSES, set()).allocate(
         make_node(), [make_claim("c", exact("container-0-request-0"))]
     )
@@ -646,7 +647,8 @@ def test_snapshot_follows_node_label_changes() -> None:
 
 
 # --- node_device_capacity: C8-C14 ------------------------------------------------------------
-# The spec's pairs are (capacity, allocated + the pod's request of 1); these are the raw
+# Upstream's expected pairs are (allocatable, allocated + the pod's request of 1); these
+# are the raw
 # (capacity, allocated) before NodeResourcesFit adds the pod.
 
 

@@ -1,5 +1,6 @@
-"""The special claim: request naming and mappings (spec §3.5, cases A1-A9 of §10), its
-constants (§9) and the claim helpers (§3.3.2, §3.3.3)."""
+"""The special claim: request naming and mappings (upstream
+`Test_createRequestsAndMappings_requests` and `_mappings`, ids A1-A9), its constants and
+the claim helpers (upstream `findExtendedResourceClaim`, `preFilterExtendedResources`)."""
 
 from __future__ import annotations
 
@@ -223,7 +224,7 @@ def test_device_requests_for_pod(case: Case) -> None:
 
 
 def test_requests_are_plain_exact_count() -> None:
-    """§3.5.3: nothing but class, mode and count."""
+    """Nothing but class, mode and count (upstream `createResourceRequestAndMappings`)."""
     pod = make_pod("my-pod").container("con0", requests={GPU: "2"}).obj()
     (request,), _ = extended.device_requests_for_pod(pod, resolve_all)
     assert request == resource_v1.DeviceRequest(
@@ -262,7 +263,8 @@ def my_pod() -> core_v1.Pod:
 
 
 def test_new_special_claim() -> None:
-    """§3.3.3: in-memory name, generateName, controller owner reference, annotation."""
+    """In-memory name, generateName, controller owner reference, annotation (upstream
+    `preFilterExtendedResources`)."""
     pod = my_pod()
     claim = extended.new_special_claim(pod)
     assert claim.metadata.name == "<extended-resources>"

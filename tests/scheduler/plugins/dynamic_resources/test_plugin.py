@@ -1,6 +1,7 @@
-"""DynamicResources: the special claim's lifecycle (spec §10 B1–B16), user claims, scoring
-and queueing hints, over an in-memory fake of the API client; then PreBind's writes and
-their failure paths (§3.9, §3.12) through a real apistore."""
+"""DynamicResources: the special claim's lifecycle (upstream `TestPlugin` in
+`dynamicresources_test.go`, ids B1–B16), user claims, scoring and queueing hints, over an
+in-memory fake of the API client; then PreBind's writes and their failure paths (upstream
+`bindClaim`, `unreserveExtendedResourceClaim`) through a real apistore."""
 
 from __future__ import annotations
 
@@ -806,7 +807,8 @@ async def test_admin_access_is_an_error_while_its_gate_is_off() -> None:
 
 
 async def test_too_many_devices_is_an_error() -> None:
-    """Spec §9: more than 32 devices in one claim is an allocator error, not a misfit."""
+    """More than 32 devices in one claim (`AllocationResultsMaxSize`) is an allocator
+    error, not a misfit."""
     plugin, _, _ = make_plugin(objects=(GPU_POD,))
     pod = pod_with({GPU: "33"})
     state = framework.CycleState()
@@ -818,7 +820,8 @@ async def test_too_many_devices_is_an_error() -> None:
 
 
 async def test_dra_capable_name_nowhere_served_cannot_fit() -> None:
-    """Spec §3.4.2: an extended resource that neither DRA nor the node serves."""
+    """An extended resource that neither DRA nor the node serves (upstream
+    `filterExtendedResources`: "cannot fit resource")."""
     plugin, _, _ = make_plugin(objects=(GPU_POD,))
     pod = pod_with({GPU: "1", "example.com/other": "1"})
     state = framework.CycleState()
@@ -1176,7 +1179,8 @@ def test_registry_builds_the_plugin_from_the_handle() -> None:
 
 
 def test_dra_capacity_counts_the_class_devices_on_the_node() -> None:
-    """Spec §3.7.2, C8/C11: devices of the mapped class here, and how many are taken."""
+    """Devices of the mapped class here, and how many are taken (upstream
+    `TestCalculateResourceAllocatableRequest`, ids C8/C11)."""
     _, dra_manager, _ = make_plugin(devices=2)
     node_info = framework.NodeInfo(DRA_NODE)
     assert dra_manager.dra_capacity(node_info, GPU) == (2, 0)
@@ -1281,7 +1285,8 @@ async def test_pre_bind_writes_the_special_claim_and_the_pod_status(cluster: Clu
         )
     ]
     assert claim.metadata.finalizers == [FINALIZER]
-    # §3.5.2: the index counts every request key of the container, cpu included.
+    # The index counts every request key of the container, cpu included (upstream
+    # `createResourceRequestAndMappings`).
     assert claim.spec.devices.requests == [
         resource_v1.DeviceRequest(
             name="container-0-request-1",
