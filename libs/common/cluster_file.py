@@ -49,6 +49,7 @@ import yaml
 
 from drasim.common import codec, profiles
 from drasim.common.api import core_v1, resource_v1, resources, validation
+from drasim.common.api.validation import names
 from drasim.common.quantity import Quantity
 
 __all__ = [
@@ -286,34 +287,34 @@ def _check_profile(profile: NodeProfile) -> Iterator[tuple[str, str]]:
     device_names: dict[tuple[str, str], str] = {}
     for i, group in enumerate(profile.devices):
         where = f"devices[{i}]"
-        yield from _each(f"{where}.name", validation.is_dns1123_label(group.name))
-        yield from _each(f"{where}.driver", validation.is_dns1123_subdomain(group.driver))
+        yield from _each(f"{where}.name", names.is_dns1123_label(group.name))
+        yield from _each(f"{where}.driver", names.is_dns1123_subdomain(group.driver))
         if group.count < 0:
             yield f"{where}.count", "must be greater than or equal to 0"
         if profile.group(group.name) is not group:
             yield f"{where}.name", f"duplicate device group {group.name}"
         for name in group.device_names()[:1]:  # all share the prefix; the first tells
-            yield from _each(f"{where}.deviceNamePrefix", validation.is_dns1123_label(name))
+            yield from _each(f"{where}.deviceNamePrefix", names.is_dns1123_label(name))
         for name in group.device_names():
             other = device_names.setdefault((group.driver, name), group.name)
             if other != group.name:
                 yield f"{where}.deviceNamePrefix", f"device {name} is also in group {other}"
                 break
         for name in (*group.attributes, *group.capacity):
-            yield from _each(f"{where}.attributes[{name}]", validation.is_qualified_name(name))
+            yield from _each(f"{where}.attributes[{name}]", names.is_qualified_name(name))
 
 
 def _check_pool(pool: NodePool, profile: NodeProfile) -> Iterator[tuple[str, str]]:
-    yield from _each("name", validation.is_dns1123_label(pool.name))
+    yield from _each("name", names.is_dns1123_label(pool.name))
     if pool.count < 0:
         yield "count", "must be greater than or equal to 0"
     for name in pool.node_names()[:1]:
-        yield from _each("namePrefix", validation.is_dns1123_subdomain(name))
+        yield from _each("namePrefix", names.is_dns1123_subdomain(name))
     for key, value in pool.labels.items():
-        yield from _each(f"labels[{key}]", validation.is_qualified_name(key))
-        yield from _each(f"labels[{key}]", validation.is_valid_label_value(value))
+        yield from _each(f"labels[{key}]", names.is_qualified_name(key))
+        yield from _each(f"labels[{key}]", names.is_valid_label_value(value))
     for i, taint in enumerate(pool.taints):
-        yield from _each(f"taints[{i}].key", validation.is_qualified_name(taint.key))
+        yield from _each(f"taints[{i}].key", names.is_qualified_name(taint.key))
         if taint.effect not in ("NoSchedule", "PreferNoSchedule", "NoExecute"):
             yield f"taints[{i}].effect", "must be NoSchedule, PreferNoSchedule or NoExecute"
     for group, exposure in pool.devices.items():

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from drasim.common import errors
-from drasim.common.api import validation
+from drasim.common.api.validation import names
 
 _CMP_OP = re.compile(r"^\s*([^\s!=,()]+)\s*(==|=|!=)\s*([^\s!=,()]*)\s*$")
 
@@ -190,7 +190,7 @@ class _Parser:
         token, key = self.consume()
         if token != _IDENTIFIER:
             raise _ParseError(f"found '{key}', expected: identifier")
-        if problems := validation.is_qualified_name(key):
+        if problems := names.is_qualified_name(key):
             raise _ParseError(f"<nil>: {_invalid(key, '; '.join(problems))}")
         if negated or self.lookahead()[0] in (_END, ","):
             return _requirement(key, "DoesNotExist" if negated else "Exists", [])
@@ -265,7 +265,7 @@ def _requirement(key: str, operator: str, values: list[str]) -> Requirement:
                     + _invalid(value, "for 'Gt', 'Lt' operators, the value must be an integer")
                 )
     for i, value in enumerate(values):
-        if bad := validation.is_valid_label_value(value):
+        if bad := names.is_valid_label_value(value):
             problems.append(f"values[{i}][{key}]: {_invalid(value, '; '.join(bad))}")
     if len(problems) == 1:
         raise _ParseError(problems[0])

@@ -31,7 +31,6 @@ from typing import Any, TypeVar
 from opentelemetry import context as otel_context
 from opentelemetry import trace
 from opentelemetry.trace import (
-    INVALID_SPAN,
     NonRecordingSpan,
     Span,
     SpanContext,
@@ -42,7 +41,6 @@ from opentelemetry.trace import (
 )
 
 __all__ = [
-    "INVALID_SPAN",
     "SpanKind",
     "context_from",
     "continued",

@@ -37,7 +37,8 @@ from drasim.apistore.store import EventRow, Key, ObjectRow
 from drasim.apistore.strategies import for_resource
 from drasim.common import codec, errors, quota
 from drasim.common import features as gates
-from drasim.common.api import core_v1, defaults, registry, scheduling_v1, validation
+from drasim.common.api import core_v1, defaults, registry, scheduling_v1
+from drasim.common.api.validation import pod as pod_validation
 from drasim.common.bus import messages
 from drasim.common.featuregate import FeatureGate
 
@@ -467,7 +468,7 @@ class Batch:
                 kind="pods",
                 name=req.name,
             )
-        if errs := validation.validate_binding_target(req.node_name):
+        if errs := pod_validation.validate_binding_target(req.node_name):
             raise errors.invalid("Binding", req.name, errs)
         pod.spec.node_name = req.node_name
         # The nomination preemption made is spent (upstream's ClearingNominatedNodeName-

@@ -50,7 +50,6 @@ _TYPES: dict[str, type[Any]] = {
     "rolebindings": rbac_v1.RoleBinding,
 }
 ALL = "*"
-SERVICE_ACCOUNT_PREFIX = nats_auth.SERVICE_ACCOUNT_PREFIX
 # Upstream `user.SystemPrivilegedGroup`: its members may do everything, ahead of RBAC.
 SYSTEM_PRIVILEGED_GROUP = "system:masters"
 
@@ -301,7 +300,10 @@ def _applies_to(
                 return s
             case rbac_v1.SERVICE_ACCOUNT_KIND:
                 sa_namespace = s.namespace or namespace
-                if sa_namespace and user == f"{SERVICE_ACCOUNT_PREFIX}{sa_namespace}:{s.name}":
+                if (
+                    sa_namespace
+                    and user == f"{nats_auth.SERVICE_ACCOUNT_PREFIX}{sa_namespace}:{s.name}"
+                ):
                     return s
     return None
 

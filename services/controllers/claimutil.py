@@ -1,9 +1,9 @@
 """Pods and their ResourceClaims, as upstream's `dynamic-resource-allocation/resourceclaim`.
 
 Which claim a pod's `spec.resourceClaims` entry names, whether a claim belongs to a pod or
-is reserved for it, and the names every party of KEP-5004 agrees on (upstream
-`staging/src/k8s.io/api/resource/v1/types.go`: `ExtendedResourceClaimAnnotation`,
-`Finalizer`).
+is reserved for it, and whether it is the scheduler's special claim. The annotation and
+finalizer every party of KEP-5004 agrees on are in `resource_v1`, as upstream's are in
+`staging/src/k8s.io/api/resource/v1/types.go`.
 """
 
 from __future__ import annotations
@@ -11,11 +11,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from drasim.common.api import core_v1, resource_v1
-from drasim.common.api.validation import RESERVED_FOR_MAX_SIZE
-
-EXTENDED_RESOURCE_CLAIM_ANNOTATION = resource_v1.EXTENDED_RESOURCE_CLAIM_ANNOTATION
-POD_CLAIM_NAME_ANNOTATION = resource_v1.POD_CLAIM_NAME_ANNOTATION
-DELETE_PROTECTION_FINALIZER = resource_v1.DELETE_PROTECTION_FINALIZER
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,8 +53,8 @@ def is_reserved_for_pod(pod: core_v1.Pod, claim: resource_v1.ResourceClaim) -> b
 
 
 def can_be_reserved(claim: resource_v1.ResourceClaim) -> bool:
-    return len(claim.status.reserved_for) < RESERVED_FOR_MAX_SIZE
+    return len(claim.status.reserved_for) < resource_v1.RESERVED_FOR_MAX_SIZE
 
 
 def is_extended_resource_claim(claim: resource_v1.ResourceClaim) -> bool:
-    return claim.metadata.annotations.get(EXTENDED_RESOURCE_CLAIM_ANNOTATION) == "true"
+    return claim.metadata.annotations.get(resource_v1.EXTENDED_RESOURCE_CLAIM_ANNOTATION) == "true"

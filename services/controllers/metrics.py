@@ -60,7 +60,7 @@ def _flag(value: bool) -> str:
 def source(claim: resource_v1.ResourceClaim) -> str:
     if claimutil.is_extended_resource_claim(claim):
         return SOURCE_EXTENDED_RESOURCE
-    if claimutil.POD_CLAIM_NAME_ANNOTATION in claim.metadata.annotations:
+    if resource_v1.POD_CLAIM_NAME_ANNOTATION in claim.metadata.annotations:
         return SOURCE_RESOURCE_CLAIM_TEMPLATE
     return ""
 

@@ -132,7 +132,7 @@ def claim_from_template(
             generate_name=generate_name,
             namespace=pod.metadata.namespace,
             labels=dict(meta.labels),
-            annotations={**meta.annotations, claimutil.POD_CLAIM_NAME_ANNOTATION: pod_claim.name},
+            annotations={**meta.annotations, resource_v1.POD_CLAIM_NAME_ANNOTATION: pod_claim.name},
             owner_references=[resource_v1.pod_controller_ref(pod)],
         ),
         spec=template.spec.spec,
@@ -419,7 +419,7 @@ class ResourceClaimController:
             if (
                 claim is not None
                 and claimutil.is_for_pod(pod, claim)
-                and claim.metadata.annotations.get(claimutil.POD_CLAIM_NAME_ANNOTATION)
+                and claim.metadata.annotations.get(resource_v1.POD_CLAIM_NAME_ANNOTATION)
                 == pod_claim.name
             ):
                 return claim
@@ -473,7 +473,7 @@ class ResourceClaimController:
     ) -> None:
         reserved = claim.status.reserved_for
         valid = [ref for ref in reserved if await self._keep_reservation(claim, ref)]
-        protected = claimutil.DELETE_PROTECTION_FINALIZER in claim.metadata.finalizers
+        protected = resource_v1.DELETE_PROTECTION_FINALIZER in claim.metadata.finalizers
         if len(valid) < len(reserved):
             # A claim nobody uses any more is deallocated, so that its devices are free for
             # others and a later consumer is not tied to this one's node. Only on the
@@ -526,7 +526,7 @@ class ResourceClaimController:
 
     async def _remove_finalizer(self, claim: resource_v1.ResourceClaim) -> None:
         finalizers = [
-            f for f in claim.metadata.finalizers if f != claimutil.DELETE_PROTECTION_FINALIZER
+            f for f in claim.metadata.finalizers if f != resource_v1.DELETE_PROTECTION_FINALIZER
         ]
         await self.api.update(
             msgspec.structs.replace(

@@ -28,7 +28,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from drasim.common import codec, errors, tracing
+from drasim.common import codec, container_devices, errors, tracing
 from drasim.common.api import coordination_v1, core_v1, meta_v1
 from drasim.common.bus.client import Bus
 from drasim.common.client import ApiClient
@@ -523,9 +523,9 @@ class NodeAgent:
             if a.devices.cdi_devices or a.devices.env
         }
         annotations = pod.metadata.annotations
-        key = runtime.CONTAINER_DEVICES_ANNOTATION
+        key = container_devices.CONTAINER_DEVICES_ANNOTATION
         if devices or key in annotations:
-            value = runtime.encode_container_devices(devices)
+            value = container_devices.encode_container_devices(devices)
             if annotations.get(key) != value:
                 written = await self.api.patch(
                     core_v1.Pod,

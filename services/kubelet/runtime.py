@@ -15,7 +15,7 @@ What each container got is recorded twice on the pod:
   upstream `UpdateAllocatedResourcesStatus`): per resource its device ids and health; a
   claim's resource is named
   `claim:<claim>/<request>`, its devices `<driver>/<pool>/<device>`;
-- the annotation `drasim.io/container-devices` (`CONTAINER_DEVICES_ANNOTATION`): per
+- the annotation `drasim.io/container-devices` (`drasim.common.container_devices`): per
   container the CDI device ids and environment the runtime gave it, e.g.
   `{"con0": {"cdiDevices": ["gpu.example.com/gpu=<claim uid>-gpu-0"],
   "env": {"container_0_request_0": "true"}}}`.
@@ -30,24 +30,15 @@ import msgspec
 
 from drasim.common import tables
 from drasim.common.api import core_v1, resources
-from drasim.common.container_devices import (
-    CONTAINER_DEVICES_ANNOTATION,
-    ContainerDevices,
-    decode_container_devices,
-    encode_container_devices,
-)
+from drasim.common.container_devices import ContainerDevices
 from drasim.drivers import cdi, dra_api
 from drasim.drivers.device_plugin import AllocateResponse
 from drasim.drivers.errors import TemporaryError
 from drasim.kubelet.dra_manager import ClaimInfo
 
 __all__ = [
-    "CONTAINER_DEVICES_ANNOTATION",
     "Assignment",
-    "ContainerDevices",
     "assign_devices",
-    "decode_container_devices",
-    "encode_container_devices",
     "running_status",
 ]
 
@@ -114,7 +105,8 @@ def _claim_devices(
     pod: core_v1.Pod, container: core_v1.Container, claims: Mapping[str, ClaimInfo]
 ) -> list[tuple[str, list[tuple[str, dra_api.PreparedDevice]]]]:
     """(status name, [(driver, prepared device)]) for every claim request the container
-    uses: special-claim mappings first (upstream `GetResources`), then `resources.claims`."""
+    uses: special-claim mappings first, then `resources.claims` (upstream `GetResources`
+    gathers both)."""
     found: list[tuple[str, list[tuple[str, dra_api.PreparedDevice]]]] = []
     namespace = pod.metadata.namespace
     extended = pod.status.extended_resource_claim_status

@@ -18,6 +18,7 @@ from drasim.apistore.prepare import prepare
 from drasim.apistore.request import Context
 from drasim.common import codec, errors
 from drasim.common.api import core_v1, resource_v1, validation
+from drasim.common.api.validation import names
 from drasim.common.api.validation import pod as pod_validation
 from drasim.common.bus import messages
 from drasim.common.quantity import Quantity, parse_quantity
@@ -90,11 +91,11 @@ def test_quantity_strings_are_those_of_the_object_encoded():
 
 
 def test_memoised_name_checks_hand_out_fresh_lists():
-    first = validation.is_dns1123_label("Not_A_Label")
+    first = names.is_dns1123_label("Not_A_Label")
     assert first
     first.clear()
-    assert validation.is_dns1123_label("Not_A_Label")
-    assert validation.is_dns1123_label("fine") == []
+    assert names.is_dns1123_label("Not_A_Label")
+    assert names.is_dns1123_label("fine") == []
 
 
 def test_memoised_pod_spec_validation_answers_per_path_and_content():

@@ -81,7 +81,7 @@ async def test_template_claims_are_made_recorded_owned_and_go_with_the_pod(
         claim = claims[claim_name]
         assert claim.metadata.annotations == {
             "note": "from-template",
-            claimutil.POD_CLAIM_NAME_ANNOTATION: pod_claim,
+            resource_v1.POD_CLAIM_NAME_ANNOTATION: pod_claim,
         }
         assert claim.metadata.labels == {"team": "a"}
         [owner] = claim.metadata.owner_references
@@ -154,7 +154,7 @@ async def test_a_users_claim_is_reserved_for_a_pod_bound_without_scheduler_then_
     api: ApiClient, manager: ControllerManager, changes: Changes
 ) -> None:
     claim = await api.create(
-        make_claim("shared", finalizers=[claimutil.DELETE_PROTECTION_FINALIZER])
+        make_claim("shared", finalizers=[resource_v1.DELETE_PROTECTION_FINALIZER])
     )
     claim = await allocate(api, claim, None, request="gpu")
     pod = await api.create(
@@ -187,8 +187,8 @@ async def special_claim_for(api: ApiClient, pod: core_v1.Pod) -> resource_v1.Res
                 "metadata": {
                     "generateName": f"{pod.metadata.name}-extended-resources-",
                     "namespace": "default",
-                    "annotations": {claimutil.EXTENDED_RESOURCE_CLAIM_ANNOTATION: "true"},
-                    "finalizers": [claimutil.DELETE_PROTECTION_FINALIZER],
+                    "annotations": {resource_v1.EXTENDED_RESOURCE_CLAIM_ANNOTATION: "true"},
+                    "finalizers": [resource_v1.DELETE_PROTECTION_FINALIZER],
                     "ownerReferences": [
                         {
                             "apiVersion": "v1",
@@ -313,7 +313,7 @@ async def assert_untouched(api: ApiClient, claim: resource_v1.ResourceClaim) -> 
     stored = await api.get(resource_v1.ResourceClaim, claim.metadata.name, namespace="default")
     assert stored.metadata.resource_version == claim.metadata.resource_version
     assert stored.status.allocation is not None and stored.status.reserved_for
-    assert stored.metadata.finalizers == [claimutil.DELETE_PROTECTION_FINALIZER]
+    assert stored.metadata.finalizers == [resource_v1.DELETE_PROTECTION_FINALIZER]
 
 
 @pytest.mark.parametrize("end", ["Succeeded", "Failed", "deleted"])
@@ -342,7 +342,7 @@ async def test_the_special_claim_is_released_when_its_pod_ends_and_untouched_whi
     deallocated = [c for c in history if c.status.allocation is None]
     # Deallocated (no allocation, no consumer) while still protected, then unfinalized.
     assert deallocated[0].status.reserved_for == []
-    assert deallocated[0].metadata.finalizers == [claimutil.DELETE_PROTECTION_FINALIZER]
+    assert deallocated[0].metadata.finalizers == [resource_v1.DELETE_PROTECTION_FINALIZER]
     assert history[-1].metadata.finalizers == []
     assert history[-1].status.allocation is None
 

@@ -6,9 +6,9 @@ from __future__ import annotations
 import asyncio
 
 from drasim.apistore.faults import FaultPlan, FaultRule
+from drasim.common import container_devices
 from drasim.common.api import core_v1, resource_v1
 from drasim.common.client import ApiClient
-from drasim.kubelet import runtime
 from drasim.kubelet.run import KubeletProcess
 from tests.builders import make_pod
 from tests.kubelet.conftest import DP_NODE, DRA_NODE, MIXED_NODE
@@ -20,9 +20,9 @@ def running(pod: core_v1.Pod | None) -> bool:
     return pod is not None and pod.status.phase == "Running"
 
 
-def devices_of(pod: core_v1.Pod) -> dict[str, runtime.ContainerDevices]:
-    return runtime.decode_container_devices(
-        pod.metadata.annotations[runtime.CONTAINER_DEVICES_ANNOTATION]
+def devices_of(pod: core_v1.Pod) -> dict[str, container_devices.ContainerDevices]:
+    return container_devices.decode_container_devices(
+        pod.metadata.annotations[container_devices.CONTAINER_DEVICES_ANNOTATION]
     )
 
 

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 
-from drasim.common.api import core_v1, validation
+from drasim.common.api import core_v1
+from drasim.common.api.validation import names
 from drasim.common.quantity import Quantity
 
 __all__ = [
@@ -48,7 +49,7 @@ def is_extended_resource_name(name: str) -> bool:
     """
     if is_native_resource(name) or name.startswith(RESOURCE_REQUESTS_PREFIX):
         return False
-    return not validation.is_qualified_name(RESOURCE_REQUESTS_PREFIX + name)
+    return not names.is_qualified_name(RESOURCE_REQUESTS_PREFIX + name)
 
 
 def is_dra_capable_name(name: str) -> bool:

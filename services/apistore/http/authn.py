@@ -32,8 +32,9 @@ from pathlib import Path
 from aiohttp import web
 
 from drasim.apistore import node_authorizer, rbac
-from drasim.common import errors
-from drasim.common.api import registry, validation
+from drasim.common import errors, nats_auth
+from drasim.common.api import registry
+from drasim.common.api.validation import names
 from drasim.common.bus import messages
 
 MASTERS = rbac.SYSTEM_PRIVILEGED_GROUP
@@ -156,13 +157,13 @@ class _Asked:
 def _service_account(username: str) -> tuple[str, str] | None:
     """Upstream `serviceaccount.SplitUsername`: (namespace, name) of a valid
     `system:serviceaccount:<namespace>:<name>`."""
-    if not username.startswith(rbac.SERVICE_ACCOUNT_PREFIX):
+    if not username.startswith(nats_auth.SERVICE_ACCOUNT_PREFIX):
         return None
-    parts = username.removeprefix(rbac.SERVICE_ACCOUNT_PREFIX).split(":")
+    parts = username.removeprefix(nats_auth.SERVICE_ACCOUNT_PREFIX).split(":")
     if len(parts) != 2:
         return None
     namespace, name = parts
-    if validation.is_dns1123_label(namespace) or validation.is_dns1123_subdomain(name):
+    if names.is_dns1123_label(namespace) or names.is_dns1123_subdomain(name):
         return None
     return namespace, name
 
@@ -211,7 +212,7 @@ def impersonate(request: web.Request, user: UserInfo, policy: rbac.Policy) -> Us
             raise rbac.refusal(attrs, user.name)
         match thing.kind:
             case "ServiceAccount":
-                name = f"{rbac.SERVICE_ACCOUNT_PREFIX}{thing.namespace}:{thing.name}"
+                name = f"{nats_auth.SERVICE_ACCOUNT_PREFIX}{thing.namespace}:{thing.name}"
                 if not groups_given:
                     groups = ["system:serviceaccounts", f"system:serviceaccounts:{thing.namespace}"]
             case "User":

@@ -14,43 +14,20 @@ from __future__ import annotations
 
 from drasim.common.api import core_v1, registry
 from drasim.common.api.meta_v1 import KubeObject
-from drasim.common.api.resource_v1 import FIRST_AVAILABLE_MAX_SIZE, RESERVED_FOR_MAX_SIZE
 from drasim.common.api.validation import (
     apps,
     coordination,
     core,
     meta,
-    names,
     pod,
     policy,
     rbac,
     resource,
     scheduling,
 )
-from drasim.common.api.validation.names import (
-    is_c_identifier,
-    is_dns1123_label,
-    is_dns1123_subdomain,
-    is_qualified_name,
-    is_valid_label_value,
-)
-from drasim.common.api.validation.pod import validate_binding_target, validate_pod_status
 from drasim.common.errors import FieldError
 
-__all__ = [
-    "FIRST_AVAILABLE_MAX_SIZE",
-    "RESERVED_FOR_MAX_SIZE",
-    "is_c_identifier",
-    "is_dns1123_label",
-    "is_dns1123_subdomain",
-    "is_qualified_name",
-    "is_valid_label_value",
-    "names",
-    "validate",
-    "validate_binding_target",
-    "validate_pod_status",
-    "validate_status",
-]
+__all__ = ["validate", "validate_status"]
 
 _VALIDATORS: dict[type[KubeObject], meta.Validator] = {
     **core.VALIDATORS,

@@ -21,7 +21,7 @@ from typing import TypeVar
 import msgspec
 
 from drasim.common import codec, errors, tables
-from drasim.common.api import core_v1, resource_v1, validation
+from drasim.common.api import core_v1, resource_v1
 from drasim.common.client import ApiClient
 from drasim.scheduler import framework
 from drasim.scheduler.dra_manager import DraManager
@@ -200,7 +200,7 @@ def _is_for_pod(pod: core_v1.Pod, claim: resource_v1.ResourceClaim) -> bool:
 
 
 def can_be_reserved(claim: resource_v1.ResourceClaim) -> bool:
-    return len(claim.status.reserved_for) < validation.RESERVED_FOR_MAX_SIZE
+    return len(claim.status.reserved_for) < resource_v1.RESERVED_FOR_MAX_SIZE
 
 
 def is_reserved_for_pod(pod: core_v1.Pod, claim: resource_v1.ResourceClaim) -> bool:

@@ -52,9 +52,6 @@ from drasim.scheduler.plugins.dynamic_resources.state import NodeExtendedClaim, 
 
 __all__ = [
     "ASSUME_EXTENDED_RESOURCE_TIMEOUT_DEFAULT_SECONDS",
-    "DELETE_PROTECTION_FINALIZER",
-    "EXTENDED_RESOURCE_CLAIM_ANNOTATION",
-    "EXTENDED_RESOURCE_CLAIM_ANNOTATION_VALUE",
     "SPECIAL_CLAIM_GENERATE_NAME_SUFFIX",
     "SPECIAL_CLAIM_IN_MEMORY_NAME",
     "ExtendedResourceClaimWriter",
@@ -67,9 +64,6 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
-EXTENDED_RESOURCE_CLAIM_ANNOTATION = resource_v1.EXTENDED_RESOURCE_CLAIM_ANNOTATION
-EXTENDED_RESOURCE_CLAIM_ANNOTATION_VALUE = resource_v1.EXTENDED_RESOURCE_CLAIM_ANNOTATION_VALUE
-DELETE_PROTECTION_FINALIZER = resource_v1.DELETE_PROTECTION_FINALIZER
 # Deliberately not a valid object name: a claim with it has not been created yet (upstream
 # `specialClaimInMemName`).
 SPECIAL_CLAIM_IN_MEMORY_NAME = "<extended-resources>"
@@ -93,8 +87,8 @@ def is_special_claim_for(claim: resource_v1.ResourceClaim, pod: core_v1.Pod) -> 
     """The pod's special claim: annotated `"true"` and controlled by this very pod (name and
     UID), as upstream's `findExtendedResourceClaim` checks."""
     if (
-        claim.metadata.annotations.get(EXTENDED_RESOURCE_CLAIM_ANNOTATION)
-        != EXTENDED_RESOURCE_CLAIM_ANNOTATION_VALUE
+        claim.metadata.annotations.get(resource_v1.EXTENDED_RESOURCE_CLAIM_ANNOTATION)
+        != resource_v1.EXTENDED_RESOURCE_CLAIM_ANNOTATION_VALUE
     ):
         return False
     return any(
@@ -114,7 +108,9 @@ def new_special_claim(pod: core_v1.Pod) -> resource_v1.ResourceClaim:
             namespace=pod.metadata.namespace,
             uid=str(uuid.uuid4()),
             annotations={
-                EXTENDED_RESOURCE_CLAIM_ANNOTATION: EXTENDED_RESOURCE_CLAIM_ANNOTATION_VALUE
+                resource_v1.EXTENDED_RESOURCE_CLAIM_ANNOTATION: (
+                    resource_v1.EXTENDED_RESOURCE_CLAIM_ANNOTATION_VALUE
+                )
             },
             owner_references=[resource_v1.pod_controller_ref(pod)],
         )
@@ -505,7 +501,9 @@ class ExtendedResourceClaimWriter:
                     namespace=claim.metadata.namespace,
                 )
             current.metadata.finalizers = [
-                f for f in current.metadata.finalizers if f != DELETE_PROTECTION_FINALIZER
+                f
+                for f in current.metadata.finalizers
+                if f != resource_v1.DELETE_PROTECTION_FINALIZER
             ]
             await self.api.update(current)
 

@@ -28,7 +28,7 @@ from collections.abc import Sequence
 from typing import ClassVar
 
 from drasim.common import codec, errors, metrics
-from drasim.common.api import core_v1, resource_v1, validation
+from drasim.common.api import core_v1, resource_v1
 from drasim.common.client import ApiClient
 from drasim.scheduler import framework
 from drasim.scheduler.dra_manager import DraManager
@@ -37,8 +37,6 @@ from drasim.scheduler.plugins.dynamic_resources import allocator as structured
 from drasim.scheduler.plugins.dynamic_resources import claims, extended, queueing_hints
 from drasim.scheduler.plugins.dynamic_resources.extended import (
     ASSUME_EXTENDED_RESOURCE_TIMEOUT_DEFAULT_SECONDS,
-    REASON_CANNOT_FIT_RESOURCE,
-    REASON_CANNOT_SCHEDULE_EXTENDED_RESOURCE_CLAIM,
 )
 from drasim.scheduler.plugins.dynamic_resources.state import (
     STATE_KEY,
@@ -50,10 +48,7 @@ from drasim.scheduler.plugins.dynamic_resources.state import (
 from drasim.scheduler.plugins.feature import DEFAULT_FEATURES, Features
 
 __all__ = [
-    "ASSUME_EXTENDED_RESOURCE_TIMEOUT_DEFAULT_SECONDS",
     "REASON_CANNOT_ALLOCATE",
-    "REASON_CANNOT_FIT_RESOURCE",
-    "REASON_CANNOT_SCHEDULE_EXTENDED_RESOURCE_CLAIM",
     "REASON_CLAIM_DEALLOCATED",
     "REASON_CLAIM_DELETED",
     "REASON_CLAIM_IN_USE",
@@ -380,7 +375,7 @@ class DynamicResources:
             for request in s.claims.get(index).spec.devices.requests:
                 for position, sub in enumerate(request.first_available):
                     if f"{request.name}/{sub.name}" in allocated:
-                        score += validation.FIRST_AVAILABLE_MAX_SIZE - position
+                        score += resource_v1.FIRST_AVAILABLE_MAX_SIZE - position
         return score
 
     def normalize_scores(
@@ -437,8 +432,8 @@ class DynamicResources:
                 claim = node_allocation.extended_resource_claim
             s.informations_for_claim[index].allocation = allocation
             pending = codec.clone(claim)
-            if extended.DELETE_PROTECTION_FINALIZER not in pending.metadata.finalizers:
-                pending.metadata.finalizers.append(extended.DELETE_PROTECTION_FINALIZER)
+            if resource_v1.DELETE_PROTECTION_FINALIZER not in pending.metadata.finalizers:
+                pending.metadata.finalizers.append(resource_v1.DELETE_PROTECTION_FINALIZER)
             pending.status.allocation = allocation
             self.dra_manager.signal_claim_pending_allocation(pending.metadata.uid, pending)
         return None

@@ -12,6 +12,7 @@ import pytest
 from drasim.common import codec
 from drasim.common.api import core_v1, registry, resource_v1, validation
 from drasim.common.api.meta_v1 import KubeObject
+from drasim.common.api.validation import pod as pod_validation
 from drasim.common.errors import FieldError
 
 DELETE = object()
@@ -715,14 +716,14 @@ F6_CASES: list[tuple[str, dict[str, Any], list[tuple[str, str]]]] = [
 def test_validate_pod_status(changes: dict[str, Any], want: list[tuple[str, str]]) -> None:
     pod = _obj(_patch(POD_WITH_STATUS, changes))
     assert isinstance(pod, core_v1.Pod)
-    assert _short(validation.validate_pod_status(pod)) == want
+    assert _short(pod_validation.validate_pod_status(pod)) == want
     assert _short(validation.validate_status(pod, old=pod)) == want
 
 
 def test_pod_status_error_text() -> None:
     pod = _obj(_patch(POD_WITH_STATUS, {f"{ERCS}.requestMappings.0.containerName": "con9"}))
     assert isinstance(pod, core_v1.Pod)
-    (err,) = validation.validate_pod_status(pod)
+    (err,) = pod_validation.validate_pod_status(pod)
     assert str(err) == (
         f'{ERCS}.requestMappings[0].containerName: Invalid value: "con9": '
         "must match the name of an entry in `spec.initContainers` or `spec.containers`"

@@ -247,11 +247,11 @@ def test_ephemeral_containers_never_get_devices() -> None:
 
 
 def test_constants() -> None:
-    assert extended.EXTENDED_RESOURCE_CLAIM_ANNOTATION == (
+    assert resource_v1.EXTENDED_RESOURCE_CLAIM_ANNOTATION == (
         "resource.kubernetes.io/extended-resource-claim"
     )
-    assert extended.EXTENDED_RESOURCE_CLAIM_ANNOTATION_VALUE == "true"
-    assert extended.DELETE_PROTECTION_FINALIZER == "resource.kubernetes.io/delete-protection"
+    assert resource_v1.EXTENDED_RESOURCE_CLAIM_ANNOTATION_VALUE == "true"
+    assert resource_v1.DELETE_PROTECTION_FINALIZER == "resource.kubernetes.io/delete-protection"
     assert extended.SPECIAL_CLAIM_IN_MEMORY_NAME == "<extended-resources>"
     assert extended.SPECIAL_CLAIM_GENERATE_NAME_SUFFIX == "-extended-resources-"
 
@@ -284,7 +284,7 @@ def test_new_special_claim() -> None:
 
 def claim_with(annotation: str | None, ref: meta_v1.OwnerReference) -> resource_v1.ResourceClaim:
     annotations = (
-        {} if annotation is None else {extended.EXTENDED_RESOURCE_CLAIM_ANNOTATION: annotation}
+        {} if annotation is None else {resource_v1.EXTENDED_RESOURCE_CLAIM_ANNOTATION: annotation}
     )
     return resource_v1.ResourceClaim(
         metadata=meta_v1.ObjectMeta(

@@ -39,8 +39,8 @@ GPU2 = "example.com/gpu2"
 IMPLICIT = "deviceclass.resource.kubernetes.io/class"
 DRIVER = "gpu.example.com"
 WORKER = "worker"
-ANNOTATION = {extended.EXTENDED_RESOURCE_CLAIM_ANNOTATION: "true"}
-FINALIZER = extended.DELETE_PROTECTION_FINALIZER
+ANNOTATION = {resource_v1.EXTENDED_RESOURCE_CLAIM_ANNOTATION: "true"}
+FINALIZER = resource_v1.DELETE_PROTECTION_FINALIZER
 
 CLASS = make_device_class("class", GPU)
 CLASS2 = make_device_class("class2", GPU2)
