@@ -243,16 +243,21 @@ def precondition_failed(
 
 
 def invalid(
-    kind: str, name: str, errors: list[FieldError], *, group: str = "", qualified: bool = False
+    kind: str,
+    name: str,
+    errors: list[FieldError],
+    *,
+    group: str = "",
+    keep_empty_name: bool = False,
 ) -> Invalid:
-    """Build the 422 Kubernetes returns for failed validation, message included:
-    `<kind> "<name>" is invalid: <errors>`, as the write path answers (a name not yet
-    generated shows as `<generated>`); `qualified`: as upstream's `NewInvalid` has it, the
-    kind with its group (`Kind.group`) and the name as it is (an options struct's or a
-    review's is "")."""
+    """Build the 422 Kubernetes returns for failed validation, message included, as
+    upstream's `NewInvalid` writes it: `<kind> "<name>" is invalid: <errors>`, the kind
+    with its group outside the core group (`DeviceClass.resource.k8s.io`). A name not yet
+    generated shows as `<generated>`; `keep_empty_name`: the name as it is (an options struct's
+    or a review's is "")."""
     joined = ", ".join(str(e) for e in errors)
-    what = f"{kind}.{group}" if qualified and group else kind
-    shown = name if qualified else name or "<generated>"
+    what = f"{kind}.{group}" if group else kind
+    shown = name if keep_empty_name else name or "<generated>"
     return Invalid(
         f'{what} "{shown}" is invalid: {joined}'
         if len(errors) == 1

@@ -381,18 +381,20 @@ async def test_a_device_class_whose_cel_does_not_compile_is_refused(http):
         "Syntax error: mismatched input '<EOF>'"
     )
     assert status["message"].startswith(
-        'DeviceClass "gpu.example.com" is invalid: spec.selectors[0].cel.expression: '
+        'DeviceClass.resource.k8s.io "gpu.example.com" is invalid: '
+        "spec.selectors[0].cel.expression: "
     )
     await call(http, "GET", f"{CLASSES}/gpu.example.com", 404)
 
 
 COST_CASES = [
     (CLASSES, _with(CLASS, {"spec.selectors.0.cel.expression": TOO_COMPLEX}),
-     "spec.selectors[0].cel.expression", 'DeviceClass "gpu.example.com"'),
+     "spec.selectors[0].cel.expression", 'DeviceClass.resource.k8s.io "gpu.example.com"'),
     (CLAIMS, _with(CLAIM, {"spec.devices.requests.0.exactly.selectors": [
         {"cel": {"expression": 'device.driver == "gpu.example.com"'}},
         {"cel": {"expression": TOO_COMPLEX}}]}),
-     "spec.devices.requests[0].exactly.selectors[1].cel.expression", 'ResourceClaim "c"'),
+     "spec.devices.requests[0].exactly.selectors[1].cel.expression",
+     'ResourceClaim.resource.k8s.io "c"'),
 ]  # fmt: skip
 
 
@@ -452,7 +454,7 @@ async def test_replicas_are_an_int32(http):
         http, "POST", DEPLOYMENTS, 422, json=_with(DEPLOYMENT, {"spec.replicas": INT32_MAX + 1})
     )
     assert status["message"] == (
-        'Deployment "d" is invalid: spec.replicas: Invalid value: 2147483648: '
+        'Deployment.apps "d" is invalid: spec.replicas: Invalid value: 2147483648: '
         "must be less than or equal to 2147483647"
     )
 

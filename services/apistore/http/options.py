@@ -172,7 +172,7 @@ def invalid_parameters(kind: str, group: str, errs: list[errors.FieldError]) -> 
     """The 422 upstream answers for bad request parameters: `errors.NewInvalid` with an empty
     name, e.g. `PatchOptions.meta.k8s.io "" is invalid: fieldManager: Required value: ...`
     (the options' kind) or `pods "" is invalid: resourceVersion: ...` (a watch's resource)."""
-    return errors.invalid(kind, "", errs, group=group, qualified=True)
+    return errors.invalid(kind, "", errs, group=group, keep_empty_name=True)
 
 
 def field_validation(query: MultiMapping[str]) -> str:

@@ -133,7 +133,7 @@ def _attributes(spec: dict[str, Any]) -> rbac.Attributes:
         )
     # Upstream names the review "" (it has no name).
     raise errors.invalid(
-        "SelfSubjectAccessReview", "", [error], group="authorization.k8s.io", qualified=True
+        "SelfSubjectAccessReview", "", [error], group="authorization.k8s.io", keep_empty_name=True
     )
 
 
