@@ -236,7 +236,7 @@ async def test_invalid_object_is_rejected_with_field_path(server, api):
     with pytest.raises(errors.Invalid) as err:
         await api.create(cls)
     assert "spec.extendedResourceName" in [c.field for c in err.value.causes]
-    assert "must be a valid extended resource name" in err.value.message
+    assert 'must not have "kubernetes.io/" domain' in err.value.message
     assert await _log_length(server) == before
     assert (await api.list(resource_v1.DeviceClass))[0] == []
 

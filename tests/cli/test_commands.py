@@ -86,7 +86,7 @@ async def test_bad_manifests_name_file_document_and_field(fresh, api, tmp_path, 
     )
     code, _, err = await drasim(fresh, capsys, "apply", "-f", str(invalid))
     assert code == 1
-    assert "spec.extendedResourceName" in err and "valid extended resource name" in err
+    assert "spec.extendedResourceName" in err and 'must not have "kubernetes.io/" domain' in err
     # Neither file left anything behind: the first is refused before any write.
     assert (await api.list(core_v1.Pod))[0] == []
     assert (await api.list(resource_v1.DeviceClass))[0] == []

@@ -181,7 +181,7 @@ async def test_invalid_manifest_names_the_field(kubectl):
     assert failed.returncode == 1
     assert failed.stderr.strip() == (
         'The DeviceClass "gpu.example.com" is invalid: spec.extendedResourceName: Invalid '
-        'value: "deviceclass.resource.kubernetes.io/gpu": must be a valid extended resource name'
+        'value: "deviceclass.resource.kubernetes.io/gpu": must not have "kubernetes.io/" domain'
     )
 
 

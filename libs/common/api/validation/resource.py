@@ -141,14 +141,29 @@ def _validate_device_class(dc: resource_v1.DeviceClass, old: KubeObject | None) 
     for i, config in enumerate(dc.spec.config):
         errs += _validate_opaque(config.opaque, f"spec.config[{i}]")
     name = dc.spec.extended_resource_name
-    # KEP-5004 (upstream `validateDeviceClassSpec`): never a `kubernetes.io/` name, so
-    # implicit names cannot clash.
-    if name is not None and not resources.is_extended_resource_name(name):
-        errs.append(
-            field_invalid(
-                "spec.extendedResourceName", name, "must be a valid extended resource name"
-            )
-        )
+    if name is not None:
+        errs += _validate_extended_resource_name(name, "spec.extendedResourceName")
+    return errs
+
+
+def _validate_extended_resource_name(name: str, path: str) -> list[FieldError]:
+    """KEP-5004 (upstream `validateDeviceClassSpec`): never a `kubernetes.io/` name, so
+    implicit names cannot clash. Each rule broken is its own error, as upstream's
+    declarative validation (apimachinery `validate.ExtendedResourceName`, which answers for
+    the handwritten rule's one generic message) words them."""
+    errs = []
+    if "/" not in name:
+        message = "a name must be a domain-prefixed path, such as 'example.com/my-prop'"
+        errs.append(field_invalid(path, name, message))
+    elif resources.RESOURCE_DEFAULT_NAMESPACE_PREFIX in name:
+        prefix = resources.RESOURCE_DEFAULT_NAMESPACE_PREFIX
+        errs.append(field_invalid(path, name, f'must not have "{prefix}" domain'))
+    if name.startswith(resources.RESOURCE_REQUESTS_PREFIX):
+        prefix = resources.RESOURCE_REQUESTS_PREFIX
+        errs.append(field_invalid(path, name, f'must not have "{prefix}" prefix'))
+    # Its quota name `requests.<name>` must be a label key.
+    for message in names.is_qualified_name(resources.RESOURCE_REQUESTS_PREFIX + name):
+        errs.append(field_invalid(path, name, message))
     return errs
 
 

@@ -392,7 +392,7 @@ CREATE_CASES: list[tuple[str, dict[str, Any], dict[str, Any], list[tuple[str, st
      {"spec.extendedResourceName": "example.com/" + "g" * 64},
      [("Invalid", "spec.extendedResourceName")]),
     ("class-er-name-empty", DEVICE_CLASS, {"spec.extendedResourceName": ""},
-     [("Invalid", "spec.extendedResourceName")]),
+     [("Invalid", "spec.extendedResourceName"), ("Invalid", "spec.extendedResourceName")]),
     ("class-selector-without-cel", DEVICE_CLASS, {"spec.selectors": [{}]},
      [("Required", "spec.selectors[0].cel")]),
     ("class-selector-does-not-compile", DEVICE_CLASS,
@@ -556,6 +556,21 @@ def test_validate(
     assert _short(validation.validate(_obj(_patch(base, changes)))) == want
 
 
+@pytest.mark.parametrize(
+    ("name", "messages"),
+    [
+        ("kubernetes.io/gpu", ['must not have "kubernetes.io/" domain']),
+        ("requests.example.com/gpu", ['must not have "requests." prefix']),
+        ("gpu", ["a name must be a domain-prefixed path, such as 'example.com/my-prop'"]),
+    ],
+)
+def test_extended_resource_name_errors_name_the_rule(name: str, messages: list[str]) -> None:
+    """As upstream's declarative format `k8s-extended-resource-name` words them."""
+    dc = _obj(_patch(DEVICE_CLASS, {"spec.extendedResourceName": name}))
+    errs = validation.validate(dc)
+    assert [e.message for e in errs] == [f'Invalid value: "{name}": {m}' for m in messages]
+
+
 def test_selector_error_text() -> None:
     dc = _obj(_patch(DEVICE_CLASS, {"spec.selectors.0.cel.expression": "device.nope == 1"}))
     (err,) = validation.validate(dc)
@@ -598,7 +613,7 @@ def test_device_class_error_text() -> None:
     (err,) = validation.validate(dc)
     assert str(err) == (
         'spec.extendedResourceName: Invalid value: "example.kubernetes.io/gpu": '
-        "must be a valid extended resource name"
+        'must not have "kubernetes.io/" domain'
     )
 
 
