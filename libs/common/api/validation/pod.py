@@ -312,12 +312,15 @@ def validate_pod_status(pod: core_v1.Pod) -> list[FieldError]:
     for i, mapping in enumerate(status.request_mappings):
         item = f"{mappings_path}[{i}]"
         container = containers.get(mapping.container_name)
+        # Upstream's words, and its field paths: a bad requestName is reported at
+        # `<path>.requestName`, without the mapping's index.
         if container is None:
             errs.append(
                 field_invalid(
                     f"{item}.containerName",
                     mapping.container_name,
-                    "must match the name of an entry in `spec.initContainers` or `spec.containers`",
+                    "must match the name of an entry in spec.initContainers.name or "
+                    "spec.containers.name",
                 )
             )
         elif mapping.resource_name not in resources.container_requests(container):
@@ -325,18 +328,22 @@ def validate_pod_status(pod: core_v1.Pod) -> list[FieldError]:
                 field_invalid(
                     f"{item}.resourceName",
                     mapping.resource_name,
-                    "must match the name of an entry in `spec.initContainers.resources.requests` "
-                    "or `spec.containers.resources.requests`",
+                    "must match the extended resource name of an entry in "
+                    "spec.initContainers.resources.requests or spec.containers.resources.requests",
                 )
             )
         errs += meta.each(
-            f"{item}.requestName",
+            f"{path}.requestName",
             mapping.request_name,
             names.is_dns1123_label(mapping.request_name),
         )
         key = (mapping.container_name, mapping.resource_name, mapping.request_name)
         if key in seen:
-            errs.append(field_duplicate(item, codec.to_builtins(mapping)))
+            errs += [
+                field_duplicate(f"{item}.containerName", mapping.container_name),
+                field_duplicate(f"{item}.resourceName", mapping.resource_name),
+                field_duplicate(f"{item}.requestName", mapping.request_name),
+            ]
         seen.add(key)
     errs += meta.validate_required_subdomain(
         status.resource_claim_name, f"{path}.resourceClaimName"

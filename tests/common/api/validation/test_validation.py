@@ -706,10 +706,11 @@ F6_CASES: list[tuple[str, dict[str, Any], list[tuple[str, str]]]] = [
      [("Invalid", f"{ERCS}.requestMappings[1].resourceName")]),
     ("F6-resource-of-other-container", {f"{ERCS}.requestMappings.0.resourceName": "cpu"},
      [("Invalid", f"{ERCS}.requestMappings[0].resourceName")]),
+    # Upstream reports a bad requestName without the mapping's index (its path bug).
     ("F6-request-name-not-dns-label", {f"{ERCS}.requestMappings.0.requestName": "Container_0"},
-     [("Invalid", f"{ERCS}.requestMappings[0].requestName")]),
+     [("Invalid", f"{ERCS}.requestName")]),
     ("F6-request-name-empty", {f"{ERCS}.requestMappings.0.requestName": ""},
-     [("Invalid", f"{ERCS}.requestMappings[0].requestName")]),
+     [("Invalid", f"{ERCS}.requestName")]),
     ("F6-empty-mappings", {f"{ERCS}.requestMappings": []},
      [("Required", f"{ERCS}.requestMappings")]),
     ("F6-empty-claim-name", {f"{ERCS}.resourceClaimName": ""},
@@ -719,7 +720,9 @@ F6_CASES: list[tuple[str, dict[str, Any], list[tuple[str, str]]]] = [
     ("duplicate-mapping", {f"{ERCS}.requestMappings.1": {
         "containerName": "init-con0", "resourceName": "example.com/gpu",
         "requestName": "container-0-request-0"}},
-     [("Duplicate", f"{ERCS}.requestMappings[1]")]),
+     [("Duplicate", f"{ERCS}.requestMappings[1].containerName"),
+      ("Duplicate", f"{ERCS}.requestMappings[1].resourceName"),
+      ("Duplicate", f"{ERCS}.requestMappings[1].requestName")]),
     ("same-request-for-two-containers", {f"{ERCS}.requestMappings.1.requestName":
                                          "container-0-request-0"}, []),
 ]  # fmt: skip
@@ -741,7 +744,7 @@ def test_pod_status_error_text() -> None:
     (err,) = pod_validation.validate_pod_status(pod)
     assert str(err) == (
         f'{ERCS}.requestMappings[0].containerName: Invalid value: "con9": '
-        "must match the name of an entry in `spec.initContainers` or `spec.containers`"
+        "must match the name of an entry in spec.initContainers.name or spec.containers.name"
     )
 
 
