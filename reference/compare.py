@@ -479,6 +479,7 @@ def main(argv: list[str] | None = None) -> int:
         by_cluster[s.cluster].append(s)
     results: list[tuple[str, str]] = []
     report: dict[str, Any] = {}
+    seen: list[diff.Difference] = []
     with contextlib.ExitStack() as stack:
         work = args.work_dir or Path(
             stack.enter_context(tempfile.TemporaryDirectory(prefix="drasim-compare-"))
@@ -490,6 +491,7 @@ def main(argv: list[str] | None = None) -> int:
                     started = time.monotonic()
                     ours, theirs = run_pair(pair, s)
                     differences = diff.compare(s.name, ours.observation, theirs.observation, known)
+                    seen += differences
                     failing = [d for d in differences if d.known is None]
                     verdict = (
                         f"FAIL ({len(failing)} differences)"
@@ -519,6 +521,11 @@ def main(argv: list[str] | None = None) -> int:
     print("\nscenario                          result")
     for name, verdict in results:
         print(f"{name:33} {verdict}")
+    if not args.names:  # every scenario ran: an entry none matched is a bug since fixed
+        stale = diff.unused(known, seen)
+        for entry in stale:
+            print(f"\nno longer seen, delete from {DIVERGENCES.name}: {entry.note}")
+        report["no longer seen"] = [entry.note for entry in stale]
     if args.json:
         args.json.write_text(json.dumps(report, indent=2, default=str))
     failed = sum(1 for _, v in results if v.startswith("FAIL"))

@@ -29,6 +29,7 @@ __all__ = [
     "compare",
     "load_divergences",
     "render_table",
+    "unused",
 ]
 
 ABSENT = "(absent)"
@@ -137,6 +138,15 @@ def compare(
             match = next((k for k in known if k.matches(difference)), None)
             found.append(dataclasses.replace(difference, known=match))
     return found
+
+
+def unused(
+    known: Sequence[KnownDivergence], differences: Iterable[Difference]
+) -> list[KnownDivergence]:
+    """The known divergences no difference matched: after a run of every scenario, bugs
+    fixed since they were written down, whose entries can go."""
+    matched = {d.known for d in differences if d.known is not None}
+    return [k for k in known if k not in matched]
 
 
 def _cell(value: Any, width: int) -> str:

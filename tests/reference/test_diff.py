@@ -76,3 +76,13 @@ def test_the_projects_divergences_file_names_an_issue_for_each_entry() -> None:
     assert entries
     for entry in entries:
         assert re.search(r"#\d+", entry.note), f"no open issue named: {entry.note}"
+
+
+def test_entries_no_difference_matched_are_unused() -> None:
+    known = [
+        diff.KnownDivergence("*", ("pod *",), ("pool",), "seen"),
+        diff.KnownDivergence("*", ("quota *",), ("*",), "fixed since"),
+    ]
+    found = diff.compare("s", {"pod p": {"pool": "a"}}, {"pod p": {"pool": "b"}}, known)
+    assert [d.known for d in found] == [known[0]]
+    assert diff.unused(known, found) == [known[1]]
