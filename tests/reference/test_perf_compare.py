@@ -41,3 +41,9 @@ def test_throughput_from_the_benchmark_log() -> None:
     assert perf_compare.throughput_from_log(line) == {"Average": 37.78, "Perc50": 38.79}
     failed = 'expected "SchedulingThroughput" "Average" to be higher: got 18.065912, want 120'
     assert perf_compare.throughput_from_log(failed) == {"Average": 18.065912}
+
+
+def test_drasims_figure_is_its_average_or_for_a_short_run_its_overall_rate() -> None:
+    assert perf_compare.drasim_throughput({"throughput_avg": 300.0}) == (300.0, "avg")
+    short = {"throughput_avg": None, "throughput_overall": 785.2}
+    assert perf_compare.drasim_throughput(short) == (785.2, "overall")
