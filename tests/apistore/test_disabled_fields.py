@@ -60,6 +60,10 @@ class Writes:
         return msgspec.json.decode(self.batch.apply(request, Context()))
 
 
+# What resource.k8s.io/v1 defaults a request to: written out, so stored equals sent.
+ONE = {"allocationMode": "ExactCount", "count": 1}
+
+
 def claim(*requests: dict[str, Any]) -> dict[str, Any]:
     return {
         "apiVersion": "resource.k8s.io/v1",
@@ -95,8 +99,8 @@ def test_first_available_is_dropped_before_validation_while_off() -> None:
     prioritized = {
         "name": "gpu",
         "firstAvailable": [
-            {"name": "big", "deviceClassName": "big.example.com"},
-            {"name": "small", "deviceClassName": "small.example.com"},
+            {"name": "big", "deviceClassName": "big.example.com", **ONE},
+            {"name": "small", "deviceClassName": "small.example.com", **ONE},
         ],
     }
     off = Writes(gate("DRAPrioritizedList=false", "1.35"))
@@ -109,11 +113,11 @@ def test_first_available_is_dropped_before_validation_while_off() -> None:
 
 
 def test_admin_access_is_dropped_from_requests_and_results_while_off() -> None:
-    request = {"name": "gpu", "exactly": {"deviceClassName": "gpu", "adminAccess": True}}
+    request = {"name": "gpu", "exactly": {"deviceClassName": "gpu", **ONE, "adminAccess": True}}
     off_gates = gate("DRAAdminAccess=false", "1.35")
     stored = Writes(off_gates).create("resourceclaims", claim(request), "default")
     assert stored["spec"]["devices"]["requests"] == [
-        {"name": "gpu", "exactly": {"deviceClassName": "gpu"}}
+        {"name": "gpu", "exactly": {"deviceClassName": "gpu", **ONE}}
     ]
     result = {"request": "gpu", "driver": "d", "pool": "p", "device": "x", "adminAccess": True}
     asked = {**stored, "status": {"allocation": {"devices": {"results": [result]}}}}

@@ -1,5 +1,5 @@
-"""API defaulting of Pods, Deployments and ReplicaSets, as upstream's
-`pkg/apis/{core,apps}/v1/defaults.go` (and its tests, `defaults_test.go`)."""
+"""API defaulting of Pods, Deployments, ReplicaSets and ResourceClaims, as upstream's
+`pkg/apis/{core,apps,resource}/v1/defaults.go` (and its tests, `defaults_test.go`)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from drasim.common import codec
-from drasim.common.api import apps_v1, core_v1, defaults, resources
+from drasim.common.api import apps_v1, core_v1, defaults, resource_v1, resources
 from drasim.common.api.defaults.core import image_pull_policy
 
 
@@ -350,3 +350,51 @@ def test_qos_class(containers: list[dict[str, Any]], qos: str) -> None:
         core_v1.Pod,
     )
     assert resources.pod_qos_class(obj) == qos
+
+
+def claim_devices(devices: dict[str, Any]) -> dict[str, Any]:
+    obj = codec.convert(
+        {"metadata": {"name": "c"}, "spec": {"devices": devices}}, resource_v1.ResourceClaim
+    )
+    defaults.apply(obj)
+    template = codec.convert(
+        {"metadata": {"name": "t"}, "spec": {"spec": {"devices": devices}}},
+        resource_v1.ResourceClaimTemplate,
+    )
+    defaults.apply(template)
+    assert template.spec.spec == obj.spec, "a template's claim is defaulted as a claim"
+    found: dict[str, Any] = stored(obj)["spec"]["devices"]
+    return found
+
+
+def test_a_device_request_asks_for_exactly_one_unless_it_says_otherwise() -> None:
+    """`SetDefaults_ExactDeviceRequest` and `SetDefaults_DeviceSubRequest`, and the
+    generated `Equal` for a toleration without an operator."""
+    got = claim_devices(
+        {
+            "requests": [
+                {"name": "one", "exactly": {"deviceClassName": "gpu"}},
+                {"name": "all", "exactly": {"deviceClassName": "gpu", "allocationMode": "All"}},
+                {"name": "two", "exactly": {"deviceClassName": "gpu", "count": 2}},
+                {
+                    "name": "either",
+                    "firstAvailable": [
+                        {
+                            "name": "big",
+                            "deviceClassName": "gpu",
+                            "tolerations": [{"key": "k", "value": "v"}],
+                        },
+                        {"name": "small", "deviceClassName": "gpu", "allocationMode": "All"},
+                    ],
+                },
+            ]
+        }
+    )
+    one, every, two, either = got["requests"]
+    assert one["exactly"] == {"deviceClassName": "gpu", "allocationMode": "ExactCount", "count": 1}
+    assert every["exactly"] == {"deviceClassName": "gpu", "allocationMode": "All"}
+    assert two["exactly"] == {"deviceClassName": "gpu", "allocationMode": "ExactCount", "count": 2}
+    big, small = either["firstAvailable"]
+    assert (big["allocationMode"], big["count"]) == ("ExactCount", 1)
+    assert big["tolerations"] == [{"key": "k", "operator": "Equal", "value": "v"}]
+    assert (small["allocationMode"], small.get("count")) == ("All", None)

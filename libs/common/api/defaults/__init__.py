@@ -4,7 +4,7 @@ an object reads back as a real cluster stores it (`kubectl get -o yaml`) and a l
 
 `apply(obj)` defaults an object of any kind that has defaults, as upstream's scheme does
 when it decodes a request body, before admission and validation. One module per API group
-as upstream's `pkg/apis/<group>/v1/defaults.go` (`core`, `apps`), each with its kinds'
+as upstream's `pkg/apis/<group>/v1/defaults.go` (`core`, `apps`, `resource`), each with its kinds'
 `DEFAULTERS`; a kind with defaults adds its function to its group's table.
 """
 
@@ -13,11 +13,15 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from drasim.common.api.defaults import apps, core
+from drasim.common.api.defaults import apps, core, resource
 
 __all__ = ["apply"]
 
-_DEFAULTERS: dict[type, Callable[[Any], None]] = {**core.DEFAULTERS, **apps.DEFAULTERS}
+_DEFAULTERS: dict[type, Callable[[Any], None]] = {
+    **core.DEFAULTERS,
+    **apps.DEFAULTERS,
+    **resource.DEFAULTERS,
+}
 
 
 def apply(obj: Any) -> None:
