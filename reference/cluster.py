@@ -17,15 +17,17 @@ the ResourceSlices drasim's DRA driver shims publish (`reference.nodes`).
   give (and wait for its namespace's `default` account to be made).
 - Stopping (or a process record left by a killed run, as `drasim up` keeps) ends every child:
   SIGTERM to its process group, SIGKILL after 10 s. A parent that dies without stopping
-  (SIGKILL) takes its children along: each gets SIGTERM as drasim's services do
-  (`drasim.cli.launch.die_with_parent`), so the children must be started from a thread
-  that lives as long as the cluster (the main one), since the signal follows the thread.
+  (SIGKILL) takes its children along (`drasim.cli.launch.die_with_parent`): with SIGKILL,
+  since nobody is left to stop them in order, and kube-apiserver's clean stop hangs once
+  etcd is gone. The signal follows the thread that started the child, so children must be
+  started from a thread that lives as long as the cluster (the main one).
 """
 
 from __future__ import annotations
 
 import concurrent.futures
 import contextlib
+import functools
 import os
 import secrets
 import signal
@@ -61,6 +63,7 @@ RUNTIME_CONFIG = "resource.k8s.io/v1beta1=true,resource.k8s.io/v1beta2=true"
 SERVICE_CIDR = "10.96.0.0/16"
 REGISTER_CONCURRENCY = 4
 STAGES, FAST_STAGES = "kwok-stages.yaml", "kwok-stages-fast.yaml"
+_DIE_WITH_PARENT = functools.partial(launch.die_with_parent, signal.SIGKILL)
 
 
 class ReferenceError(RuntimeError):
@@ -295,7 +298,7 @@ class ReferenceCluster:
             stdout=log,
             stderr=subprocess.STDOUT,
             start_new_session=True,  # Ctrl-C reaches the parent only; it stops us in order
-            preexec_fn=launch.die_with_parent if sys.platform == "linux" else None,
+            preexec_fn=_DIE_WITH_PARENT if sys.platform == "linux" else None,
         )
         self._children.append(_Child(name, argv, process, log))
         self._records.add(name, process.pid)

@@ -113,12 +113,14 @@ class Launch:
         )
 
 
-def die_with_parent() -> None:
-    """In the child before exec (`preexec_fn`): SIGTERM when its parent (`up`, a bench, a
-    benchmark or a test) dies, however it dies."""
+def die_with_parent(signum: int = signal.SIGTERM) -> None:
+    """In the child before exec (`preexec_fn`): `signum` when its parent (`up`, a bench, a
+    benchmark or a test) dies, however it dies. SIGTERM lets it stop cleanly; a child whose
+    clean stop waits on a sibling that dies with it (an API server on its etcd) needs
+    SIGKILL (`functools.partial(die_with_parent, signal.SIGKILL)`)."""
     with contextlib.suppress(OSError, AttributeError):
         libc = ctypes.CDLL(None, use_errno=True)
-        libc.prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
+        libc.prctl(_PR_SET_PDEATHSIG, signum)
 
 
 def prefixed(spec: Launch, file: TextIO | None = None) -> Callable[[str], None]:
