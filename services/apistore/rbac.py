@@ -300,10 +300,7 @@ def _applies_to(
                 return s
             case rbac_v1.SERVICE_ACCOUNT_KIND:
                 sa_namespace = s.namespace or namespace
-                if (
-                    sa_namespace
-                    and user == f"{nats_auth.SERVICE_ACCOUNT_PREFIX}{sa_namespace}:{s.name}"
-                ):
+                if sa_namespace and user == nats_auth.service_account(sa_namespace, s.name):
                     return s
     return None
 

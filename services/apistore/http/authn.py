@@ -212,7 +212,7 @@ def impersonate(request: web.Request, user: UserInfo, policy: rbac.Policy) -> Us
             raise rbac.refusal(attrs, user.name)
         match thing.kind:
             case "ServiceAccount":
-                name = f"{nats_auth.SERVICE_ACCOUNT_PREFIX}{thing.namespace}:{thing.name}"
+                name = nats_auth.service_account(thing.namespace, thing.name)
                 if not groups_given:
                     groups = ["system:serviceaccounts", f"system:serviceaccounts:{thing.namespace}"]
             case "User":

@@ -48,7 +48,7 @@ __all__ = [
     "node_device_capacity",
 ]
 
-ALLOCATION_RESULTS_MAX_SIZE = 32
+ALLOCATION_RESULTS_MAX_SIZE = resource_v1.ALLOCATION_RESULTS_MAX_SIZE
 
 _METADATA_NAME = "metadata.name"
 _BLOCKING_TAINT_EFFECTS = ("NoSchedule", "NoExecute")
