@@ -15,13 +15,16 @@ Honoured where upstream honours them:
   refuses a claim that has subrequests.
 - `DRAAdminAccess`: the apistore drops `adminAccess` from requests and allocation
   results; the scheduler refuses to allocate a request asking for it.
+- `DRAPartitionableDevices`: the apistore drops shared counters and what consumes them;
+  the scheduler allocates no device consuming counters.
+- `DRAConsumableCapacity`: the apistore drops capacity requests, request policies and
+  shares; the scheduler refuses capacity requests and allocates every device exclusively.
 
 Registered with their defaults, not implemented by drasim beyond what the apistore drops
-(`NOT_IMPLEMENTED`, said when set): DRAPartitionableDevices, DRAConsumableCapacity,
-DRADeviceTaints, DRADeviceTaintRules, DRADeviceBindingConditions,
-DRAResourceClaimDeviceStatus. `DynamicResourceAllocation` is registered for the
-dependencies; drasim always runs DRA, so it may not be turned off (only 1.34 would let
-upstream do so).
+(`NOT_IMPLEMENTED`, said when set): DRADeviceTaints, DRADeviceTaintRules,
+DRADeviceBindingConditions, DRAResourceClaimDeviceStatus. `DynamicResourceAllocation` is
+registered for the dependencies; drasim always runs DRA, so it may not be turned off (only
+1.34 would let upstream do so).
 """
 
 from __future__ import annotations
@@ -113,8 +116,6 @@ DEPENDENCIES: dict[str, tuple[str, ...]] = {
 
 NOT_IMPLEMENTED = frozenset(
     {
-        DRA_PARTITIONABLE_DEVICES,
-        DRA_CONSUMABLE_CAPACITY,
         DRA_DEVICE_TAINTS,
         DRA_DEVICE_TAINT_RULES,
         DRA_DEVICE_BINDING_CONDITIONS,

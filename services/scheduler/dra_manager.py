@@ -17,22 +17,80 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Container, Iterator, Mapping, Set
+from dataclasses import dataclass, field
 
 from drasim.common.api import resource_v1
 from drasim.common.extended_resource_cache import ExtendedResourceCache
+from drasim.common.quantity import Quantity
 from drasim.scheduler import framework
 from drasim.scheduler.plugins.dynamic_resources import allocator
 
 ClaimKey = tuple[str, str]  # (namespace, name)
+_STORED = "stored"  # the holder of shares of stored claims (in-flight ones: the claim uid)
 
 log = logging.getLogger(__name__)
 
 
 def claim_devices(claim: resource_v1.ResourceClaim) -> set[allocator.DeviceID]:
+    """The devices the claim holds exclusively: not its shares of shared devices, not what
+    it has for admin access, which takes nothing from anyone (upstream
+    `foreachAllocatedDevice`)."""
     allocation = claim.status.allocation
     if allocation is None:
         return set()
-    return {(r.driver, r.pool, r.device) for r in allocation.devices.results}
+    return {
+        (r.driver, r.pool, r.device)
+        for r in allocation.devices.results
+        if not r.admin_access and r.share_id is None
+    }
+
+
+ShareKey = tuple[allocator.DeviceID, str]  # (device, shareID)
+
+
+def claim_shares(claim: resource_v1.ResourceClaim) -> dict[ShareKey, dict[str, Quantity]]:
+    """The claim's shares of devices with `allowMultipleAllocations`, with the capacity each
+    consumes (KEP-5075)."""
+    allocation = claim.status.allocation
+    if allocation is None:
+        return {}
+    return {
+        ((r.driver, r.pool, r.device), r.share_id): r.consumed_capacity
+        for r in allocation.devices.results
+        if not r.admin_access and r.share_id is not None
+    }
+
+
+class _SharedView(Mapping[allocator.DeviceID, Mapping[str, Quantity]]):
+    """Devices with shares (stored or in flight) → the capacity their shares consume
+    together (upstream `AggregatedCapacity`)."""
+
+    def __init__(self, shares: dict[allocator.DeviceID, dict[str, _Share]]) -> None:
+        self._shares = shares
+
+    def __getitem__(self, device: allocator.DeviceID) -> Mapping[str, Quantity]:
+        total: dict[str, Quantity] = {}
+        for share in self._shares[device].values():
+            for name, value in share.consumed.items():
+                total[name] = total.get(name, Quantity()) + value
+        return total
+
+    def __contains__(self, device: object) -> bool:
+        return device in self._shares
+
+    def __iter__(self) -> Iterator[allocator.DeviceID]:
+        return iter(self._shares)
+
+    def __len__(self) -> int:
+        return len(self._shares)
+
+
+@dataclass(slots=True)
+class _Share:
+    consumed: dict[str, Quantity]
+    # "stored" and/or the in-flight uid: a claim's in-flight copy and its stored version
+    # carry the same share, counted once.
+    holders: set[str] = field(default_factory=set)
 
 
 class _AllocatedView(Set[allocator.DeviceID]):
@@ -86,6 +144,9 @@ class DraManager:
         # claim -> (the resourceVersion awaited, the waiting PreBind's future)
         self._waiters: dict[ClaimKey, list[tuple[int, asyncio.Future[bool]]]] = {}
         self.allocated = _AllocatedView(self)
+        # device → shareID → its share (KEP-5075): taken by stored and in-flight claims.
+        self._shares: dict[allocator.DeviceID, dict[str, _Share]] = {}
+        self.shared = _SharedView(self._shares)
 
     # -- informer handlers ---------------------------------------------------------------
     def on_class_add(self, cls: resource_v1.DeviceClass) -> None:
@@ -143,9 +204,13 @@ class DraManager:
         if old is not None:
             if _version(claim) < _version(old):
                 return  # an informer event older than the claim assumed after our write
-            self._release(old, keep=devices if old.metadata.uid == uid else ())
+            if old.metadata.uid == uid:
+                self._release(old, keep=devices, keep_shares=claim_shares(claim))
+            else:
+                self._release(old)
             self._unindex(key, old)
         self.claims[key] = claim
+        self._hold_shares(claim_shares(claim), _STORED)
         for device in devices:
             if self._allocated.get(device) != uid:
                 self._allocated[device] = uid
@@ -158,10 +223,42 @@ class DraManager:
             self._release_hold(key)  # its devices are taken by `_allocated` now
         self._notify(key)
 
-    def _release(
-        self, claim: resource_v1.ResourceClaim, keep: Container[allocator.DeviceID] = ()
+    def _hold_shares(self, shares: Mapping[ShareKey, dict[str, Quantity]], holder: str) -> None:
+        for (device, share_id), consumed in shares.items():
+            by_id = self._shares.setdefault(device, {})
+            share = by_id.get(share_id)
+            if share is None:
+                share = by_id[share_id] = _Share(consumed)
+                self._pool_changed(device)
+            share.holders.add(holder)
+
+    def _drop_shares(
+        self,
+        shares: Mapping[ShareKey, object],
+        holder: str,
+        keep: Container[ShareKey] = (),
     ) -> None:
-        """Free the claim's devices, but those in `keep` (its newer version holds them)."""
+        for key in shares:
+            device, share_id = key
+            share = self._shares.get(device, {}).get(share_id)
+            if share is None or key in keep:
+                continue
+            share.holders.discard(holder)
+            if not share.holders:
+                del self._shares[device][share_id]
+                if not self._shares[device]:
+                    del self._shares[device]
+                self._pool_changed(device)
+
+    def _release(
+        self,
+        claim: resource_v1.ResourceClaim,
+        keep: Container[allocator.DeviceID] = (),
+        keep_shares: Container[ShareKey] = (),
+    ) -> None:
+        """Free the claim's devices and shares, but those in `keep` and `keep_shares` (its
+        newer version holds them)."""
+        self._drop_shares(claim_shares(claim), _STORED, keep_shares)
         for device in claim_devices(claim):
             if device not in keep and self._allocated.get(device) == claim.metadata.uid:
                 del self._allocated[device]
@@ -222,11 +319,23 @@ class DraManager:
             self._snapshot = allocator.Snapshot(self.slices.values())
         return self._snapshot
 
-    def allocator(self, *, admin_access: bool = True) -> allocator.Allocator:
-        """An allocator over the current slices, classes and allocated devices; with
-        `admin_access` off (its gate), a request for admin access is refused."""
+    def allocator(
+        self,
+        *,
+        admin_access: bool = True,
+        partitionable_devices: bool = True,
+        consumable_capacity: bool = True,
+    ) -> allocator.Allocator:
+        """An allocator over the current slices, classes, allocated devices and shares,
+        with the DRA gates it honours (see `allocator.Allocator`)."""
         return allocator.Allocator(
-            self.snapshot(), self.classes, self.allocated, admin_access=admin_access
+            self.snapshot(),
+            self.classes,
+            self.allocated,
+            shared=self.shared,
+            admin_access=admin_access,
+            partitionable_devices=partitionable_devices,
+            consumable_capacity=consumable_capacity,
         )
 
     def get_claim(self, namespace: str, name: str) -> resource_v1.ResourceClaim | None:
@@ -266,6 +375,7 @@ class DraManager:
         """Reserve: the claim's devices are taken from now on, for every other pod."""
         self.remove_claim_pending_allocation(uid)
         self._in_flight[uid] = claim
+        self._hold_shares(claim_shares(claim), uid)
         for device in claim_devices(claim):
             self._in_flight_devices[device] = uid
             if device not in self._allocated:
@@ -290,6 +400,7 @@ class DraManager:
         claim = self._in_flight.pop(uid, None)
         if claim is None:
             return False
+        self._drop_shares(claim_shares(claim), uid)
         for device in claim_devices(claim):
             if self._in_flight_devices.get(device) == uid:
                 del self._in_flight_devices[device]

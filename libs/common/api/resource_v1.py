@@ -19,6 +19,8 @@ __all__ = [
     "AllocatedDeviceStatus",
     "AllocationResult",
     "CELDeviceSelector",
+    "CapacityRequestPolicy",
+    "CapacityRequestPolicyRange",
     "CapacityRequirements",
     "DELETE_PROTECTION_FINALIZER",
     "DEVICE_ATTRIBUTE_MAX_VALUE_LENGTH",
@@ -177,9 +179,26 @@ class DeviceAttribute(KubeStruct):
         return None
 
 
+class CapacityRequestPolicyRange(KubeStruct):
+    """Requests are rounded up to `min + k*step` (KEP-5075)."""
+
+    min: Quantity | None = None
+    max: Quantity | None = None
+    step: Quantity | None = None
+
+
+class CapacityRequestPolicy(KubeStruct):
+    """How much of a multi-allocatable device's capacity one allocation consumes: `default`
+    when the request names none, else the request rounded up to a valid value or range."""
+
+    default: Quantity | None = None
+    valid_values: list[Quantity] = []
+    valid_range: CapacityRequestPolicyRange | None = None
+
+
 class DeviceCapacity(KubeStruct):
     value: Quantity = msgspec.field(default_factory=Quantity)
-    request_policy: dict[str, Any] | None = None
+    request_policy: CapacityRequestPolicy | None = None
 
 
 class Counter(KubeStruct):

@@ -14,11 +14,13 @@ __all__ = ["DEFAULT_FEATURES", "Features"]
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Features:
-    """Default: Kubernetes 1.37's, where all three are on (and locked)."""
+    """Default: Kubernetes 1.37's, where all are on."""
 
     enable_dra_extended_resource: bool = True
     enable_dra_prioritized_list: bool = True
     enable_dra_admin_access: bool = True
+    enable_dra_partitionable_devices: bool = True
+    enable_dra_consumable_capacity: bool = True
 
     @classmethod
     def from_gate(cls, gate: FeatureGate) -> Features:
@@ -27,6 +29,8 @@ class Features:
             enable_dra_extended_resource=gate.enabled(features.DRA_EXTENDED_RESOURCE),
             enable_dra_prioritized_list=gate.enabled(features.DRA_PRIORITIZED_LIST),
             enable_dra_admin_access=gate.enabled(features.DRA_ADMIN_ACCESS),
+            enable_dra_partitionable_devices=gate.enabled(features.DRA_PARTITIONABLE_DEVICES),
+            enable_dra_consumable_capacity=gate.enabled(features.DRA_CONSUMABLE_CAPACITY),
         )
 
 

@@ -14,20 +14,25 @@ position in the slice), first solution wins, with backtracking over everything, 
 Unlike upstream, the devices of one request are tried as combinations, not permutations,
 which finds the same first solution with less work.
 
-Not modelled: admin access (treated as a normal request), shared counters of partitionable
-devices, consumable capacity and `allowMultipleAllocations` (every device is exclusive),
-binding conditions, claim constraints and config (not copied into the result), the filter
-timeout.
+Partitionable devices (KEP-4815) consume their pool's shared counters; devices with
+`allowMultipleAllocations` (KEP-5075) are allocated as shares, each with a fresh `shareID`
+and the capacity it consumes; a request with `adminAccess` gets devices others use and
+takes nothing from anyone (module `search`).
+
+Not modelled: binding conditions, claim constraints and config (not copied into the
+result), the filter timeout.
 """
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Container, Hashable, Iterable, Mapping, Sequence, Set
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from drasim.common.api import core_v1, resource_v1
+from drasim.common.quantity import Quantity
 from drasim.scheduler.plugins import taint_toleration
-from drasim.scheduler.plugins.dynamic_resources import cel_env
+from drasim.scheduler.plugins.dynamic_resources import capacity, cel_env, search
 from drasim.scheduler.plugins.dynamic_resources.pools import (
     AllocatorError,
     Candidate,
@@ -67,6 +72,8 @@ class _AlternativePlan:
     compiled: list[tuple[str, cel_env.Selector]]  # the class's selectors, then the request's
     key: tuple[str, ...]  # the selectors' expressions: the node view's cache key
     tolerations: list[resource_v1.DeviceToleration]
+    admin_access: bool = False
+    capacity: dict[str, Quantity] | None = None  # `capacity.requests`
 
 
 @dataclass(slots=True)
@@ -99,19 +106,15 @@ class _Request:
     alternatives: list[_Alternative]
 
 
-@dataclass(slots=True)
-class _Search:
-    requests: list[_Request]
-    picks: list[list[tuple[_AlternativePlan, Candidate]]]  # per claim
-    in_use: set[DeviceID] = field(default_factory=set)  # picked in this call
-
-
 class Allocator:
     """Allocates claims on one node at a time (upstream `Allocator.Allocate`).
 
     `slices` is a `Snapshot` (built once and shared) or the slices to index now.
-    `allocated` holds the devices other claims own, in-flight allocations included.
-    `admin_access` is the DRAAdminAccess gate (upstream's `Features.AdminAccess`).
+    `allocated` holds the devices other claims own exclusively, in-flight allocations
+    included; `shared` maps each device with shares to the capacity they consume. The
+    gates are upstream's `Features`: DRAAdminAccess, DRAPartitionableDevices (off: devices
+    consuming counters are never allocated) and DRAConsumableCapacity (off: capacity
+    requests are refused and every device is exclusive).
     """
 
     def __init__(
@@ -120,9 +123,14 @@ class Allocator:
         classes: Mapping[str, resource_v1.DeviceClass],
         allocated: Set[DeviceID],
         *,
+        shared: Mapping[DeviceID, Mapping[str, Quantity]] | None = None,
         admin_access: bool = True,
+        partitionable_devices: bool = True,
+        consumable_capacity: bool = True,
     ) -> None:
         self._admin_access = admin_access
+        self._partitionable_devices = partitionable_devices
+        self._consumable_capacity = consumable_capacity
         self._snapshot = slices if isinstance(slices, Snapshot) else Snapshot(slices)
         self._classes = classes
         self._allocated = allocated
@@ -132,6 +140,9 @@ class Allocator:
         self._taken: tuple[Container[DeviceID], Container[DeviceID]] = (
             parts if parts is not None else (allocated, frozenset())
         )
+        self._state = search.AllocatedState(self._taken, shared if shared is not None else {})
+        # Counters left per pool, worked out on first use (upstream `availableCounters`).
+        self._available_counters: dict[PoolID, search.Counters] = {}
         self._plans: dict[tuple[int, ...], _Plan] = {}
         # Changes whenever a device of the pool is taken or freed, if the owner of
         # `allocated` tracks that (the scheduler's DraManager does).
@@ -157,7 +168,7 @@ class Allocator:
         per feasible node, Reserve uses one."""
         plan = self._plan(claims)
         view = self._snapshot.node_view(node)
-        if plan.simple is not None:
+        if plan.simple is not None and view.plain:
             return self._find_first_free(view, plan.simple)
         requests = [
             _Request(r.claim_index, [self._alternative(view, a) for a in r.alternatives])
@@ -169,10 +180,13 @@ class Allocator:
         for request in requests:
             if not any(0 < a.count <= len(a.candidates) for a in request.alternatives):
                 return None
-        search = _Search(requests, [[] for _ in claims])
-        if not _allocate_request(search, 0):
+        ledger = search.Ledger(
+            self._state, self._snapshot, self._available_counters, self._consumable_capacity
+        )
+        found = search.Search(requests, [[] for _ in claims], ledger)
+        if not search.allocate_request(found, 0):
             return None
-        return [Allocation(picks) for picks in search.picks]
+        return [Allocation(picks) for picks in found.picks]
 
     def find_one(
         self, node: core_v1.Node, claim: resource_v1.ResourceClaim
@@ -181,7 +195,10 @@ class Allocator:
         plan = self._plans.get((id(claim),))
         if plan is None or plan.simple is None:
             return self.find(node, [claim])
-        return self._find_first_free(self._snapshot.node_view(node), plan.simple)
+        view = self._snapshot.node_view(node)
+        if not view.plain:
+            return self.find(node, [claim])
+        return self._find_first_free(view, plan.simple)
 
     def _find_first_free(
         self, view: NodeView, alternative: _AlternativePlan
@@ -208,7 +225,7 @@ class Allocator:
                 devices = cached[1]
                 if devices is None:
                     return None
-                return [Allocation([(alternative, c) for c in devices])]
+                return [Allocation([search.Pick(alternative, c, 0) for c in devices])]
         allocated, in_flight = self._taken
         tolerations = alternative.tolerations
         found: list[Candidate] | None = None
@@ -226,7 +243,7 @@ class Allocator:
             view.first_free[key] = (stamp, found)
         if found is None:
             return None
-        return [Allocation([(alternative, c) for c in found])]
+        return [Allocation([search.Pick(alternative, c, 0) for c in found])]
 
     def _plan(self, claims: Sequence[resource_v1.ResourceClaim]) -> _Plan:
         """Resolve classes and compile selectors once per set of claims (Filter asks for
@@ -244,7 +261,9 @@ class Allocator:
             _check_device_limit(claims, requests)
         simple = None
         if len(requests) == 1 and len(requests[0].alternatives) == 1 and not any_all:
-            simple = requests[0].alternatives[0]
+            only = requests[0].alternatives[0]
+            if not only.admin_access and only.capacity is None:
+                simple = only
         plan = _Plan(requests, list(claims), simple, any_all)
         self._plans[key] = plan
         return plan
@@ -274,6 +293,12 @@ class Allocator:
         admin_access = isinstance(spec, resource_v1.ExactDeviceRequest) and spec.admin_access
         if admin_access and not self._admin_access:
             raise AllocatorError(f"{where}: admin access is requested, but the feature is disabled")
+        if spec.capacity is not None and not self._consumable_capacity:
+            raise AllocatorError(
+                f"claim {_ref(claim)}, {'sub' if '/' in name else ''}request "
+                f"{name.rsplit('/', 1)[-1]}: has capacity requests, "
+                "but the DRAConsumableCapacity feature is disabled"
+            )
         cls = self._classes.get(spec.device_class_name)
         if cls is None:
             raise AllocatorError(
@@ -293,6 +318,8 @@ class Allocator:
             compiled=compiled,
             key=tuple(selector.expression for _, selector in compiled),
             tolerations=spec.tolerations,
+            admin_access=bool(admin_access),
+            capacity=dict(spec.capacity.requests) if spec.capacity is not None else None,
         )
 
     def _matching(self, view: NodeView, alternative: _AlternativePlan) -> list[Candidate]:
@@ -301,7 +328,7 @@ class Allocator:
         found = self._snapshot.select_cached(view, alternative.key, alternative.compiled)
         if found is not None:
             return found
-        if alternative.exact:
+        if alternative.exact and not alternative.admin_access:
             # As upstream, devices in use are skipped before any selector looks at them
             # (a selector failing on a taken device is no error).
             allocated, in_flight = self._taken
@@ -322,34 +349,50 @@ class Allocator:
                 f"{'/'.join(pool)} is {problem}"
             )
         matching = self._matching(view, alternative)
+        if self._consumable_capacity:
+            # Devices whose capacity could never serve the request are not part of "all"
+            # (their capacity in use is checked when picking).
+            matching = [c for c in matching if _static_fit(alternative, c)]
         return _Alternative(alternative, len(matching), self._usable(matching, alternative))
 
     def _usable(self, matching: list[Candidate], alternative: _AlternativePlan) -> list[Candidate]:
-        """Matching devices the request may take: not allocated, no untolerated taint."""
+        """Matching devices the request may take: not allocated (unless for admin
+        access), no untolerated taint, no counters when partitionable devices are off."""
         allocated, in_flight = self._taken
         tolerations = alternative.tolerations
+        admin = alternative.admin_access
+        partitionable = self._partitionable_devices
         return [
             c
             for c in matching
-            if c.id not in allocated
-            and c.id not in in_flight
+            if (admin or (c.id not in allocated and c.id not in in_flight))
             and not (c.tainted and _taint_blocks(c.device, tolerations))
+            and (partitionable or not c.counters)
         ]
+
+
+def _static_fit(alternative: _AlternativePlan, candidate: Candidate) -> bool:
+    try:
+        return capacity.fits(alternative.capacity, candidate.device)
+    except capacity.CapacityError as err:
+        raise AllocatorError(
+            f"{alternative.where}: checking capacity for device {candidate.id[2]}: {err}"
+        ) from None
 
 
 class Allocation:
     """The devices the search picked for one claim; the `AllocationResult` is built on
-    first use."""
+    first use, each share getting its `shareID` then."""
 
     __slots__ = ("_picks", "_result")
 
-    def __init__(self, picks: list[tuple[_AlternativePlan, Candidate]]) -> None:
+    def __init__(self, picks: list[search.Pick]) -> None:
         self._picks = picks
         self._result: resource_v1.AllocationResult | None = None
 
     def requests(self) -> set[str]:
         """The names of the (sub)requests that got devices, as the result records them."""
-        return {alternative.name for alternative, _ in self._picks}
+        return {pick.plan.name for pick in self._picks}
 
     def result(self) -> resource_v1.AllocationResult:
         if self._result is None:
@@ -374,58 +417,26 @@ def _check_device_limit(
             )
 
 
-def _allocate_request(search: _Search, index: int) -> bool:
-    """Allocate requests `index`.. in order; for a `firstAvailable` request the first
-    subrequest for which the whole rest succeeds wins."""
-    if index == len(search.requests):
-        return True
-    for alternative in search.requests[index].alternatives:
-        if alternative.count and _pick_devices(search, index, alternative, alternative.count, 0):
-            return True
-    return False
-
-
-def _pick_devices(
-    search: _Search, index: int, alternative: _Alternative, remaining: int, start: int
-) -> bool:
-    """Pick `remaining` more devices for one request from its candidates at `start`..,
-    then go on with the next request; undo and try the next candidate when that fails."""
-    if remaining == 0:
-        return _allocate_request(search, index + 1)
-    picks = search.picks[search.requests[index].claim_index]
-    if len(picks) + remaining > ALLOCATION_RESULTS_MAX_SIZE:
-        return False
-    candidates = alternative.candidates
-    for k in range(start, len(candidates) - remaining + 1):
-        candidate = candidates[k]
-        if candidate.id in search.in_use:
-            continue
-        search.in_use.add(candidate.id)
-        picks.append((alternative.plan, candidate))
-        if _pick_devices(search, index, alternative, remaining - 1, k + 1):
-            return True
-        picks.pop()
-        search.in_use.discard(candidate.id)
-    return False
-
-
-def _allocation_result(
-    picks: list[tuple[_AlternativePlan, Candidate]],
-) -> resource_v1.AllocationResult:
+def _allocation_result(picks: list[search.Pick]) -> resource_v1.AllocationResult:
     return resource_v1.AllocationResult(
-        devices=resource_v1.DeviceAllocationResult(
-            results=[
-                resource_v1.DeviceRequestAllocationResult(
-                    request=alternative.name,
-                    driver=candidate.id[0],
-                    pool=candidate.id[1],
-                    device=candidate.id[2],
-                    tolerations=list(alternative.tolerations),
-                )
-                for alternative, candidate in picks
-            ]
-        ),
-        node_selector=_result_node_selector([candidate for _, candidate in picks]),
+        devices=resource_v1.DeviceAllocationResult(results=[_device_result(p) for p in picks]),
+        node_selector=_result_node_selector([pick.candidate for pick in picks]),
+    )
+
+
+def _device_result(pick: search.Pick) -> resource_v1.DeviceRequestAllocationResult:
+    driver, pool, device = pick.candidate.id
+    shared = pick.consumed is not None
+    return resource_v1.DeviceRequestAllocationResult(
+        request=pick.plan.name,
+        driver=driver,
+        pool=pool,
+        device=device,
+        admin_access=True if pick.plan.admin_access else None,
+        tolerations=list(pick.plan.tolerations),
+        # Upstream `GenerateShareID`: a time-based UUID, as `uuid.NewUUID`.
+        share_id=str(uuid.uuid1()) if shared else None,
+        consumed_capacity=dict(pick.consumed) if pick.consumed else {},
     )
 
 

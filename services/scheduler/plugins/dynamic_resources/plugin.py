@@ -187,7 +187,9 @@ class DynamicResources:
 
         if num_claims_to_allocate:
             s.allocator = self.dra_manager.allocator(
-                admin_access=self.features.enable_dra_admin_access
+                admin_access=self.features.enable_dra_admin_access,
+                partitionable_devices=self.features.enable_dra_partitionable_devices,
+                consumable_capacity=self.features.enable_dra_consumable_capacity,
             )
         s.claims = store
         s.only_extended_resource_claim = (

@@ -2,8 +2,14 @@
 each pool counts, indexed once per set of slices and shared by every pod's allocation, with
 the CEL results of selectors on devices kept while the slices stay the same.
 
-Upstream: `staging/src/k8s.io/dynamic-resource-allocation/structured/internal/.../pools.go`
-(`GatherPools`) and the CEL cache of `allocator.go`.
+Partitionable devices (KEP-4815): a pool's counter sets come from the `sharedCounters` of
+any of its slices, those reaching no node included, and devices `consumesCounters` from
+them; a pool whose counter sets repeat a name, or whose devices consume a counter set or
+counter it lacks, is invalid. `Snapshot.counter_sets` and `counter_consumers` give the
+allocator what it needs to know how much of each counter is left.
+
+Upstream: `staging/src/k8s.io/dynamic-resource-allocation/structured/internal/incubating/
+pools_incubating.go` (`GatherPools`, `buildPool`) and the CEL cache of the allocator.
 """
 
 from __future__ import annotations
@@ -12,6 +18,7 @@ from collections.abc import Hashable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 
 from drasim.common.api import core_v1, resource_v1
+from drasim.common.quantity import Quantity
 from drasim.scheduler.plugins import node_affinity
 from drasim.scheduler.plugins.dynamic_resources import cel_env
 
@@ -20,6 +27,7 @@ __all__ = [
     "Candidate",
     "DeviceID",
     "NodeView",
+    "CounterSets",
     "PoolID",
     "Snapshot",
 ]
@@ -28,6 +36,9 @@ DeviceID = tuple[str, str, str]
 """(driver, pool, device): a device's identity, as in `DeviceRequestAllocationResult`."""
 
 PoolID = tuple[str, str]
+
+CounterSets = dict[str, dict[str, Quantity]]
+"""Counter set name → counter name → value: a pool's shared counters."""
 
 _POOL_BEING_UPDATED = "currently being updated"
 _POOL_INVALID = "currently invalid"
@@ -53,6 +64,9 @@ class Candidate:
     all_nodes: bool
     node_selector: core_v1.NodeSelector | None
     tainted: bool  # any taint at all: only then do tolerations need a look
+    # KEP-4815: (counter set, counter) → amount this device consumes while allocated.
+    counters: tuple[tuple[str, str, Quantity], ...]
+    multi: bool  # allowMultipleAllocations (KEP-5075): allocated as shares
 
     def reaches(self, node: core_v1.Node) -> bool:
         if self.node_name:
@@ -78,6 +92,8 @@ class NodeView:
     unusable_pools: dict[PoolID, str]  # pools that reach the node but cannot be used
     pools: tuple[PoolID, ...]  # of the candidates
     tainted: bool  # some candidate has a taint
+    # No candidate consumes counters or is shared: the first free devices are the answer.
+    plain: bool
     # The candidates that a list of selectors (by their expressions) accepts: whether a
     # device matches never changes while the snapshot lives, only whether it is free.
     matching: dict[tuple[str, ...], list[Candidate]] = field(default_factory=dict)
@@ -113,10 +129,20 @@ class Snapshot:
         # pool -> the nodes its slices name, or None if a slice reaches nodes otherwise
         # (all nodes, a node selector, per device): who to tell when its devices change.
         self.pool_nodes: dict[PoolID, set[str] | None] = {}
+        # Pools with shared counters: their counter sets, and every device of the pool
+        # that consumes counters (wherever it is reachable from).
+        self.counter_sets: dict[PoolID, CounterSets] = {}
+        self.counter_consumers: dict[PoolID, list[Candidate]] = {}
         for pool_id, pool_slices in newest.items():
             unusable = _pool_problem(pool_slices)
             for s in sorted(pool_slices, key=lambda s: s.metadata.name):
                 self._index(pool_id, unusable, s)
+            if any(s.spec.shared_counters for s in pool_slices):
+                self.counter_sets[pool_id] = {
+                    cs.name: {name: c.value for name, c in cs.counters.items()}
+                    for s in pool_slices
+                    for cs in s.spec.shared_counters
+                }
         # Node labels only matter if some slice or device selects nodes by selector.
         self._label_dependent = bool(self._by_selector) or any(
             c.node_selector is not None for s in self._per_device for c in s.devices
@@ -140,9 +166,18 @@ class Snapshot:
                     all_nodes=bool(placement.all_nodes),
                     node_selector=placement.node_selector,
                     tainted=bool(device.taints),
+                    counters=tuple(
+                        (c.counter_set, name, counter.value)
+                        for c in device.consumes_counters
+                        for name, counter in c.counters.items()
+                    ),
+                    multi=bool(device.allow_multiple_allocations),
                 )
             )
         indexed = _IndexedSlice(s.metadata.name, pool_id, unusable, devices)
+        consumers = [c for c in devices if c.counters]
+        if consumers:
+            self.counter_consumers.setdefault(pool_id, []).extend(consumers)
         nodes = self.pool_nodes.setdefault(pool_id, set())
         if spec.node_name and not per_device:
             if nodes is not None:
@@ -176,7 +211,8 @@ class Snapshot:
         candidates.sort(key=lambda c: c.order)
         pools = tuple(dict.fromkeys((c.id[0], c.id[1]) for c in candidates))
         tainted = any(c.tainted for c in candidates)
-        view = NodeView(candidates, dict(sorted(unusable.items())), pools, tainted)
+        plain = not any(c.counters or c.multi for c in candidates)
+        view = NodeView(candidates, dict(sorted(unusable.items())), pools, tainted, plain)
         self._views[node.metadata.name] = (dict(labels), view)
         return view
 
@@ -243,4 +279,26 @@ def _pool_problem(pool_slices: list[resource_v1.ResourceSlice]) -> str | None:
     if len(pool_slices) != pool_slices[0].spec.pool.resource_slice_count:
         return _POOL_BEING_UPDATED
     names = [d.name for s in pool_slices for d in s.spec.devices]
-    return _POOL_INVALID if len(names) != len(set(names)) else None
+    if len(names) != len(set(names)):
+        return _POOL_INVALID
+    return _POOL_INVALID if _counter_problem(pool_slices) else None
+
+
+def _counter_problem(pool_slices: list[resource_v1.ResourceSlice]) -> str | None:
+    """Why the pool's counters are inconsistent, if they are (upstream `buildPool`)."""
+    sets: dict[str, set[str]] = {}
+    for s in pool_slices:
+        for cs in s.spec.shared_counters:
+            if cs.name in sets:
+                return f"duplicate counter set name {cs.name}"
+            sets[cs.name] = set(cs.counters)
+    for s in pool_slices:
+        for device in s.spec.devices:
+            for consumption in device.consumes_counters:
+                counters = sets.get(consumption.counter_set)
+                if counters is None:
+                    return f"counter set {consumption.counter_set} not found"
+                for name in consumption.counters:
+                    if name not in counters:
+                        return f"counter {name} not found in counter set {consumption.counter_set}"
+    return None

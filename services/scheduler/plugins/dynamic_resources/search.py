@@ -1,0 +1,227 @@
+"""The backtracking search of the allocator and what one tentative pick takes: the device
+itself (unless shared or for admin access), counters of its pool, capacity of a shared
+device. Every pick is undone exactly when the search backs out of it.
+
+What the search sees as already taken (`AllocatedState`): devices allocated exclusively
+(stored claims and in-flight allocations), devices with shares and the capacity their
+shares consume. Counters are not stored: a pool's counters left are its counter sets
+minus what its allocated devices (exclusive or shared, each once) consume, worked out once
+per pool and allocator.
+
+Upstream: `allocateOne`, `allocateDevice`, `rollbackDevice` and `checkAvailableCounters` in
+`staging/src/k8s.io/dynamic-resource-allocation/structured/internal/incubating/
+allocator_incubating.go`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Container, Mapping
+from dataclasses import dataclass, field
+from fractions import Fraction
+from typing import TYPE_CHECKING
+
+from drasim.common.api import resource_v1
+from drasim.common.quantity import Quantity
+from drasim.scheduler.plugins.dynamic_resources import capacity
+from drasim.scheduler.plugins.dynamic_resources.pools import (
+    AllocatorError,
+    Candidate,
+    DeviceID,
+    PoolID,
+    Snapshot,
+)
+
+if TYPE_CHECKING:
+    from drasim.scheduler.plugins.dynamic_resources.allocator import _Alternative, _AlternativePlan
+
+__all__ = ["AllocatedState", "Counters", "Ledger", "Pick", "Search", "allocate_request"]
+
+ALLOCATION_RESULTS_MAX_SIZE = resource_v1.ALLOCATION_RESULTS_MAX_SIZE
+
+Counters = dict[tuple[str, str], Fraction]
+"""(counter set, counter) → amount: counters left, or consumed, in one pool."""
+
+
+@dataclass(frozen=True, slots=True)
+class AllocatedState:
+    """What other claims hold (upstream `AllocatedState`): `exclusive` are the containers
+    of exclusively allocated devices (stored, in flight); `shared` maps each device with at
+    least one share to what its shares consume together."""
+
+    exclusive: tuple[Container[DeviceID], ...]
+    shared: Mapping[DeviceID, Mapping[str, Quantity]]
+
+    def taken(self, device: DeviceID) -> bool:
+        return any(device in c for c in self.exclusive)
+
+    def allocated(self, device: DeviceID) -> bool:
+        """Exclusively or shared: its counters are consumed."""
+        return device in self.shared or self.taken(device)
+
+
+@dataclass(slots=True)
+class Pick:
+    """One device picked for one request, with what the pick took, to give it back."""
+
+    plan: _AlternativePlan
+    candidate: Candidate
+    claim_index: int
+    marked: bool = False  # in `Ledger.in_use` (not shared)
+    counters: bool = False  # its counters were charged
+    consumed: capacity.ConsumedCapacity | None = None  # a share's consumption
+
+
+@dataclass(slots=True)
+class Ledger:
+    """What the picks of one search hold, on top of `AllocatedState`."""
+
+    state: AllocatedState
+    snapshot: Snapshot
+    available: dict[PoolID, Counters]  # shared by the allocator's searches
+    consumable_capacity: bool = True  # the gate; off, every device is exclusive
+    in_use: dict[DeviceID, list[int]] = field(default_factory=dict)  # → claim indices
+    allocating_capacity: dict[DeviceID, capacity.ConsumedCapacity] = field(default_factory=dict)
+    allocating_shares: dict[DeviceID, int] = field(default_factory=dict)
+    counters: dict[PoolID, Counters] = field(default_factory=dict)
+
+    def take(self, plan: _AlternativePlan, candidate: Candidate, claim_index: int) -> Pick | None:
+        """Take the device for the request if it can be had, or None (upstream
+        `allocateDevice`). Admin access takes a device others use too, but never one this
+        claim takes already."""
+        device = candidate.id
+        multi = candidate.multi and self.consumable_capacity
+        if plan.admin_access:
+            if not multi and claim_index in self.in_use.get(device, ()):
+                return None
+        elif self.state.taken(device) or self.in_use.get(device):
+            return None
+        pick = Pick(plan, candidate, claim_index)
+        # A shared device's counters are charged by its first share only.
+        shared_already = multi and (
+            device in self.state.shared or self.allocating_shares.get(device, 0) > 0
+        )
+        if candidate.counters and not shared_already:
+            if not self._charge_counters(candidate):
+                return None
+            pick.counters = True
+        if not multi:
+            self.in_use.setdefault(device, []).append(claim_index)
+            pick.marked = True
+        if not self.consumable_capacity:
+            return pick
+        try:
+            ok = capacity.fits(
+                plan.capacity,
+                candidate.device,
+                self.state.shared.get(device),
+                self.allocating_capacity.get(device),
+            )
+        except capacity.CapacityError as err:
+            self.give_back(pick)
+            raise AllocatorError(
+                f"{plan.where}: computing consumed capacity for device {'/'.join(device)}: {err}"
+            ) from None
+        if not ok:
+            self.give_back(pick)
+            return None
+        if multi:
+            pick.consumed = capacity.consumed_capacity(plan.capacity, candidate.device)
+            capacity.add(self.allocating_capacity.setdefault(device, {}), pick.consumed)
+            self.allocating_shares[device] = self.allocating_shares.get(device, 0) + 1
+        return pick
+
+    def give_back(self, pick: Pick) -> None:
+        """Undo `take` (upstream `rollbackDevice`)."""
+        device = pick.candidate.id
+        if pick.consumed is not None:
+            capacity.add(self.allocating_capacity[device], pick.consumed, -1)
+            self.allocating_shares[device] -= 1
+            if not self.allocating_shares[device]:
+                del self.allocating_shares[device]
+                del self.allocating_capacity[device]
+        if pick.marked:
+            self.in_use[device].remove(pick.claim_index)
+        if pick.counters:
+            self._add_counters(pick.candidate, -1)
+
+    def _available(self, pool: PoolID) -> Counters:
+        available = self.available.get(pool)
+        if available is None:
+            available = {
+                (set_name, name): value.value
+                for set_name, counters in self.snapshot.counter_sets.get(pool, {}).items()
+                for name, value in counters.items()
+            }
+            # May go below zero if stored allocations overdraw: then nothing is left.
+            for c in self.snapshot.counter_consumers.get(pool, ()):
+                if self.state.allocated(c.id):
+                    for set_name, name, amount in c.counters:
+                        key = (set_name, name)
+                        if key in available:
+                            available[key] -= amount.value
+            self.available[pool] = available
+        return available
+
+    def _add_counters(self, candidate: Candidate, sign: int) -> Counters:
+        consumed = self.counters.setdefault((candidate.id[0], candidate.id[1]), {})
+        for set_name, name, amount in candidate.counters:
+            key = (set_name, name)
+            consumed[key] = consumed.get(key, Fraction(0)) + sign * amount.value
+        return consumed
+
+    def _charge_counters(self, candidate: Candidate) -> bool:
+        """Charge the device's counters; False (and nothing charged) if any counter of
+        its pool would be overdrawn (upstream `checkAvailableCounters`)."""
+        available = self._available((candidate.id[0], candidate.id[1]))
+        consumed = self._add_counters(candidate, 1)
+        if any(value < consumed.get(key, 0) for key, value in available.items()):
+            self._add_counters(candidate, -1)
+            return False
+        return True
+
+
+@dataclass(slots=True)
+class Search:
+    requests: list  # list[_Request]
+    picks: list[list[Pick]]  # per claim
+    ledger: Ledger
+
+
+def allocate_request(search: Search, index: int) -> bool:
+    """Allocate requests `index`.. in order; for a `firstAvailable` request the first
+    subrequest for which the whole rest succeeds wins."""
+    if index == len(search.requests):
+        return True
+    for alternative in search.requests[index].alternatives:
+        if alternative.count and _pick_devices(search, index, alternative, alternative.count, 0):
+            return True
+    return False
+
+
+def _pick_devices(
+    search: Search, index: int, alternative: _Alternative, remaining: int, start: int
+) -> bool:
+    """Pick `remaining` more devices for one request from its candidates at `start`..,
+    then go on with the next request; undo and try the next candidate when that fails.
+    An "All" request must get each of its candidates, so it tries no other."""
+    if remaining == 0:
+        return allocate_request(search, index + 1)
+    claim_index = search.requests[index].claim_index
+    picks = search.picks[claim_index]
+    if len(picks) + remaining > ALLOCATION_RESULTS_MAX_SIZE:
+        return False
+    candidates = alternative.candidates
+    ledger = search.ledger
+    last = len(candidates) - remaining + 1
+    if not alternative.plan.exact:
+        last = min(start + 1, len(candidates))
+    for k in range(start, last):
+        pick = ledger.take(alternative.plan, candidates[k], claim_index)
+        if pick is None:
+            continue
+        picks.append(pick)
+        if _pick_devices(search, index, alternative, remaining - 1, k + 1):
+            return True
+        picks.pop()
+        ledger.give_back(pick)
+    return False
