@@ -44,13 +44,15 @@ import msgspec
 
 from drasim.cli import apply, cluster, demo, kubeconfig, launch, supervisor
 from drasim.cli.launch import Launch
-from drasim.common import cluster_file, features, nats_auth, service
+from drasim.common import cluster_file, features, nats_auth, runtime_config, service
 from drasim.common.api import registry, resource_v1
 from drasim.common.bus.client import Bus
 from drasim.common.client import ApiClient
 from drasim.common.config import Config
 from drasim.common.embedded import free_port
 from drasim.common.featuregate import FeatureGate
+from drasim.common.runtime_config import DEFAULT as DEFAULT_RUNTIME_CONFIG
+from drasim.common.runtime_config import RuntimeConfig
 
 # Every service `up` runs, as the module `python -m` starts; the last dotted part names it.
 APISTORE = "drasim.apistore"
@@ -87,6 +89,13 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
         help="kubelet processes sharing the nodes (default: 1; 0 with --services)",
     )
     service.add_feature_gate_flags(parser, version_flag="--kubernetes-version")
+    parser.add_argument(
+        "--runtime-config",
+        default="",
+        metavar="KEY=VALUE,...",
+        help="API versions to serve besides the stored ones, as kube-apiserver's flag, e.g. "
+        "resource.k8s.io/v1beta1=true,resource.k8s.io/v1beta2=true (default: none)",
+    )
     # Tests substitute fake services here; users have no reason to.
     parser.add_argument(
         "--services",
@@ -112,6 +121,10 @@ def run(args: argparse.Namespace) -> int:
     except cluster_file.ClusterFileError as exc:
         print(f"drasim: {exc}", file=sys.stderr)
         return 1
+    try:
+        served = runtime_config.parse(args.runtime_config)
+    except runtime_config.RuntimeConfigError as exc:
+        args.parser.error(f"--runtime-config: {exc}")
     # Substituted services (tests) come without nodes unless asked for.
     kubelets = args.kubelets if args.kubelets is not None else int(args.services == SERVICES)
     return asyncio.run(
@@ -123,6 +136,7 @@ def run(args: argparse.Namespace) -> int:
             kubelets=min(max(kubelets, 0), len(nodes_file.nodes)),
             with_demo=args.demo,
             feature_gates=gates,
+            runtime=served,
         )
     )
 
@@ -136,6 +150,7 @@ async def _up(
     with_demo: bool,
     http_port: int = 0,
     feature_gates: FeatureGate = features.DEFAULT,
+    runtime: RuntimeConfig = DEFAULT_RUNTIME_CONFIG,
 ) -> int:
     stopping = asyncio.Event()
     loop = asyncio.get_running_loop()
@@ -182,6 +197,8 @@ async def _up(
         cluster.write_cluster(config.data_dir, info)
         stack.callback(cluster.remove_cluster, config.data_dir, info.pid)
         own_args = {APISTORE: _write_kubeconfig(config, http_port or free_port())}
+        if runtime.flag:
+            own_args[APISTORE] += ["--runtime-config", runtime.flag]
 
         def service(module: str, user: str, args: list[str], name: str | None = None) -> Launch:
             """Where the service connects, as whom (`drasim.common.nats_auth`), and its

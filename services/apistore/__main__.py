@@ -10,7 +10,7 @@ from pathlib import Path
 from drasim.apistore.event_ttl import DEFAULT_EVENT_TTL
 from drasim.apistore.http import authn
 from drasim.apistore.server import ApiServer
-from drasim.common import service
+from drasim.common import runtime_config, service
 
 
 def _apistore_options(parser: argparse.ArgumentParser) -> None:
@@ -29,6 +29,13 @@ def _apistore_options(parser: argparse.ArgumentParser) -> None:
         "--fault-injection",
         action="store_true",
         help="let admins install fault plans at run time (drasim.apistore.faults)",
+    )
+    parser.add_argument(
+        "--runtime-config",
+        default="",
+        metavar="KEY=VALUE,...",
+        help="API versions to serve besides the stored ones, as kube-apiserver's flag, e.g. "
+        "resource.k8s.io/v1beta1=true,resource.k8s.io/v1beta2=true (default: none)",
     )
     parser.add_argument(
         "--event-ttl",
@@ -58,6 +65,11 @@ def main(argv: list[str] | None = None) -> int:
         except (OSError, ValueError) as exc:
             print(f"drasim-apistore: --token-auth-file: {exc}", file=sys.stderr)
             return 2
+    try:
+        served = runtime_config.parse(args.runtime_config)
+    except runtime_config.RuntimeConfigError as exc:
+        print(f"drasim-apistore: --runtime-config: {exc}", file=sys.stderr)
+        return 2
     tls = None
     if args.tls_cert_file is not None:
         tls = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
@@ -77,6 +89,7 @@ def main(argv: list[str] | None = None) -> int:
             http_tls=tls,
             event_ttl=args.event_ttl,
             features=args.feature_gates,
+            runtime_config=served,
         )
         scheme = "https" if tls else "http"
         http = f" http={scheme}://{args.http_host}:{server.http.port}" if server.http else ""

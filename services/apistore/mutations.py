@@ -28,10 +28,12 @@ from drasim.apistore import (
 from drasim.apistore.prepare import PreparedWrite, owner_key, uid_of
 from drasim.apistore.request import (
     Context,
+    decode_builtins,
     decode_object,
     key_of,
     request_namespace,
     resource_info,
+    served_version,
 )
 from drasim.apistore.store import EventRow, Key, ObjectRow
 from drasim.apistore.strategies import for_resource
@@ -234,7 +236,7 @@ class Batch:
         info = resource_info(req.resource)
         strategy = for_resource(info.plural)
         self._check_fault(info.plural, "create")
-        obj = decode_object(info, req.object)
+        obj = decode_object(info, req.object, version=req.version)
         _check_type_meta(info, obj)
         meta = obj.metadata
         meta.namespace = request_namespace(info, req.namespace, meta.namespace)
@@ -296,7 +298,7 @@ class Batch:
     def update(self, req: messages.Update, ctx: Context) -> bytes:
         info = resource_info(req.resource)
         self._check_fault(info.plural, "update", req.subresource)
-        obj = decode_object(info, req.object, req.name)
+        obj = decode_object(info, req.object, req.name, req.version)
         namespace = req.namespace or obj.metadata.namespace or "default"
         return self._update(info, namespace, req.name, obj, req.subresource, req.dry_run, ctx)
 
@@ -308,14 +310,14 @@ class Batch:
             patch = msgspec.json.decode(req.patch)
         except msgspec.DecodeError as exc:
             raise errors.BadRequest(f"invalid patch: {exc}") from exc
-        merged = patches.apply(req.patch_type, codec.to_builtins(old), patch)
-        try:
-            obj = codec.convert(merged, info.type)
-        except msgspec.ValidationError as exc:
-            raise errors.invalid(
-                info.kind, req.name, codec.decode_errors(exc, merged), group=info.group
-            ) from exc
-        defaults.apply(obj)  # the patched object is decoded as a body is
+        # The patch applies to the object in the version the request names.
+        served = served_version(info, req.version)
+        current = codec.to_builtins(old)
+        if served is not None:
+            current = served.conversion.from_storage(info.kind, current)
+        merged = patches.apply(req.patch_type, current, patch)
+        # The patched object is decoded as a body is.
+        obj = decode_builtins(info, merged, req.name, served)
         self._check_fault(info.plural, "patch", req.subresource)
         return self._update(info, namespace, req.name, obj, req.subresource, req.dry_run, ctx)
 

@@ -15,7 +15,15 @@ from drasim.apistore.store import Key
 from drasim.common import codec, errors
 from drasim.common.api import defaults, registry
 
-__all__ = ["Context", "decode_object", "key_of", "request_namespace", "resource_info"]
+__all__ = [
+    "Context",
+    "decode_builtins",
+    "decode_object",
+    "key_of",
+    "request_namespace",
+    "resource_info",
+    "served_version",
+]
 
 
 @dataclass(slots=True)
@@ -40,10 +48,27 @@ def resource_info(resource: str) -> registry.ResourceInfo:
         ) from None
 
 
-def decode_object(info: registry.ResourceInfo, data: bytes, name: str = "") -> Any:
+def served_version(info: registry.ResourceInfo, version: str) -> registry.ServedVersion | None:
+    """The version a write names, None for the stored one (or none named); 404 for one the
+    kind is not served in."""
+    if not version or version == info.version:
+        return None
+    served = info.served(version)
+    if served is None:
+        raise errors.NotFound(f"the server could not find the requested resource ({version})")
+    return served
+
+
+def decode_object(
+    info: registry.ResourceInfo, data: bytes, name: str = "", version: str = ""
+) -> Any:
     """Decode a request body into the kind's type, with the kind's defaults filled in (as
-    upstream's decoder does): malformed JSON is 400, wrong types 422."""
+    upstream's decoder does): malformed JSON is 400, wrong types 422. A body in another
+    served `version` is converted to the stored one first (`decode_builtins`)."""
+    served = served_version(info, version)
     try:
+        if served is not None:
+            return decode_builtins(info, msgspec.json.decode(data), name, served)
         obj = codec.decode(data, info.type)
     except msgspec.ValidationError as exc:
         errs = codec.decode_errors(exc, msgspec.json.decode(data))
@@ -52,6 +77,40 @@ def decode_object(info: registry.ResourceInfo, data: bytes, name: str = "") -> A
         raise errors.BadRequest(f"the body of the request was in an unknown format: {exc}") from exc
     defaults.apply(obj)
     return obj
+
+
+def decode_builtins(
+    info: registry.ResourceInfo,
+    body: Any,
+    name: str = "",
+    served: registry.ServedVersion | None = None,
+) -> Any:
+    """An object as builtins (a body, or a patched object) in the kind's type, defaulted.
+
+    In another served version, the body is first read as that version's type, so that its
+    type errors name its own fields, then converted to the stored version, whose defaults
+    and validation apply (upstream converts to its internal version, shaped as v1, and
+    validates that: error paths are v1's, `spec.devices.requests[0].exactly.count`)."""
+    if served is not None:
+        sent = body.get("apiVersion") if isinstance(body, dict) else None
+        if sent and sent != served.api_version:
+            raise errors.BadRequest(
+                f"the API version in the data ({sent}) does not match the expected API "
+                f"version ({served.api_version})"
+            )
+        _convert(info, body, name, served.type)
+        body = served.to_storage(body)
+    obj = _convert(info, body, name, info.type)
+    defaults.apply(obj)
+    return obj
+
+
+def _convert(info: registry.ResourceInfo, body: Any, name: str, type_: type) -> Any:
+    try:
+        return codec.convert(body, type_)
+    except msgspec.ValidationError as exc:
+        errs = codec.decode_errors(exc, body)
+        raise errors.invalid(info.kind, name, errs, group=info.group) from exc
 
 
 def key_of(info: registry.ResourceInfo, namespace: str, name: str) -> Key:

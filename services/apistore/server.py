@@ -27,6 +27,8 @@ from drasim.common import features as gates
 from drasim.common.bus import subjects
 from drasim.common.bus.client import Bus
 from drasim.common.featuregate import FeatureGate
+from drasim.common.runtime_config import DEFAULT as DEFAULT_RUNTIME_CONFIG
+from drasim.common.runtime_config import RuntimeConfig
 
 log = logging.getLogger(__name__)
 
@@ -64,13 +66,15 @@ class ApiServer:
         http_tls: ssl.SSLContext | None = None,
         event_ttl: float = DEFAULT_EVENT_TTL,
         features: FeatureGate = gates.DEFAULT,
+        runtime_config: RuntimeConfig = DEFAULT_RUNTIME_CONFIG,
     ) -> ApiServer:
         """With `http_port` (0 picks a free one) the HTTP API serves too, for `http_token`.
         Events expire `event_ttl` seconds after their last write (0: never). Fault plans
         can be installed at run time (`drasim.apistore.faults`, over the control subject)
         only with `fault_injection`, and NATS lets only admins publish there. `features`
         are the feature gates and the release they are of: writes drop what a disabled gate
-        guards, `/version` says the release emulated."""
+        guards, `/version` says the release emulated. `runtime_config` says which versions
+        the HTTP API serves besides the stored ones (`--runtime-config`)."""
         store = await Store.connect(database_url)
         await store.migrate()
         bus = await Bus.connect(
@@ -111,6 +115,7 @@ class ApiServer:
                 request_metrics=server_metrics.requests,
                 health_checks=health.apistore_checks(store, bus, outbox),
                 version=features.version,
+                runtime_config=runtime_config,
             )
             server.http = HttpApi(app)
             await server.http.start(http_host, http_port, http_tls)

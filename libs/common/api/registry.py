@@ -1,12 +1,17 @@
 """Every served resource in one table: names, group/version, scope, type, subresources.
 
 The HTTP routes, the store, the CLI (`drasim get po`) and the bus subjects all look kinds
-up here, so a kind is added in exactly one place.
+up here, so a kind is added in exactly one place. A kind is stored in one version (its
+type's `API_VERSION`) and may also be served in others (`versions`, each with the module
+converting it, `drasim.common.api.conversion`), when `--runtime-config` turns them on.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
+
+import msgspec
 
 from drasim.common.api import (
     apps_v1,
@@ -17,18 +22,56 @@ from drasim.common.api import (
     resource_v1,
     scheduling_v1,
 )
+from drasim.common.api.conversion import Conversion
+from drasim.common.api.conversion import resource_v1beta1 as resource_v1beta1_conversion
+from drasim.common.api.conversion import resource_v1beta2 as resource_v1beta2_conversion
 from drasim.common.api.meta_v1 import KubeObject
 from drasim.common.errors import NotFound
 
 __all__ = [
     "RESOURCES",
     "ResourceInfo",
+    "ServedVersion",
     "by_api_version_kind",
     "by_kind",
     "by_plural",
     "by_type",
     "resolve",
 ]
+
+
+@dataclass(frozen=True, slots=True)
+class ServedVersion:
+    """A version a kind is served in besides the one it is stored in: its bodies' type,
+    and the conversion to and from the stored version."""
+
+    group: str
+    version: str
+    kind: str
+    type: type[KubeObject]
+    conversion: Conversion
+
+    @property
+    def api_version(self) -> str:
+        return f"{self.group}/{self.version}"
+
+    def to_storage(self, obj: dict[str, Any]) -> dict[str, Any]:
+        """A body in this version as the stored version's builtins."""
+        return self.conversion.to_storage(self.kind, obj)
+
+    def from_storage(self, data: bytes) -> bytes:
+        """A stored object's JSON as this version's."""
+        obj = msgspec.json.decode(data)
+        return msgspec.json.encode(self.conversion.from_storage(self.kind, obj))
+
+    def deprecation_warning(self) -> str:
+        """What upstream's handlers warn on every request in a deprecated version
+        (`deprecation.WarningMessage`, k8s.io/apiserver/pkg/endpoints/deprecation)."""
+        deprecated, removed = self.conversion.DEPRECATED, self.conversion.REMOVED
+        return (
+            f"{self.api_version} {self.kind} is deprecated in v{deprecated[0]}.{deprecated[1]}+, "
+            f"unavailable in v{removed[0]}.{removed[1]}+"
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,11 +87,16 @@ class ResourceInfo:
     type: type[KubeObject]
     short_names: tuple[str, ...] = ()
     subresources: tuple[str, ...] = ()
+    versions: tuple[ServedVersion, ...] = ()  # besides `version`, newest first
 
     @property
     def api_version(self) -> str:
         """`v1` for the core group, else `group/version`."""
         return f"{self.group}/{self.version}" if self.group else self.version
+
+    def served(self, version: str) -> ServedVersion | None:
+        """The other version `version` names, None for the stored one or one not served."""
+        return next((v for v in self.versions if v.version == version), None)
 
 
 def _info(
@@ -58,8 +106,19 @@ def _info(
     namespaced: bool,
     short_names: tuple[str, ...] = (),
     subresources: tuple[str, ...] = (),
+    versions: tuple[Conversion, ...] = (),
 ) -> ResourceInfo:
     group, _, version = type_.API_VERSION.rpartition("/")
+    served = tuple(
+        ServedVersion(
+            group=group,
+            version=conversion.GROUP_VERSION.rpartition("/")[2],
+            kind=type_.KIND,
+            type=conversion.TYPES.get(type_.KIND, type_),
+            conversion=conversion,
+        )
+        for conversion in versions
+    )
     return ResourceInfo(
         kind=type_.KIND,
         plural=plural,
@@ -70,8 +129,12 @@ def _info(
         type=type_,
         short_names=short_names,
         subresources=subresources,
+        versions=served,
     )
 
+
+# resource.k8s.io's kinds are also served in the versions before v1, as upstream 1.37 can.
+_RESOURCE_BETAS = (resource_v1beta2_conversion, resource_v1beta1_conversion)
 
 RESOURCES: tuple[ResourceInfo, ...] = (
     _info(core_v1.Namespace, "namespaces", namespaced=False, short_names=("ns",),
@@ -94,10 +157,13 @@ RESOURCES: tuple[ResourceInfo, ...] = (
     _info(rbac_v1.ClusterRoleBinding, "clusterrolebindings", namespaced=False),
     _info(rbac_v1.Role, "roles", namespaced=True),
     _info(rbac_v1.RoleBinding, "rolebindings", namespaced=True),
-    _info(resource_v1.DeviceClass, "deviceclasses", namespaced=False),
-    _info(resource_v1.ResourceSlice, "resourceslices", namespaced=False),
-    _info(resource_v1.ResourceClaim, "resourceclaims", namespaced=True, subresources=("status",)),
-    _info(resource_v1.ResourceClaimTemplate, "resourceclaimtemplates", namespaced=True),
+    _info(resource_v1.DeviceClass, "deviceclasses", namespaced=False, versions=_RESOURCE_BETAS),
+    _info(resource_v1.ResourceSlice, "resourceslices", namespaced=False,
+          versions=_RESOURCE_BETAS),
+    _info(resource_v1.ResourceClaim, "resourceclaims", namespaced=True, subresources=("status",),
+          versions=_RESOURCE_BETAS),
+    _info(resource_v1.ResourceClaimTemplate, "resourceclaimtemplates", namespaced=True,
+          versions=_RESOURCE_BETAS),
 )  # fmt: skip
 
 _BY_PLURAL = {r.plural: r for r in RESOURCES}

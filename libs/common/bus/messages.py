@@ -19,6 +19,9 @@ class _Request(msgspec.Struct, kw_only=True, omit_defaults=True, tag_field="verb
 class Create(_Request, tag="create"):
     object: msgspec.Raw
     dry_run: bool = False
+    # The version the object is written in when not the stored one (`resource.k8s.io`'s
+    # betas over HTTP): the apistore converts it (`drasim.common.api.conversion`).
+    version: str = ""
 
 
 class Get(_Request, tag="get"):
@@ -37,6 +40,7 @@ class Update(_Request, tag="update"):
     object: msgspec.Raw
     subresource: str = ""  # "" or "status"
     dry_run: bool = False
+    version: str = ""  # as Create's
 
 
 PatchType = Literal["merge", "json", "strategic", "apply"]
@@ -50,6 +54,7 @@ class Patch(_Request, tag="patch"):
     dry_run: bool = False
     field_manager: str = ""
     force: bool = False
+    version: str = ""  # the patch applies to the object in this version (as Create's)
 
 
 class Delete(_Request, tag="delete"):

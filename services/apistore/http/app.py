@@ -17,6 +17,8 @@ from drasim.apistore import health, limits
 from drasim.apistore.core import ApiCore
 from drasim.apistore.http import authn, healthz, keys, middlewares, routes
 from drasim.common.bus.client import Bus
+from drasim.common.runtime_config import DEFAULT as DEFAULT_RUNTIME_CONFIG
+from drasim.common.runtime_config import RuntimeConfig
 from drasim.common.version import EffectiveVersion
 
 if TYPE_CHECKING:
@@ -39,12 +41,14 @@ def build_app(
     request_metrics: RequestMetrics | None = None,
     health_checks: health.HealthChecks | None = None,
     version: EffectiveVersion | None = None,
+    runtime_config: RuntimeConfig = DEFAULT_RUNTIME_CONFIG,
 ) -> web.Application:
     """The application; a request with `Authorization: Bearer <token>` is the user of one
     of `tokens` (or of `token`, the cluster admin's), one without is anonymous. With
     `request_metrics`, every request is counted and timed (outermost, so with its final
     status). `/readyz` and the others run `health_checks` (none: `ping` alone); `/version`
-    says `version` (default: the binary's own release)."""
+    says `version` (default: the binary's own release). `runtime_config`: the versions served
+    besides the stored ones."""
     if tokens is None:
         if not token:
             raise ValueError("the HTTP API needs a bearer token")
@@ -65,6 +69,7 @@ def build_app(
     app[keys.BOOKMARK_INTERVAL] = bookmark_interval
     app[keys.WATCHES] = set()
     app[keys.VERSION] = version or EffectiveVersion()
+    app[keys.RUNTIME_CONFIG] = runtime_config
     only_ping = (health.HealthCheck("ping", health.ping),)
     app[healthz.HEALTH] = health_checks or health.HealthChecks(livez=only_ping, readyz=only_ping)
     app.on_shutdown.append(_cancel_watches)

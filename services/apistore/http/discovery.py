@@ -1,6 +1,7 @@
 """Discovery: `/version`, `/api`, `/apis` and per group-version resource lists.
 
-Built once from the registry, so a kind added there is discovered with no change here.
+Built once from the registry (per `--runtime-config`: the versions served besides the
+stored ones), so a kind added there is discovered with no change here.
 kubectl 1.32 first asks `/api` and `/apis` for aggregated discovery (apidiscovery.k8s.io/v2,
 every group, version and resource in one answer) and falls back to the legacy documents.
 """
@@ -10,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import itertools
+import re
 from typing import Any
 
 import msgspec
@@ -17,6 +19,7 @@ from aiohttp import web
 
 from drasim.apistore.http import keys, negotiation, options
 from drasim.common.api import registry
+from drasim.common.runtime_config import RuntimeConfig
 
 VERBS = ["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"]
 SUBRESOURCE_VERBS = {"status": ["get", "patch", "update"], "scale": ["get", "patch", "update"],
@@ -49,18 +52,56 @@ REVIEWS = (
 )
 
 
-def group_versions() -> list[tuple[str, str]]:
-    """Every (group, version) of a stored kind, the core group first."""
-    return sorted({(r.group, r.version) for r in registry.RESOURCES})
+@dataclasses.dataclass(frozen=True)
+class Served:
+    """A resource as one group-version serves it: the stored version, or another."""
+
+    info: registry.ResourceInfo
+    version: str
+
+    @property
+    def group(self) -> str:
+        return self.info.group
 
 
-def discovered_group_versions() -> list[tuple[str, str]]:
+def served(config: RuntimeConfig) -> list[Served]:
+    """Every resource in every version `config` serves it in."""
+    out = []
+    for info in registry.RESOURCES:
+        out.append(Served(info, info.version))
+        out.extend(Served(info, v.version) for v in config.served_versions(info))
+    return out
+
+
+def version_priority(version: str) -> tuple[int, int, int, str]:
+    """Kubernetes' version order (upstream `CompareKubeAwareVersionStrings`): GA before
+    beta before alpha, higher numbers first, other names last; sort by this key."""
+    match = re.fullmatch(r"v([0-9]+)(?:(beta|alpha)([0-9]+))?", version)
+    if match is None:
+        return (3, 0, 0, version)
+    rank = {None: 0, "beta": 1, "alpha": 2}[match.group(2)]
+    return (rank, -int(match.group(1)), -int(match.group(3) or 0), "")
+
+
+def _ordered(pairs: set[tuple[str, str]]) -> list[tuple[str, str]]:
+    return sorted(pairs, key=lambda gv: (gv[0], version_priority(gv[1])))
+
+
+@functools.cache
+def group_versions(config: RuntimeConfig) -> list[tuple[str, str]]:
+    """Every served (group, version) of a stored kind, the core group first, each group's
+    versions in priority order."""
+    return _ordered({(s.group, s.version) for s in served(config)})
+
+
+@functools.cache
+def discovered_group_versions(config: RuntimeConfig) -> list[tuple[str, str]]:
     """What discovery lists: the stored kinds' group-versions and the reviews'."""
-    return sorted({*group_versions(), *((r.group, r.version) for r in REVIEWS)})
+    return _ordered({*group_versions(config), *((r.group, r.version) for r in REVIEWS)})
 
 
-def _resources(group: str, version: str) -> list[registry.ResourceInfo]:
-    return [r for r in registry.RESOURCES if (r.group, r.version) == (group, version)]
+def _resources(config: RuntimeConfig, group: str, version: str) -> list[registry.ResourceInfo]:
+    return [s.info for s in served(config) if (s.group, s.version) == (group, version)]
 
 
 def _reviews(group: str, version: str) -> list[Review]:
@@ -71,9 +112,10 @@ def _subresources(info: registry.ResourceInfo) -> list[str]:
     return [s for s in info.subresources if s in options.SUBRESOURCES]
 
 
-def subresource_kind(info: registry.ResourceInfo, sub: str) -> tuple[str, str, str]:
-    """(group, version, kind) a subresource answers with."""
-    return SUBRESOURCE_KINDS.get(sub, (info.group, info.version, info.kind))
+def subresource_kind(info: registry.ResourceInfo, sub: str, version: str) -> tuple[str, str, str]:
+    """(group, version, kind) a subresource of the resource served in `version` answers
+    with."""
+    return SUBRESOURCE_KINDS.get(sub, (info.group, version, info.kind))
 
 
 def _group_version(group: str, version: str) -> str:
@@ -84,10 +126,10 @@ def _group_version(group: str, version: str) -> str:
 
 
 @functools.cache
-def resource_list(group: str, version: str) -> bytes:
+def resource_list(config: RuntimeConfig, group: str, version: str) -> bytes:
     """`metav1.APIResourceList` of one group-version, subresources as `pods/status`."""
     resources: list[dict[str, Any]] = []
-    for info in _resources(group, version):
+    for info in _resources(config, group, version):
         resources.append(
             {
                 "name": info.plural,
@@ -100,7 +142,7 @@ def resource_list(group: str, version: str) -> bytes:
             }
         )
         for sub in _subresources(info):
-            sub_group, sub_version, sub_kind = subresource_kind(info, sub)
+            sub_group, sub_version, sub_kind = subresource_kind(info, sub, version)
             resources.append(
                 {
                     "name": f"{info.plural}/{sub}",
@@ -132,30 +174,35 @@ def resource_list(group: str, version: str) -> bytes:
     )
 
 
-def _api_group(group: str) -> dict[str, Any]:
+def _api_group(config: RuntimeConfig, group: str) -> dict[str, Any]:
+    """A group's versions in priority order; the first is the preferred one."""
     versions = [
         {"groupVersion": _group_version(group, v), "version": v}
-        for g, v in discovered_group_versions()
+        for g, v in discovered_group_versions(config)
         if g == group
     ]
     return {"name": group, "versions": versions, "preferredVersion": versions[0]}
 
 
 @functools.cache
-def group_list() -> bytes:
-    groups = sorted({g for g, _ in discovered_group_versions() if g})
+def group_list(config: RuntimeConfig) -> bytes:
+    groups = sorted({g for g, _ in discovered_group_versions(config) if g})
     return _encoder.encode(
-        {"kind": "APIGroupList", "apiVersion": "v1", "groups": [_api_group(g) for g in groups]}
+        {
+            "kind": "APIGroupList",
+            "apiVersion": "v1",
+            "groups": [_api_group(config, g) for g in groups],
+        }
     )
 
 
 # -- aggregated discovery (apidiscovery.k8s.io/v2) ----------------------------------------
 
 
-def _discovery_resource(info: registry.ResourceInfo) -> dict[str, Any]:
+def _discovery_resource(info: registry.ResourceInfo, version: str) -> dict[str, Any]:
     subresources = []
     for sub in _subresources(info):
-        sub_group, sub_version, sub_kind = subresource_kind(info, sub)
+        sub_group, sub_version, sub_kind = subresource_kind(info, sub, version)
         subresources.append(
             {
                 "subresource": sub,
@@ -165,7 +212,7 @@ def _discovery_resource(info: registry.ResourceInfo) -> dict[str, Any]:
         )
     return {
         "resource": info.plural,
-        "responseKind": {"group": info.group, "version": info.version, "kind": info.kind},
+        "responseKind": {"group": info.group, "version": version, "kind": info.kind},
         "scope": "Namespaced" if info.namespaced else "Cluster",
         "singularResource": info.singular,
         "verbs": VERBS,
@@ -186,16 +233,19 @@ def _discovery_review(review: Review) -> dict[str, Any]:
 
 
 @functools.cache
-def aggregated(*, core: bool) -> bytes:
+def aggregated(config: RuntimeConfig, *, core: bool) -> bytes:
     """`APIGroupDiscoveryList` of the core group (`/api`) or of all named groups (`/apis`)."""
     items = []
-    for group, pairs in itertools.groupby(discovered_group_versions(), key=lambda gv: gv[0]):
+    pairs_by_group = itertools.groupby(discovered_group_versions(config), key=lambda gv: gv[0])
+    for group, pairs in pairs_by_group:
         if (group == "") != core:
             continue
         versions = [
             {
                 "version": version,
-                "resources": [_discovery_resource(r) for r in _resources(group, version)]
+                "resources": [
+                    _discovery_resource(r, version) for r in _resources(config, group, version)
+                ]
                 + [_discovery_review(r) for r in _reviews(group, version)],
                 "freshness": "Current",
             }
@@ -222,7 +272,7 @@ def _json(body: bytes) -> web.Response:
 def _aggregated_or(request: web.Request, *, core: bool, legacy: bytes) -> web.Response:
     if negotiation.wants(request, negotiation.AGGREGATED_DISCOVERY):
         return web.Response(
-            body=aggregated(core=core),
+            body=aggregated(request.app[keys.RUNTIME_CONFIG], core=core),
             headers={"Content-Type": negotiation.AGGREGATED_DISCOVERY.content_type},
         )
     return _json(legacy)
@@ -249,20 +299,23 @@ async def core_versions(request: web.Request) -> web.Response:
 
 async def groups(request: web.Request) -> web.Response:
     """`/apis`: every named group."""
-    return _aggregated_or(request, core=False, legacy=group_list())
+    return _aggregated_or(request, core=False, legacy=group_list(request.app[keys.RUNTIME_CONFIG]))
 
 
 async def group(request: web.Request) -> web.Response:
     """`/apis/<group>`: one group's versions."""
     name = request.match_info["group"]
-    if not any(g == name for g, _ in discovered_group_versions()):
+    config = request.app[keys.RUNTIME_CONFIG]
+    if not any(g == name for g, _ in discovered_group_versions(config)):
         raise options.not_found()
-    return _json(_encoder.encode({"kind": "APIGroup", "apiVersion": "v1", **_api_group(name)}))
+    body = {"kind": "APIGroup", "apiVersion": "v1", **_api_group(config, name)}
+    return _json(_encoder.encode(body))
 
 
 async def resources(request: web.Request) -> web.Response:
     """`/api/v1` and `/apis/<group>/<version>`: one group-version's resources."""
     key = (request.match_info.get("group", ""), request.match_info["version"])
-    if key not in discovered_group_versions():
+    config = request.app[keys.RUNTIME_CONFIG]
+    if key not in discovered_group_versions(config):
         raise options.not_found()
-    return _json(resource_list(*key))
+    return _json(resource_list(config, *key))

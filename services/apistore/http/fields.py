@@ -13,15 +13,17 @@ from typing import Any
 
 import msgspec.inspect as mi
 
+from drasim.apistore.http import options
 from drasim.common import errors
-from drasim.common.api import registry
 
 
-def check(info: registry.ResourceInfo, body: Any, mode: str, *, patch: bool = False) -> list[str]:
-    """The warnings to send (Warn); raises BadRequest naming the fields (Strict)."""
+def check(target: options.Target, body: Any, mode: str, *, patch: bool = False) -> list[str]:
+    """The warnings to send (Warn); raises BadRequest naming the fields (Strict). Fields
+    are those of the version the request's path names."""
     if mode == "Ignore":
         return []
-    found = unknown_fields(info.type, body)
+    info = target.info
+    found = unknown_fields(target.served.type if target.served else info.type, body)
     if not found:
         return []
     warnings = [f'unknown field "{path}"' for path in found]
@@ -29,7 +31,7 @@ def check(info: registry.ResourceInfo, body: Any, mode: str, *, patch: bool = Fa
         detail = f"strict decoding error: {', '.join(warnings)}"
         if not patch:
             detail = (
-                f'{info.kind} in version "{info.version}" cannot be handled as a {info.kind}: '
+                f'{info.kind} in version "{target.version}" cannot be handled as a {info.kind}: '
                 + detail
             )
         raise errors.BadRequest(detail)

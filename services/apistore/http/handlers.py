@@ -26,7 +26,7 @@ from drasim.apistore.http import (
     watch,
 )
 from drasim.common import codec, errors
-from drasim.common.api import core_v1, policy_v1, registry
+from drasim.common.api import core_v1, policy_v1
 from drasim.common.bus import messages
 
 
@@ -128,7 +128,7 @@ async def get_object(request: web.Request, target: options.Target) -> web.Respon
         request,
         messages.Get(resource=target.info.plural, namespace=target.namespace, name=target.name),
     )
-    return responses.object_response(request, target.info, data)
+    return responses.object_response(request, target, data)
 
 
 async def list_objects(
@@ -145,18 +145,19 @@ async def list_objects(
             continue_token=opts.continue_token,
         ),
     )
-    return responses.list_response(request, target.info, messages.list_result_decoder.decode(data))
+    return responses.list_response(request, target, messages.list_result_decoder.decode(data))
 
 
 _GO_JSON_TYPES = {list: "array", str: "string", int: "number", float: "number", bool: "bool"}
 
 
-def _check_object(info: registry.ResourceInfo, body: Any) -> None:
+def _check_object(target: options.Target, body: Any) -> None:
     """A create or update body must be a JSON object; else 400 with the error upstream's
     decoder gives when it looks for the body's kind (drasim's decode errors are 422s with
     field paths, and a body that is not an object has no field to name)."""
     if isinstance(body, dict):
         return
+    kind = target.info.kind
     if body is None:
         raise errors.BadRequest("Object 'Kind' is missing in 'null'")
     into = (
@@ -164,7 +165,7 @@ def _check_object(info: registry.ResourceInfo, body: Any) -> None:
         'Kind string "json:\\"kind,omitempty\\"" }'
     )
     raise errors.BadRequest(
-        f'{info.kind} in version "{info.version}" cannot be handled as a {info.kind}: '
+        f'{kind} in version "{target.version}" cannot be handled as a {kind}: '
         f"couldn't get version/kind; json parse error: json: cannot unmarshal "
         f"{_GO_JSON_TYPES.get(type(body), 'value')} into Go value of type {into}"
     )
@@ -173,8 +174,8 @@ def _check_object(info: registry.ResourceInfo, body: Any) -> None:
 def _checked(request: web.Request, target: options.Target, body: Any) -> list[str]:
     """Check an object body's type meta, and its unknown fields as the request's
     `fieldValidation` says: the warnings to answer with."""
-    _check_object(target.info, body)
-    return fields.check(target.info, body, options.field_validation(request.query))
+    _check_object(target, body)
+    return fields.check(target, body, options.field_validation(request.query))
 
 
 async def create(request: web.Request, target: options.Target) -> web.Response:
@@ -187,9 +188,10 @@ async def create(request: web.Request, target: options.Target) -> web.Response:
             namespace=target.namespace,
             object=msgspec.Raw(msgspec.json.encode(body)),
             dry_run=options.dry_run(request.query.getall("dryRun", [])),
+            version=target.version,
         ),
     )
-    return responses.object_response(request, target.info, data, status=201, warnings=warnings)
+    return responses.object_response(request, target, data, status=201, warnings=warnings)
 
 
 async def update(request: web.Request, target: options.Target, body: Any) -> web.Response:
@@ -203,9 +205,10 @@ async def update(request: web.Request, target: options.Target, body: Any) -> web
             object=msgspec.Raw(msgspec.json.encode(body)),
             subresource=target.subresource,
             dry_run=options.dry_run(request.query.getall("dryRun", [])),
+            version=target.version,
         ),
     )
-    return responses.object_response(request, target.info, data, warnings=warnings)
+    return responses.object_response(request, target, data, warnings=warnings)
 
 
 async def patch_object(
@@ -214,7 +217,7 @@ async def patch_object(
     warnings: list[str] = []
     if patch_type != "json":  # a JSON patch's values sit at paths, not in an object's shape
         mode = options.field_validation(request.query)
-        warnings = fields.check(target.info, body, mode, patch=patch_type != "apply")
+        warnings = fields.check(target, body, mode, patch=patch_type != "apply")
     dry_run = options.dry_run(request.query.getall("dryRun", []))
     encoded = msgspec.Raw(msgspec.json.encode(body))
     try:
@@ -230,6 +233,7 @@ async def patch_object(
                 dry_run=dry_run,
                 field_manager=request.query.get("fieldManager", ""),
                 force=options.flag(request.query, "force"),
+                version=target.version,
             ),
         )
     except errors.NotFound:
@@ -243,10 +247,11 @@ async def patch_object(
                 namespace=target.namespace,
                 object=encoded,
                 dry_run=dry_run,
+                version=target.version,
             ),
         )
-        return responses.object_response(request, target.info, data, status=201, warnings=warnings)
-    return responses.object_response(request, target.info, data, warnings=warnings)
+        return responses.object_response(request, target, data, status=201, warnings=warnings)
+    return responses.object_response(request, target, data, warnings=warnings)
 
 
 class _DeletionMeta(msgspec.Struct, rename="camel"):
@@ -268,7 +273,7 @@ async def delete_object(
     data = await _call(request, _delete_request(target, target.namespace, target.name, opts))
     # 202 Accepted while the object lingers (graceful deletion, finalizers), as Kubernetes.
     pending = _terminating_decoder.decode(data).metadata.deletion_timestamp is not None
-    return responses.object_response(request, target.info, data, status=202 if pending else 200)
+    return responses.object_response(request, target, data, status=202 if pending else 200)
 
 
 async def delete_collection(
@@ -300,7 +305,7 @@ async def delete_collection(
             raise result
         deleted.append(msgspec.Raw(result))
     listing = msgspec.structs.replace(listing, items=deleted, continue_token="", remaining=0)
-    return responses.list_response(request, target.info, listing)
+    return responses.list_response(request, target, listing)
 
 
 def _delete_request(

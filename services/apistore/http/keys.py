@@ -9,6 +9,7 @@ from aiohttp import web
 from drasim.apistore.core import ApiCore
 from drasim.apistore.http import authn
 from drasim.common.bus.client import Bus
+from drasim.common.runtime_config import RuntimeConfig
 from drasim.common.version import EffectiveVersion
 
 CORE = web.AppKey("core", ApiCore)
@@ -22,3 +23,7 @@ BOOKMARK_INTERVAL = web.AppKey("bookmark_interval", float)
 WATCHES = web.AppKey("watches", set[asyncio.Task[object]])
 # The release `/version` reports, and the one it emulates.
 VERSION = web.AppKey("version", EffectiveVersion)
+# The versions served besides the stored ones (`--runtime-config`).
+RUNTIME_CONFIG = web.AppKey("runtime_config", RuntimeConfig)
+# What the request's path names, once `options.target` has read it.
+TARGET = web.RequestKey("target", object)

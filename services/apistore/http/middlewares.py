@@ -41,11 +41,16 @@ async def trace(request: web.Request, handler: Handler) -> web.StreamResponse:
 
 @web.middleware
 async def errors_to_status(request: web.Request, handler: Handler) -> web.StreamResponse:
-    """Every `ApiError`, aiohttp refusal or bug leaves as a `Status`."""
+    """Every `ApiError`, aiohttp refusal or bug leaves as a `Status`; a refusal in a
+    deprecated version says so too, as upstream's handlers warn before they run."""
     try:
         return await handler(request)
     except errors.ApiError as exc:
-        return responses.status_response(exc.to_status())
+        response = responses.status_response(exc.to_status())
+        target = request.get(keys.TARGET)
+        if target is not None:
+            responses.add_warnings(response, target, ())
+        return response
     except web.HTTPException as exc:
         if exc.status < 400:
             raise

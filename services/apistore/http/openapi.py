@@ -19,9 +19,10 @@ import msgspec.inspect as mi
 from aiohttp import web
 
 from drasim.apistore import patches
-from drasim.apistore.http import discovery, negotiation, options
+from drasim.apistore.http import discovery, keys, negotiation, options
 from drasim.common.api import registry
 from drasim.common.quantity import Quantity
+from drasim.common.runtime_config import RuntimeConfig
 from drasim.common.version import GIT_VERSION
 
 _PACKAGES = {
@@ -32,6 +33,7 @@ _PACKAGES = {
     "drasim.common.api.policy_v1": "io.k8s.api.policy.v1",
     "drasim.common.api.rbac_v1": "io.k8s.api.rbac.v1",
     "drasim.common.api.resource_v1": "io.k8s.api.resource.v1",
+    "drasim.common.api.resource_v1beta1": "io.k8s.api.resource.v1beta1",
     "drasim.common.api.scheduling_v1": "io.k8s.api.scheduling.v1",
 }
 QUANTITY = "io.k8s.apimachinery.pkg.api.resource.Quantity"
@@ -336,9 +338,11 @@ DESCRIPTIONS: dict[str, str] = {
 }
 
 
-def schema_name(cls: type) -> str:
-    """The upstream name of a type's schema, e.g. `io.k8s.api.resource.v1.DeviceClass`."""
-    return f"{_PACKAGES[cls.__module__]}.{cls.__name__}"
+def schema_name(cls: type, renamed: dict[str, str] | None = None) -> str:
+    """The upstream name of a type's schema, e.g. `io.k8s.api.resource.v1.DeviceClass`;
+    `renamed` puts a package's types in another (v1's in v1beta2 where v1beta2 has them)."""
+    package = _PACKAGES[cls.__module__]
+    return f"{(renamed or {}).get(package, package)}.{cls.__name__}"
 
 
 def _ref(name: str) -> dict[str, Any]:
@@ -346,21 +350,27 @@ def _ref(name: str) -> dict[str, Any]:
 
 
 class _Components:
-    """The schemas one document needs, each added the first time a field refers to it."""
+    """The schemas one document needs, each added the first time a field refers to it.
 
-    def __init__(self) -> None:
+    A document of a version served besides the stored one (resource.k8s.io/v1beta2) names
+    the stored version's types, which describe its objects where its own do not, after
+    itself, as upstream's document of that version has its own copies of them."""
+
+    def __init__(self, renamed: dict[str, str] | None = None) -> None:
         self.schemas: dict[str, dict[str, Any]] = {}
+        self.renamed = renamed
 
-    def add_kind(self, info: registry.ResourceInfo) -> str:
-        shape = mi.type_info(info.type)
+    def add_kind(self, info: registry.ResourceInfo, version: str) -> str:
+        served = info.served(version)
+        shape = mi.type_info(served.type if served else info.type)
         assert isinstance(shape, mi.StructType)
         name = self._struct(shape)
-        gvk = {"group": info.group, "kind": info.kind, "version": info.version}
+        gvk = {"group": info.group, "kind": info.kind, "version": version}
         self.schemas[name]["x-kubernetes-group-version-kind"] = [gvk]
         return name
 
     def _struct(self, shape: mi.StructType) -> str:
-        name = schema_name(shape.cls)
+        name = schema_name(shape.cls, self.renamed)
         if name in self.schemas:
             return name
         schema: dict[str, Any] = {"type": "object"}
@@ -428,7 +438,7 @@ class _Components:
         return {"x-kubernetes-preserve-unknown-fields": True}
 
 
-_KIND_NAMES = frozenset(r.type.__name__ for r in registry.RESOURCES)
+_KIND_NAMES = frozenset(r.type.__name__ for r in registry.RESOURCES)  # as served types
 
 
 def _is_list(shape: mi.Type) -> bool:
@@ -492,9 +502,11 @@ def _operation(
     }
 
 
-def _paths(info: registry.ResourceInfo, kind_schema: str) -> dict[str, dict[str, Any]]:
-    prefix = f"/apis/{info.group}/{info.version}" if info.group else f"/api/{info.version}"
-    gvk = {"group": info.group, "kind": info.kind, "version": info.version}
+def _paths(
+    info: registry.ResourceInfo, version: str, kind_schema: str
+) -> dict[str, dict[str, Any]]:
+    prefix = f"/apis/{info.group}/{version}" if info.group else f"/api/{version}"
+    gvk = {"group": info.group, "kind": info.kind, "version": version}
     scope = "/namespaces/{namespace}" if info.namespaced else ""
     collection = f"{prefix}{scope}/{info.plural}"
     in_scope = [_PATH_PARAMETERS["namespace"]] if info.namespaced else []
@@ -518,7 +530,7 @@ def _paths(info: registry.ResourceInfo, kind_schema: str) -> dict[str, dict[str,
     for sub in info.subresources:
         if sub not in options.SUBRESOURCES:
             continue
-        sub_group, sub_version, sub_kind = discovery.subresource_kind(info, sub)
+        sub_group, sub_version, sub_kind = discovery.subresource_kind(info, sub, version)
         sub_gvk = {"group": sub_group, "kind": sub_kind, "version": sub_version}
         own = sub_kind == info.kind
         item: dict[str, Any] = {"parameters": [*in_scope, _PATH_PARAMETERS["name"]]}
@@ -545,15 +557,16 @@ def _document_path(group: str, version: str) -> str:
 
 
 @functools.cache
-def documents() -> dict[str, bytes]:
+def documents(config: RuntimeConfig) -> dict[str, bytes]:
     """One document per served group-version, by its path under `/openapi/v3/`."""
     out = {}
-    for group, version in discovery.group_versions():
-        components = _Components()
+    for group, version in discovery.group_versions(config):
+        components = _Components(_renamed(group, version))
         paths: dict[str, Any] = {}
-        for info in registry.RESOURCES:
-            if (info.group, info.version) == (group, version):
-                paths.update(_paths(info, components.add_kind(info)))
+        for served in discovery.served(config):
+            if (served.group, served.version) == (group, version):
+                info = served.info
+                paths.update(_paths(info, version, components.add_kind(info, version)))
         out[_document_path(group, version)] = msgspec.json.encode(
             {
                 "openapi": "3.0.0",
@@ -565,8 +578,16 @@ def documents() -> dict[str, bytes]:
     return out
 
 
+def _renamed(group: str, version: str) -> dict[str, str]:
+    """The packages whose types a served version's document names after itself: its
+    group's stored version's, and its own (`io.k8s.api.resource.v1` in v1beta2)."""
+    stored = {info.version for info in registry.RESOURCES if info.group == group}
+    base = f"io.k8s.api.{group.split('.')[0]}"
+    return {f"{base}.{v}": f"{base}.{version}" for v in stored if v != version}
+
+
 @functools.cache
-def index() -> bytes:
+def index(config: RuntimeConfig) -> bytes:
     """`/openapi/v3`: where each group-version's document is, with a hash of its content
     so that clients may cache it for good."""
     paths = {
@@ -574,17 +595,18 @@ def index() -> bytes:
             "serverRelativeURL": f"/openapi/v3/{path}?hash="
             + hashlib.sha256(body).hexdigest().upper()
         }
-        for path, body in documents().items()
+        for path, body in documents(config).items()
     }
     return msgspec.json.encode({"paths": paths})
 
 
 async def serve_index(request: web.Request) -> web.Response:
-    return web.Response(body=index(), content_type=negotiation.JSON)
+    return web.Response(body=index(request.app[keys.RUNTIME_CONFIG]), content_type=negotiation.JSON)
 
 
 async def serve_document(request: web.Request) -> web.Response:
-    body = documents().get(request.match_info["path"].strip("/"))
+    config = request.app[keys.RUNTIME_CONFIG]
+    body = documents(config).get(request.match_info["path"].strip("/"))
     if body is None:
         raise options.not_found()
     return web.Response(body=body, content_type=negotiation.JSON)

@@ -31,12 +31,23 @@ _FALSE = frozenset({"0", "f", "F", "false", "FALSE", "False"})
 
 @dataclass(frozen=True, slots=True)
 class Target:
-    """The resource a path names; `name` is "" for a collection."""
+    """The resource a path names; `name` is "" for a collection. `served` is the version
+    the path names when it is not the stored one (bodies and answers are converted)."""
 
     info: registry.ResourceInfo
     namespace: str = ""
     name: str = ""
     subresource: str = ""
+    served: registry.ServedVersion | None = None
+
+    @property
+    def api_version(self) -> str:
+        """The `apiVersion` of the objects the request sends and gets."""
+        return self.served.api_version if self.served else self.info.api_version
+
+    @property
+    def version(self) -> str:
+        return self.served.version if self.served else self.info.version
 
 
 def not_found() -> errors.NotFound:
@@ -60,7 +71,7 @@ def target(request: web.Request) -> Target:
         info = registry.by_plural(plural)
     except errors.NotFound:
         raise not_found() from None
-    if (info.group, info.version) != (group, version):
+    if not request.app[keys.RUNTIME_CONFIG].serves(group, version, plural):
         raise not_found()
     if info.plural == "namespaces":
         namespace = ""
@@ -68,7 +79,9 @@ def target(request: web.Request) -> Target:
         raise not_found()
     if subresource and (subresource not in SUBRESOURCES or subresource not in info.subresources):
         raise not_found()
-    return Target(info, namespace, name, subresource)
+    found = Target(info, namespace, name, subresource, info.served(version))
+    request[keys.TARGET] = found
+    return found
 
 
 def context(request: web.Request) -> Context:

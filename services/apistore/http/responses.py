@@ -1,5 +1,6 @@
 """Answers in the representation the client accepts: the object (or list) as JSON, or a
-Table; `Warning` headers for what was accepted but dropped."""
+Table, in the version the request's path names; `Warning` headers for what was accepted but
+dropped, and for a deprecated version."""
 
 from __future__ import annotations
 
@@ -11,7 +12,6 @@ from aiohttp import web
 
 from drasim.apistore.http import negotiation, options, tables
 from drasim.common import codec, errors
-from drasim.common.api import registry
 from drasim.common.bus import messages
 
 
@@ -26,7 +26,7 @@ class ObjectList(msgspec.Struct, kw_only=True, rename="camel"):
 
 def object_response(
     request: web.Request,
-    info: registry.ResourceInfo,
+    target: options.Target,
     data: bytes,
     *,
     status: int = 200,
@@ -34,17 +34,35 @@ def object_response(
 ) -> web.Response:
     """One object, or a one-row Table when asked for (`kubectl get pod x`)."""
     if negotiation.wants(request, negotiation.TABLE):
-        data = tables.table(info, [data], include_object=options.include_object(request.query))
+        data = tables.table(
+            target.info,
+            [data],
+            include_object=options.include_object(request.query),
+            served=target.served,
+        )
+    elif target.served is not None:
+        data = target.served.from_storage(data)
     response = web.Response(body=data, status=status, content_type=negotiation.JSON)
-    for text in warnings:
-        # Kubernetes' warning format: code 299, no agent, the text as a quoted string.
-        response.headers.add("Warning", f"299 - {json.dumps(text)}")
+    add_warnings(response, target, warnings)
     return response
 
 
+def add_warnings(
+    response: web.StreamResponse, target: options.Target, texts: Iterable[str]
+) -> None:
+    """`Warning` headers: the deprecation of the version asked for (first, as upstream's
+    handlers add it before the request runs), then `texts`."""
+    if target.served is not None:
+        texts = [target.served.deprecation_warning(), *texts]
+    for text in texts:
+        # Kubernetes' warning format: code 299, no agent, the text as a quoted string.
+        response.headers.add("Warning", f"299 - {json.dumps(text)}")
+
+
 def list_response(
-    request: web.Request, info: registry.ResourceInfo, result: messages.ListResult
+    request: web.Request, target: options.Target, result: messages.ListResult
 ) -> web.Response:
+    info, served = target.info, target.served
     meta = tables.ListMeta(
         resource_version=str(result.resource_version),
         continue_=result.continue_token,
@@ -56,17 +74,23 @@ def list_response(
             [bytes(item) for item in result.items],
             metadata=meta,
             include_object=options.include_object(request.query),
+            served=served,
         )
     else:
+        items = result.items
+        if served is not None:
+            items = [msgspec.Raw(served.from_storage(bytes(item))) for item in items]
         body = codec.encode(
             ObjectList(
                 kind=f"{info.kind}List",
-                api_version=info.api_version,
+                api_version=target.api_version,
                 metadata=meta,
-                items=result.items,
+                items=items,
             )
         )
-    return web.Response(body=body, content_type=negotiation.JSON)
+    response = web.Response(body=body, content_type=negotiation.JSON)
+    add_warnings(response, target, ())
+    return response
 
 
 def status_body(status: errors.Status) -> bytes:

@@ -57,9 +57,11 @@ def table(
     metadata: ListMeta | None = None,
     include_object: str = "Metadata",
     headers: bool = True,
+    served: registry.ServedVersion | None = None,
 ) -> bytes:
-    """The Table for these objects (JSON) of one resource; `headers=False` leaves out the
-    column definitions, as watches do after their first event."""
+    """The Table for these objects (JSON, as stored) of one resource; `headers=False` leaves
+    out the column definitions, as watches do after their first event. Whole objects in
+    rows are in the version `served` names (default: the stored one)."""
     columns = tables.columns_for(info.plural, wide=True)
     now = datetime.now(UTC)
     rows = []
@@ -70,7 +72,7 @@ def table(
         if include_object == "Metadata":
             row_object = PartialObjectMetadata(metadata=obj.metadata)
         elif include_object == "Object":
-            row_object = msgspec.Raw(data)
+            row_object = msgspec.Raw(served.from_storage(data) if served else data)
         rows.append(TableRow(cells=cells, object=row_object))
     definitions = [
         TableColumnDefinition(

@@ -38,26 +38,36 @@ _Item: TypeAlias = tuple[int, watch.WatchEvent] | errors.ApiError | None
 
 
 class _Encoder:
-    """Watch events in the representation the client accepts (JSON objects or Tables)."""
+    """Watch events in the representation the client accepts (JSON objects or Tables),
+    in the version the watch's path names."""
 
     def __init__(self, request: web.Request, target: options.Target) -> None:
         self.info = target.info
+        self.target = target
         self.table = negotiation.wants(request, negotiation.TABLE)
         self.include_object = options.include_object(request.query)
         self._headers = True  # a Table stream defines its columns in the first event only
 
     def event(self, type_: str, data: bytes) -> bytes:
+        """An event of a stored object, in the version the watch asked for."""
+        served = self.target.served
         if self.table:
             data = tables.table(
-                self.info, [data], include_object=self.include_object, headers=self._headers
+                self.info,
+                [data],
+                include_object=self.include_object,
+                headers=self._headers,
+                served=served,
             )
             self._headers = False
+        elif served is not None:
+            data = served.from_storage(data)
         return messages.encoder.encode(messages.WatchEvent(type=type_, object=msgspec.Raw(data)))
 
     def bookmark(self, resource_version: int) -> bytes:
         marker = {
             "kind": self.info.kind,
-            "apiVersion": self.info.api_version,
+            "apiVersion": self.target.api_version,
             "metadata": {"resourceVersion": str(resource_version)},
         }
         return msgspec.json.encode({"type": "BOOKMARK", "object": marker})
@@ -95,6 +105,7 @@ async def serve(
         initial, start = listing.items, listing.resource_version
 
     response = web.StreamResponse(headers={"Content-Type": negotiation.JSON})
+    responses.add_warnings(response, target, ())
     response.enable_chunked_encoding()
     await response.prepare(request)
     task = asyncio.current_task()

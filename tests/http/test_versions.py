@@ -1,0 +1,206 @@
+"""resource.k8s.io/v1beta1 and v1beta2 beside the stored v1, as kubectl sees them: served
+only when `--runtime-config` turns them on, converted on every path (writes, patches, reads,
+watches, tables), discovered and explained per version."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+
+import pytest
+import yaml
+
+from drasim.cli import kubeconfig
+from drasim.common import runtime_config
+from drasim.common.bus.client import Bus
+from drasim.common.client import ApiClient
+from tests.http.conftest import TOKEN, Cluster, start_https_apistore
+
+BETAS = "resource.k8s.io/v1beta1=true,resource.k8s.io/v1beta2=true"
+V1BETA1_DEPRECATED = (
+    "resource.k8s.io/v1beta1 ResourceClaim is deprecated in v1.35+, unavailable in v1.38+"
+)
+
+# A claim as written for a 1.32 cluster: the request's fields inline, no `exactly`.
+V1BETA1_CLAIM = """\
+apiVersion: resource.k8s.io/v1beta1
+kind: ResourceClaim
+metadata: {name: gpu-claim, namespace: default}
+spec:
+  devices:
+    requests:
+    - name: gpu
+      deviceClassName: gpu.example.com
+      selectors: [{cel: {expression: "device.attributes['gpu.example.com'].model == 'a100'"}}]
+      tolerations: [{key: maintenance, operator: Exists, effect: NoSchedule}]
+    - name: alt
+      firstAvailable:
+      - {name: big, deviceClassName: gpu.example.com, count: 2}
+"""
+
+# A slice as a 1.32 driver publishes it: the device's fields under `basic`.
+V1BETA1_SLICE = """\
+apiVersion: resource.k8s.io/v1beta1
+kind: ResourceSlice
+metadata: {name: node-0-gpu}
+spec:
+  driver: gpu.example.com
+  nodeName: node-0
+  pool: {name: node-0, generation: 1, resourceSliceCount: 1}
+  devices:
+  - name: gpu-0
+    basic:
+      attributes: {model: {string: a100}}
+      capacity: {memory: {value: 40Gi}}
+  - name: gpu-1
+"""
+
+
+@pytest.fixture(params=[BETAS], ids=["betas-on"])
+async def cluster(fresh, certs, tmp_path, request) -> AsyncIterator[Cluster]:  # noqa: ANN001
+    """An apistore serving the betas (`--runtime-config`), with a kubeconfig for it."""
+    server = await start_https_apistore(
+        fresh,
+        certs,
+        http_token=TOKEN,
+        runtime_config=runtime_config.parse(request.param),
+    )
+    bus = await Bus.connect(fresh.nats_url, prefix=fresh.prefix, name="test")
+    try:
+        url = f"https://127.0.0.1:{server.http.port}"
+        path = tmp_path / "kubeconfig"
+        kubeconfig.write(path, url, TOKEN, certs.ca_cert, name="drasim-test")
+        yield Cluster(
+            server, url, path, certs.ca_cert, tmp_path / "kube-cache", ApiClient(bus, actor="test")
+        )
+    finally:
+        await bus.close()
+        await server.stop()
+
+
+async def test_api_versions_lists_the_betas(kubectl) -> None:
+    out = (await kubectl("api-versions")).stdout.split()
+    assert [v for v in out if v.startswith("resource.k8s.io/")] == [
+        "resource.k8s.io/v1",
+        "resource.k8s.io/v1beta1",
+        "resource.k8s.io/v1beta2",
+    ]
+    group = json.loads((await kubectl("get", "--raw", "/apis/resource.k8s.io")).stdout)
+    assert [v["version"] for v in group["versions"]] == ["v1", "v1beta2", "v1beta1"]
+    assert group["preferredVersion"] == {"groupVersion": "resource.k8s.io/v1", "version": "v1"}
+    listed = json.loads((await kubectl("get", "--raw", "/apis/resource.k8s.io/v1beta1")).stdout)
+    assert [r["name"] for r in listed["resources"]] == [
+        "deviceclasses",
+        "resourceslices",
+        "resourceclaims",
+        "resourceclaims/status",
+        "resourceclaimtemplates",
+    ]
+
+
+async def test_v1beta1_claim_reads_back_in_every_version(kubectl) -> None:
+    applied = await kubectl("apply", "-f", "-", input=V1BETA1_CLAIM)
+    assert applied.stdout.strip() == "resourceclaim.resource.k8s.io/gpu-claim created"
+    assert V1BETA1_DEPRECATED in applied.stderr
+
+    def spec_in(version: str) -> dict:
+        return json.loads(stdout[version])["spec"]["devices"]["requests"]
+
+    stdout = {}
+    for version in ("v1", "v1beta1", "v1beta2"):
+        got = await kubectl("get", f"resourceclaims.{version}.resource.k8s.io", "gpu-claim",
+                            "-o", "json")  # fmt: skip
+        assert json.loads(got.stdout)["apiVersion"] == f"resource.k8s.io/{version}"
+        stdout[version] = got.stdout
+    exactly = {
+        "deviceClassName": "gpu.example.com",
+        "selectors": [
+            {"cel": {"expression": "device.attributes['gpu.example.com'].model == 'a100'"}}
+        ],
+        "allocationMode": "ExactCount",
+        "count": 1,
+        "tolerations": [{"key": "maintenance", "operator": "Exists", "effect": "NoSchedule"}],
+    }
+    alternative = {
+        "name": "alt",
+        "firstAvailable": [
+            {"name": "big", "deviceClassName": "gpu.example.com", "allocationMode": "ExactCount",
+             "count": 2}
+        ],
+    }  # fmt: skip
+    assert spec_in("v1") == [{"name": "gpu", "exactly": exactly}, alternative]
+    assert spec_in("v1beta2") == spec_in("v1")
+    assert spec_in("v1beta1") == [{"name": "gpu", **exactly}, alternative]
+
+
+async def test_v1beta1_slice_devices_move_out_of_basic(kubectl) -> None:
+    await kubectl("apply", "-f", "-", input=V1BETA1_SLICE)
+    got = json.loads((await kubectl("get", "resourceslices", "node-0-gpu", "-o", "json")).stdout)
+    assert got["apiVersion"] == "resource.k8s.io/v1"
+    assert got["spec"]["devices"] == [
+        {
+            "name": "gpu-0",
+            "attributes": {"model": {"string": "a100"}},
+            "capacity": {"memory": {"value": "40Gi"}},
+        },
+        {"name": "gpu-1"},
+    ]
+    back = await kubectl("get", "resourceslices.v1beta1.resource.k8s.io", "node-0-gpu", "-o",
+                         "yaml")  # fmt: skip
+    assert yaml.safe_load(back.stdout)["spec"]["devices"] == [
+        {
+            "name": "gpu-0",
+            "basic": {
+                "attributes": {"model": {"string": "a100"}},
+                "capacity": {"memory": {"value": "40Gi"}},
+            },
+        },
+        {"name": "gpu-1", "basic": {}},
+    ]
+
+
+async def test_server_side_apply_of_a_v1beta1_manifest(kubectl) -> None:
+    first = await kubectl("apply", "--server-side", "-f", "-", input=V1BETA1_SLICE)
+    assert first.stdout.strip() == "resourceslice.resource.k8s.io/node-0-gpu serverside-applied"
+    changed = V1BETA1_SLICE.replace("{string: a100}", "{string: h100}")
+    await kubectl("apply", "--server-side", "-f", "-", input=changed)
+    got = json.loads((await kubectl("get", "resourceslices", "node-0-gpu", "-o", "json")).stdout)
+    assert got["spec"]["devices"][0]["attributes"] == {"model": {"string": "h100"}}
+    assert got["metadata"]["generation"] == 2
+
+
+async def test_patches_apply_to_the_version_asked_for(kubectl) -> None:
+    await kubectl("apply", "-f", "-", input=V1BETA1_SLICE)
+    slice_ = "resourceslices.v1beta1.resource.k8s.io/node-0-gpu"
+    replace = [{"op": "replace", "path": "/spec/devices/0/basic/attributes/model/string",
+                "value": "h100"}]  # fmt: skip
+    await kubectl("patch", slice_, "--type=json", "-p", json.dumps(replace))
+    merge = {"spec": {"devices": [{"name": "gpu-0", "basic": {"attributes": {"x": {"int": 1}}}}]}}
+    await kubectl("patch", slice_, "--type=merge", "-p", json.dumps(merge))
+    got = json.loads((await kubectl("get", "resourceslices", "node-0-gpu", "-o", "json")).stdout)
+    assert got["spec"]["devices"] == [{"name": "gpu-0", "attributes": {"x": {"int": 1}}}]
+    # A path only v1 has is no path in v1beta1.
+    v1_only = [{"op": "replace", "path": "/spec/devices/0/attributes", "value": {}}]
+    bad = await kubectl("patch", slice_, "--type=json", "-p", json.dumps(v1_only), check=False)
+    assert bad.returncode == 1
+    assert "/spec/devices/0/attributes" in bad.stderr
+
+
+async def test_watch_in_v1beta1_sees_writes_made_in_v1(kubectl, http) -> None:
+    await kubectl("apply", "-f", "-", input=V1BETA1_SLICE)
+    path = "/apis/resource.k8s.io/v1beta1/resourceslices?watch=1&timeoutSeconds=20"
+    async with http.get(path) as response:
+        assert response.status == 200
+        assert (
+            V1BETA1_DEPRECATED.replace("ResourceClaim", "ResourceSlice")
+            in (response.headers["Warning"])
+        )
+        added = json.loads(await response.content.readline())
+        assert added["type"] == "ADDED"
+        assert added["object"]["apiVersion"] == "resource.k8s.io/v1beta1"
+        await kubectl("label", "resourceslices.v1.resource.k8s.io", "node-0-gpu", "seen=yes")
+        modified = json.loads(await response.content.readline())
+    assert modified["type"] == "MODIFIED"
+    assert modified["object"]["apiVersion"] == "resource.k8s.io/v1beta1"
+    assert modified["object"]["metadata"]["labels"] == {"seen": "yes"}
+    assert modified["object"]["spec"]["devices"][1] == {"name": "gpu-1", "basic": {}}
