@@ -121,8 +121,10 @@ def run(args: argparse.Namespace) -> int:
     except cluster_file.ClusterFileError as exc:
         print(f"drasim: {exc}", file=sys.stderr)
         return 1
+    # The cluster file's runtimeConfig, then the flag's keys over it.
+    flag = ",".join(f for f in (nodes_file.runtime_config_flag(), args.runtime_config) if f)
     try:
-        served = runtime_config.parse(args.runtime_config)
+        served = runtime_config.parse(flag)
     except runtime_config.RuntimeConfigError as exc:
         args.parser.error(f"--runtime-config: {exc}")
     # Substituted services (tests) come without nodes unless asked for.

@@ -4,6 +4,7 @@ A cluster file lists node pools and, optionally, DeviceClasses to create:
 
     apiVersion: drasim.io/v1alpha1
     kind: Cluster
+    runtimeConfig: {resource.k8s.io/v1beta1: "true"}   # optional: --runtime-config's keys
     deviceClasses: [<resource.k8s.io/v1 DeviceClass>, ...]
     profiles: [<NodeProfile>, ...]          # optional, inline
     pools:
@@ -47,7 +48,7 @@ from typing import Literal, TypeVar
 import msgspec
 import yaml
 
-from drasim.common import codec, profiles
+from drasim.common import codec, profiles, runtime_config
 from drasim.common.api import core_v1, resource_v1, resources, validation
 from drasim.common.api.validation import names
 from drasim.common.quantity import Quantity
@@ -146,6 +147,9 @@ class NodePool(_Struct, kw_only=True):
 class ClusterSpec(_Struct, kw_only=True):
     api_version: str = API_VERSION
     kind: str = "Cluster"
+    # The API versions served besides the stored ones: `--runtime-config`'s keys and values
+    # as a map (kind's cluster config has the same field), under the flag's own.
+    runtime_config: dict[str, str | bool] = {}
     device_classes: list[resource_v1.DeviceClass] = []
     profiles: list[NodeProfile] = []
     pools: list[NodePool]
@@ -169,6 +173,13 @@ class Cluster:
     source: Path
     spec: ClusterSpec
     nodes: list[NodeConfig] = field(default_factory=list)
+
+    def runtime_config_flag(self) -> str:
+        """`runtimeConfig` as `--runtime-config` writes it (`key=value,...`)."""
+        return ",".join(
+            f"{key}={str(value).lower() if isinstance(value, bool) else value}"
+            for key, value in self.spec.runtime_config.items()
+        )
 
     def shard(self, index: int, count: int) -> list[NodeConfig]:
         """The nodes kubelet process `index` of `count` hosts: every count-th node."""
@@ -196,6 +207,11 @@ def load(path: Path | str | None = None) -> Cluster:
     spec = _decode(source, ClusterSpec)
     _check_kind(source, spec.api_version, spec.kind, "Cluster")
     errs = _check_device_classes(spec)
+    cluster = Cluster(source=source, spec=spec)
+    try:
+        runtime_config.parse(cluster.runtime_config_flag())
+    except runtime_config.RuntimeConfigError as exc:
+        errs.append(("runtimeConfig", str(exc)))
     inline = {p.name: p for p in spec.profiles}
     for i, profile in enumerate(spec.profiles):
         errs += [(f"profiles[{i}].{path}", msg) for path, msg in _check_profile(profile)]

@@ -551,6 +551,12 @@ def _check_type_meta(info: registry.ResourceInfo, obj: Any) -> None:
     if kind and kind != info.kind:
         raise errors.BadRequest(f"the kind {kind!r} does not match the resource {info.plural!r}")
     if api_version and api_version != info.api_version:
+        if any(api_version == v.api_version for v in info.versions):
+            # Another version of this kind: upstream decodes it, then refuses it here.
+            raise errors.BadRequest(
+                f"the API version in the data ({api_version}) does not match the expected "
+                f"API version ({info.api_version})"
+            )
         raise errors.BadRequest(
             f"the apiVersion {api_version!r} does not match {info.api_version!r} of {info.plural}"
         )

@@ -172,18 +172,45 @@ async def test_server_side_apply_of_a_v1beta1_manifest(kubectl) -> None:
 async def test_patches_apply_to_the_version_asked_for(kubectl) -> None:
     await kubectl("apply", "-f", "-", input=V1BETA1_SLICE)
     slice_ = "resourceslices.v1beta1.resource.k8s.io/node-0-gpu"
+
+    async def devices() -> list[dict]:
+        got = await kubectl("get", "resourceslices", "node-0-gpu", "-o", "json")
+        return json.loads(got.stdout)["spec"]["devices"]
+
     replace = [{"op": "replace", "path": "/spec/devices/0/basic/attributes/model/string",
                 "value": "h100"}]  # fmt: skip
     await kubectl("patch", slice_, "--type=json", "-p", json.dumps(replace))
-    merge = {"spec": {"devices": [{"name": "gpu-0", "basic": {"attributes": {"x": {"int": 1}}}}]}}
+    assert (await devices())[0]["attributes"] == {"model": {"string": "h100"}}
+    strategic = {
+        "spec": {"devices": [{"name": "gpu-0", "basic": {"attributes": {"x": {"int": 1}}}}]}
+    }
+    await kubectl("patch", slice_, "--type=strategic", "-p", json.dumps(strategic))
+    assert await devices() == [{"name": "gpu-0", "attributes": {"x": {"int": 1}}}]
+    merge = {"metadata": {"labels": {"team": "a"}}, "spec": {"devices": [{"name": "gpu-9"}]}}
     await kubectl("patch", slice_, "--type=merge", "-p", json.dumps(merge))
-    got = json.loads((await kubectl("get", "resourceslices", "node-0-gpu", "-o", "json")).stdout)
-    assert got["spec"]["devices"] == [{"name": "gpu-0", "attributes": {"x": {"int": 1}}}]
-    # A path only v1 has is no path in v1beta1.
-    v1_only = [{"op": "replace", "path": "/spec/devices/0/attributes", "value": {}}]
-    bad = await kubectl("patch", slice_, "--type=json", "-p", json.dumps(v1_only), check=False)
-    assert bad.returncode == 1
-    assert "/spec/devices/0/attributes" in bad.stderr
+    assert await devices() == [{"name": "gpu-9"}]
+
+
+async def test_a_body_of_another_version_is_refused(http) -> None:
+    claim = yaml.safe_load(V1BETA1_CLAIM)
+    path = "/apis/resource.k8s.io/{}/namespaces/default/resourceclaims"
+    async with http.post(path.format("v1"), json=claim) as response:
+        assert response.status == 400
+        assert (await response.json())["message"] == (
+            "the API version in the data (resource.k8s.io/v1beta1) does not match the "
+            "expected API version (resource.k8s.io/v1)"
+        )
+    claim["apiVersion"] = "resource.k8s.io/v1"
+    async with http.post(path.format("v1beta2"), json=claim) as response:
+        assert response.status == 400
+        assert response.headers["Warning"] == (
+            '299 - "resource.k8s.io/v1beta2 ResourceClaim is deprecated in v1.36+, '
+            'unavailable in v1.39+"'
+        )
+        assert (await response.json())["message"] == (
+            "the API version in the data (resource.k8s.io/v1) does not match the "
+            "expected API version (resource.k8s.io/v1beta2)"
+        )
 
 
 async def test_watch_in_v1beta1_sees_writes_made_in_v1(kubectl, http) -> None:
@@ -204,3 +231,59 @@ async def test_watch_in_v1beta1_sees_writes_made_in_v1(kubectl, http) -> None:
     assert modified["object"]["apiVersion"] == "resource.k8s.io/v1beta1"
     assert modified["object"]["metadata"]["labels"] == {"seen": "yes"}
     assert modified["object"]["spec"]["devices"][1] == {"name": "gpu-1", "basic": {}}
+
+
+async def test_tables_in_a_beta_version(kubectl) -> None:
+    await kubectl("apply", "-f", "-", input=V1BETA1_CLAIM)
+    got = await kubectl("get", "resourceclaims.v1beta1.resource.k8s.io")
+    assert got.stdout.split("\n")[0].split() == ["NAME", "STATE", "AGE"]
+    assert got.stdout.split("\n")[1].split()[:2] == ["gpu-claim", "pending"]
+    whole = await kubectl("get", "--raw",
+                          "/apis/resource.k8s.io/v1beta2/namespaces/default/resourceclaims"
+                          "?includeObject=Object",
+                          "--", )  # fmt: skip
+    assert json.loads(whole.stdout)["apiVersion"] == "resource.k8s.io/v1beta2"
+
+
+async def test_explain_per_version(kubectl) -> None:
+    beta = await kubectl("explain", "resourceclaims.spec.devices.requests",
+                         "--api-version=resource.k8s.io/v1beta1")  # fmt: skip
+    assert "VERSION:    v1beta1" in beta.stdout
+    fields = {line.split()[0] for line in beta.stdout.split("FIELDS:")[1].splitlines()
+              if line.startswith("  ") and not line.startswith("    ")}  # fmt: skip
+    assert {"deviceClassName", "count", "allocationMode", "firstAvailable", "name"} <= fields
+    assert "exactly" not in fields
+    basic = await kubectl("explain", "resourceslices.spec.devices.basic",
+                          "--api-version=resource.k8s.io/v1beta1")  # fmt: skip
+    assert "attributes\t<map[string]DeviceAttribute>" in basic.stdout
+    v1 = await kubectl("explain", "resourceclaims.spec.devices.requests")
+    assert "VERSION:    v1\n" in v1.stdout
+    assert "exactly\t<ExactDeviceRequest>" in v1.stdout
+    v1beta2 = await kubectl("explain", "resourceclaims.spec.devices.requests.exactly",
+                            "--api-version=resource.k8s.io/v1beta2")  # fmt: skip
+    assert "VERSION:    v1beta2" in v1beta2.stdout
+
+
+@pytest.mark.parametrize("cluster", [""], ids=["betas-off"], indirect=True)
+async def test_betas_off_by_default(kubectl, http) -> None:
+    out = (await kubectl("api-versions")).stdout.split()
+    assert [v for v in out if v.startswith("resource.k8s.io/")] == ["resource.k8s.io/v1"]
+    async with http.get("/apis/resource.k8s.io/v1beta1/resourceclaims") as response:
+        assert response.status == 404
+        assert "Warning" not in response.headers
+        assert (await response.json())["message"] == (
+            "the server could not find the requested resource"
+        )
+    async with http.get("/apis/resource.k8s.io/v1beta2") as response:
+        assert response.status == 404
+    async with http.get("/openapi/v3") as response:
+        paths = (await response.json())["paths"]
+    assert [p for p in paths if p.startswith("apis/resource.k8s.io")] == ["apis/resource.k8s.io/v1"]
+    # (Validation off: kubectl would look for CRDs and OpenAPI v2 first, which drasim lacks.)
+    refused = await kubectl(
+        "apply", "--validate=false", "-f", "-", input=V1BETA1_CLAIM, check=False
+    )
+    assert refused.returncode == 1
+    assert 'no matches for kind "ResourceClaim" in version "resource.k8s.io/v1beta1"' in (
+        refused.stderr
+    )
