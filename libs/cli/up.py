@@ -89,13 +89,7 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
         help="kubelet processes sharing the nodes (default: 1; 0 with --services)",
     )
     service.add_feature_gate_flags(parser, version_flag="--kubernetes-version")
-    parser.add_argument(
-        "--runtime-config",
-        default="",
-        metavar="KEY=VALUE,...",
-        help="API versions to serve besides the stored ones, as kube-apiserver's flag, e.g. "
-        "resource.k8s.io/v1beta1=true,resource.k8s.io/v1beta2=true (default: none)",
-    )
+    runtime_config.add_flag(parser)
     # Tests substitute fake services here; users have no reason to.
     parser.add_argument(
         "--services",

@@ -14,12 +14,13 @@ refused.
 
 from __future__ import annotations
 
+import argparse
 import re
 from dataclasses import dataclass, field
 
 from drasim.common.api import registry
 
-__all__ = ["RuntimeConfig", "RuntimeConfigError", "parse"]
+__all__ = ["RuntimeConfig", "RuntimeConfigError", "add_flag", "parse"]
 
 _TRUE = ("1", "t", "T", "TRUE", "true", "True")  # Go's strconv.ParseBool
 _FALSE = ("0", "f", "F", "FALSE", "false", "False")
@@ -60,6 +61,17 @@ class RuntimeConfig:
 
 
 DEFAULT = RuntimeConfig()
+
+
+def add_flag(parser: argparse.ArgumentParser) -> None:
+    """`--runtime-config`, as the apistore and `drasim up` take it (`args.runtime_config`)."""
+    parser.add_argument(
+        "--runtime-config",
+        default="",
+        metavar="KEY=VALUE,...",
+        help="API versions to serve besides the stored ones, as kube-apiserver's flag, e.g. "
+        "resource.k8s.io/v1beta1=true,resource.k8s.io/v1beta2=true (default: none)",
+    )
 
 
 def _optional_versions() -> dict[str, set[str]]:

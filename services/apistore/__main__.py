@@ -30,13 +30,7 @@ def _apistore_options(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="let admins install fault plans at run time (drasim.apistore.faults)",
     )
-    parser.add_argument(
-        "--runtime-config",
-        default="",
-        metavar="KEY=VALUE,...",
-        help="API versions to serve besides the stored ones, as kube-apiserver's flag, e.g. "
-        "resource.k8s.io/v1beta1=true,resource.k8s.io/v1beta2=true (default: none)",
-    )
+    runtime_config.add_flag(parser)
     parser.add_argument(
         "--event-ttl",
         type=float,

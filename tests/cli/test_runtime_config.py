@@ -17,8 +17,8 @@ import pytest
 
 from drasim.cli.up import APISTORE, SERVICES
 from drasim.common import profiles
+from tests.cli.test_feature_gates import kubectl
 from tests.cli.test_up import DEADLINE, Up
-from tests.http.conftest import kubectl_env
 
 KUBECTL = shutil.which("kubectl")
 V1BETA1_TEMPLATE_AND_POD = """\
@@ -45,20 +45,6 @@ spec:
   - name: gpu
     resourceClaimTemplateName: single-gpu
 """
-
-
-def kubectl(tmp_path: Path, *args: str, input: str | None = None) -> str:
-    assert KUBECTL is not None
-    done = subprocess.run(
-        [KUBECTL, "--kubeconfig", str(tmp_path / "kubeconfig"), *args],
-        input=input,
-        capture_output=True,
-        text=True,
-        env=kubectl_env(),
-        timeout=DEADLINE,
-    )
-    assert done.returncode == 0, done.stderr
-    return done.stdout
 
 
 def _stop(up: Up) -> None:

@@ -4,6 +4,7 @@ ways tests talk to it: aiohttp, kubectl and the official Kubernetes Python clien
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import shutil
 import ssl
@@ -88,7 +89,14 @@ async def start_with_users(
 @pytest.fixture
 async def cluster(fresh, certs, tmp_path) -> AsyncIterator[Cluster]:
     """An apistore with the HTTP API on a free port, and a kubeconfig for it."""
-    server = await start_https_apistore(fresh, certs, http_token=TOKEN)
+    async with open_cluster(fresh, certs, tmp_path) as opened:
+        yield opened
+
+
+@contextlib.asynccontextmanager
+async def open_cluster(fresh, certs, tmp_path: Path, **options: object) -> AsyncIterator[Cluster]:  # noqa: ANN001
+    """`cluster`, with `options` given to `ApiServer.start` (e.g. `runtime_config=`)."""
+    server = await start_https_apistore(fresh, certs, http_token=TOKEN, **options)
     bus = await Bus.connect(fresh.nats_url, prefix=fresh.prefix, name="test")
     try:
         url = f"https://127.0.0.1:{server.http.port}"

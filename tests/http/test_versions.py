@@ -10,11 +10,8 @@ from collections.abc import AsyncIterator
 import pytest
 import yaml
 
-from drasim.cli import kubeconfig
 from drasim.common import runtime_config
-from drasim.common.bus.client import Bus
-from drasim.common.client import ApiClient
-from tests.http.conftest import TOKEN, Cluster, start_https_apistore
+from tests.http.conftest import Cluster, open_cluster
 
 BETAS = "resource.k8s.io/v1beta1=true,resource.k8s.io/v1beta2=true"
 V1BETA1_DEPRECATED = (
@@ -59,23 +56,9 @@ spec:
 @pytest.fixture(params=[BETAS], ids=["betas-on"])
 async def cluster(fresh, certs, tmp_path, request) -> AsyncIterator[Cluster]:  # noqa: ANN001
     """An apistore serving the betas (`--runtime-config`), with a kubeconfig for it."""
-    server = await start_https_apistore(
-        fresh,
-        certs,
-        http_token=TOKEN,
-        runtime_config=runtime_config.parse(request.param),
-    )
-    bus = await Bus.connect(fresh.nats_url, prefix=fresh.prefix, name="test")
-    try:
-        url = f"https://127.0.0.1:{server.http.port}"
-        path = tmp_path / "kubeconfig"
-        kubeconfig.write(path, url, TOKEN, certs.ca_cert, name="drasim-test")
-        yield Cluster(
-            server, url, path, certs.ca_cert, tmp_path / "kube-cache", ApiClient(bus, actor="test")
-        )
-    finally:
-        await bus.close()
-        await server.stop()
+    served = runtime_config.parse(request.param)
+    async with open_cluster(fresh, certs, tmp_path, runtime_config=served) as opened:
+        yield opened
 
 
 async def test_api_versions_lists_the_betas(kubectl) -> None:

@@ -17,6 +17,7 @@ so a field added to v1's Device or ExactDeviceRequest moves with the others.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from drasim.common.api import resource_v1, resource_v1beta1
@@ -40,28 +41,29 @@ _EXACT = resource_v1beta1.EXACT_REQUEST_FIELDS
 
 def to_storage(kind: str, obj: dict[str, Any]) -> dict[str, Any]:
     """The v1 form of a v1beta1 object of `kind` (a new dict; `obj` is left alone)."""
-    out = dict(obj, apiVersion=resource_v1.GROUP_VERSION)
-    if kind == "ResourceSlice":
-        out["spec"] = _slice_spec_to_v1(_dict(obj.get("spec")))
-    elif kind == "ResourceClaim":
-        out["spec"] = _claim_spec(_dict(obj.get("spec")), _request_to_v1)
-    elif kind == "ResourceClaimTemplate":
-        template = dict(_dict(obj.get("spec")))
-        template["spec"] = _claim_spec(_dict(template.get("spec")), _request_to_v1)
-        out["spec"] = template
-    return out
+    return _convert(kind, obj, resource_v1.GROUP_VERSION, _slice_spec_to_v1, _request_to_v1)
 
 
 def from_storage(kind: str, obj: dict[str, Any]) -> dict[str, Any]:
     """The v1beta1 form of a stored v1 object of `kind` (a new dict)."""
-    out = dict(obj, apiVersion=GROUP_VERSION)
+    return _convert(kind, obj, GROUP_VERSION, _slice_spec_from_v1, _request_from_v1)
+
+
+_Convert = Callable[[dict[str, Any]], dict[str, Any]]
+
+
+def _convert(
+    kind: str, obj: dict[str, Any], api_version: str, slice_spec: _Convert, request: _Convert
+) -> dict[str, Any]:
+    """`obj` in `api_version`, its slice spec or its claim's requests converted as given."""
+    out = dict(obj, apiVersion=api_version)
     if kind == "ResourceSlice":
-        out["spec"] = _slice_spec_from_v1(_dict(obj.get("spec")))
+        out["spec"] = slice_spec(_dict(obj.get("spec")))
     elif kind == "ResourceClaim":
-        out["spec"] = _claim_spec(_dict(obj.get("spec")), _request_from_v1)
+        out["spec"] = _claim_spec(_dict(obj.get("spec")), request)
     elif kind == "ResourceClaimTemplate":
         template = dict(_dict(obj.get("spec")))
-        template["spec"] = _claim_spec(_dict(template.get("spec")), _request_from_v1)
+        template["spec"] = _claim_spec(_dict(template.get("spec")), request)
         out["spec"] = template
     return out
 
@@ -112,7 +114,7 @@ def _device_from_v1(device: dict[str, Any]) -> dict[str, Any]:
 # -- ResourceClaim and ResourceClaimTemplate ---------------------------------------------
 
 
-def _claim_spec(spec: dict[str, Any], convert: Any) -> dict[str, Any]:
+def _claim_spec(spec: dict[str, Any], convert: _Convert) -> dict[str, Any]:
     devices = _dict(spec.get("devices"))
     if "requests" not in devices:
         return dict(spec)
