@@ -66,6 +66,7 @@ RESOURCE_CLAIM_CONTROLLER = "resource-claim-controller"
 DISRUPTION_CONTROLLER = "disruption-controller"
 CLUSTERROLE_AGGREGATION_CONTROLLER = "clusterrole-aggregation-controller"
 RESOURCEQUOTA_CONTROLLER = "resourcequota-controller"
+DEVICE_TAINT_EVICTION_CONTROLLER = "device-taint-eviction-controller"
 CONTROLLERS = (
     DEPLOYMENT_CONTROLLER,
     REPLICASET_CONTROLLER,
@@ -73,6 +74,7 @@ CONTROLLERS = (
     DISRUPTION_CONTROLLER,
     CLUSTERROLE_AGGREGATION_CONTROLLER,
     RESOURCEQUOTA_CONTROLLER,
+    DEVICE_TAINT_EVICTION_CONTROLLER,
 )
 # Upstream's groups: every authenticated user's, and a service account's own.
 AUTHENTICATED_GROUP = "system:authenticated"

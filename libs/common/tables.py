@@ -318,6 +318,15 @@ COLUMNS: dict[str, list[Column]] = {
         ),
         AGE,
     ],
+    # Upstream's `deviceTaintRuleColumnDefinitions`.
+    "devicetaintrules": [
+        NAME,
+        Column("Key", lambda r, now: r.spec.taint.key),
+        Column("Value", lambda r, now: r.spec.taint.value),
+        Column("Effect", lambda r, now: r.spec.taint.effect),
+        Column("TimeAdded", lambda r, now: since(r.spec.taint.time_added, now)),
+        AGE,
+    ],
     # Upstream's `priorityClassColumnDefinitions`.
     "priorityclasses": [
         NAME,

@@ -130,6 +130,7 @@ _KUBE_SCHEDULER = [
     _rule(_READ_UPDATE, [_DRA], ["resourceclaims"]),
     _rule(_READ_UPDATE, [_DRA], ["resourceclaims/status"]),
     _rule(_READ, [_DRA], ["resourceslices"]),
+    _rule(_READ, [_DRA], ["devicetaintrules"]),
     # drasim's own: the scheduler makes a pod's special ResourceClaim in PreBind and
     # deletes it in Unreserve and PostFilter (KEP-5004), which upstream's role, as far as
     # its newest bootstrap policy at hand shows, grants nobody but the claim controller.
@@ -163,6 +164,16 @@ _CONTROLLER_ROLES: dict[str, list[dict[str, Any]]] = {
         # drasim's own: its deployment controller patches where upstream's updates (the
         # revision annotation, and the status through its subresource).
         _rule(["patch"], ["apps"], ["deployments", "deployments/status"]),
+    ],
+    nats_auth.DEVICE_TAINT_EVICTION_CONTROLLER: [
+        _rule(["delete", *_READ], [""], ["pods"]),
+        _rule(["patch", "update"], [""], ["pods/status"]),
+        _rule(_READ, [_DRA], ["resourceclaims"]),
+        _rule(_READ, [_DRA], ["resourceslices"]),
+        _rule(_READ, [_DRA], ["deviceclasses"]),
+        _EVENTS,
+        _rule(["patch", "update"], [_DRA], ["devicetaintrules/status"]),
+        _rule(_READ, [_DRA], ["devicetaintrules"]),
     ],
     nats_auth.DISRUPTION_CONTROLLER: [
         _rule(_READ, ["apps"], ["deployments"]),

@@ -135,6 +135,11 @@ class Batch:
             for n in names
         ]
 
+    def namespace(self, name: str) -> core_v1.Namespace | None:
+        """A namespace as the batch read it (a create's, or one its strategy reads)."""
+        data = self._rows.get(("namespaces", "", name))
+        return None if data is None else codec.decode(data, core_v1.Namespace)
+
     def pod(self, namespace: str, name: str) -> core_v1.Pod | None:
         data = self._rows.get(("pods", namespace, name))
         return None if data is None else codec.decode(data, core_v1.Pod)
@@ -255,7 +260,7 @@ class Batch:
         node_restriction.admit_create(ctx.actor, info, obj)
         strategy.admit_create(obj, self)
         strategy.drop_disabled_fields(obj, None, self.features)
-        errs = strategy.validate(obj)
+        errs = strategy.validate(obj) + strategy.validate_in_namespace(obj, None, "", self)
         if errs:
             raise errors.invalid(info.kind, meta.name or "", errs, group=info.group)
         key = key_of(info, meta.namespace, meta.name)
@@ -378,6 +383,7 @@ class Batch:
             errs = strategy.validate_status_update(new, old)
         else:
             errs = strategy.validate_update(new, old)
+        errs += strategy.validate_in_namespace(new, old, subresource, self)
         if errs:
             raise errors.invalid(info.kind, name, errs, group=info.group)
         strategy.admit_update(new, self)

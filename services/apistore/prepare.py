@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 import msgspec
 
-from drasim.apistore import objectmeta
+from drasim.apistore import objectmeta, strategies
 from drasim.apistore.request import decode_object, key_of, request_namespace, resource_info
 from drasim.apistore.store import Key
 from drasim.common import errors
@@ -104,7 +104,11 @@ def prepare(req: messages.Request) -> PreparedWrite:
         return PreparedWrite([])
     info = resource_info(req.resource)
     if not isinstance(req, messages.Create):
-        return PreparedWrite([key_of(info, req.namespace or "default", req.name)])
+        namespace = req.namespace or "default"
+        keys = [key_of(info, namespace, req.name)]
+        if info.namespaced and strategies.for_resource(info.plural).reads_namespace:
+            keys.append(("namespaces", "", namespace))
+        return PreparedWrite(keys)
     meta = _names_of(info, req.object)
     ns = request_namespace(info, req.namespace, meta.namespace)
     prepared = PreparedWrite([], namespace=ns)

@@ -23,9 +23,10 @@ from drasim.common.bus.client import Bus
 from drasim.common.client import ApiClient
 from drasim.common.featuregate import FeatureGate
 from drasim.common.informer import Informer
-from drasim.controllers import events, owners
+from drasim.controllers import devicetainteviction, events, owners
 from drasim.controllers.clusterroleaggregation import ClusterRoleAggregationController
 from drasim.controllers.deployment import DeploymentController
+from drasim.controllers.devicetainteviction import DeviceTaintEvictionController
 from drasim.controllers.disruption import DisruptionController
 from drasim.controllers.metrics import ControllerMetrics
 from drasim.controllers.queue import WorkQueue
@@ -43,8 +44,8 @@ def _client(bus: Bus, controller: str) -> ApiClient:
 
 
 class ControllerManager:
-    """Deployment, ReplicaSet, ResourceClaim, disruption, ClusterRole aggregation and
-    ResourceQuota controllers over shared informers."""
+    """Deployment, ReplicaSet, ResourceClaim, disruption, ClusterRole aggregation,
+    ResourceQuota and device taint eviction controllers over shared informers."""
 
     def __init__(
         self,
@@ -52,6 +53,7 @@ class ControllerManager:
         *,
         resource_claim_concurrency: int = 256,
         resource_quota_sync_period: float = RESOURCE_QUOTA_SYNC_PERIOD,
+        device_taint_rule_status_period: float = devicetainteviction.RULE_STATUS_PERIOD,
         features: FeatureGate = gates.DEFAULT,
     ) -> None:
         informer_client = ApiClient(bus, actor=nats_auth.KUBE_CONTROLLER_MANAGER)
@@ -64,6 +66,12 @@ class ControllerManager:
         self.cluster_roles = Informer(informer_client, rbac_v1.ClusterRole)
         self.resource_quotas = Informer(informer_client, core_v1.ResourceQuota)
         self.device_classes = Informer(informer_client, resource_v1.DeviceClass)
+        self.resource_slices = Informer(informer_client, resource_v1.ResourceSlice)
+        self.device_taint_rules = (
+            Informer(informer_client, resource_v1.DeviceTaintRule)
+            if features.enabled(gates.DRA_DEVICE_TAINT_RULES)
+            else None
+        )
         pods_by_replica_set = owners.attached_pod_index(self.pods)
         self.deployment = DeploymentController(
             _client(bus, nats_auth.DEPLOYMENT_CONTROLLER),
@@ -113,6 +121,18 @@ class ControllerManager:
             resync_period=resource_quota_sync_period,
             extended_resources=features.enabled(gates.DRA_EXTENDED_RESOURCE),
         )
+        self.device_taint_eviction = (
+            DeviceTaintEvictionController(
+                _client(bus, nats_auth.DEVICE_TAINT_EVICTION_CONTROLLER),
+                pods=self.pods,
+                claims=self.resource_claims,
+                slices=self.resource_slices,
+                rules=self.device_taint_rules,
+                rule_status_period=device_taint_rule_status_period,
+            )
+            if features.enabled(gates.DRA_DEVICE_TAINTS)
+            else None
+        )
         self.metrics = ControllerMetrics(
             claims=self.resource_claim.gauge, creates=self.resource_claim.creates
         )
@@ -129,6 +149,8 @@ class ControllerManager:
             self.cluster_roles,
             self.resource_quotas,
             self.device_classes,
+            self.resource_slices,
+            *([self.device_taint_rules] if self.device_taint_rules is not None else []),
         ]
 
     @property
@@ -139,6 +161,7 @@ class ControllerManager:
             self.resource_claim.queue,
             self.disruption.queue,
             self.cluster_role_aggregation.queue,
+            *(self.device_taint_eviction.queues if self.device_taint_eviction else []),
         ]
 
     @property
@@ -148,6 +171,7 @@ class ControllerManager:
             self.replica_set.events,
             self.resource_claim.events,
             self.disruption.events,
+            *([self.device_taint_eviction.events] if self.device_taint_eviction else []),
         ]
 
     async def start(self) -> None:
@@ -162,6 +186,8 @@ class ControllerManager:
 
     async def stop(self) -> None:
         await self.resource_quota.stop()
+        if self.device_taint_eviction is not None:
+            self.device_taint_eviction.stop_timers()
         for queue in self.queues:
             await queue.stop()
         await asyncio.gather(*(recorder.stop() for recorder in self.recorders))

@@ -65,6 +65,8 @@ class PreparedDevice(_Message):
     request_names: list[str]
     cdi_device_ids: list[str] = msgspec.field(default_factory=list, name="cdiDeviceIDs")
     share_id: str | None = msgspec.field(default=None, name="shareID")
+    # The driver's own note: some request got the device with admin access (KEP-5018).
+    admin_access: bool = False
 
 
 class NodePrepareResourceResponse(_Message):

@@ -36,6 +36,7 @@ from drasim.drivers.checkpoint import Checkpoint
 from drasim.drivers.probe import Probe, ProbedDevice
 
 __all__ = [
+    "ADMIN_ACCESS_ENV",
     "DraDriver",
     "DriverCheckpoint",
     "PreparedClaim",
@@ -48,6 +49,9 @@ log = logging.getLogger(__name__)
 
 # Upstream `ResourceSliceMaxDevices` (`staging/src/k8s.io/api/resource/v1/types.go`).
 MAX_DEVICES_PER_SLICE = 128
+# Set to "true" for a container given a device with admin access, as the example DRA
+# driver (kubernetes-sigs/dra-example-driver) does.
+ADMIN_ACCESS_ENV = "DRA_ADMIN_ACCESS"
 
 
 class PreparedClaim(msgspec.Struct, kw_only=True):
@@ -329,11 +333,14 @@ class DraDriver:
                     share_id=result.share_id,
                 )
             prepared.request_names.append(result.request)
+            prepared.admin_access = prepared.admin_access or bool(result.admin_access)
         return list(by_device.values())
 
     def _add_cdi_specs(self, uid: str, claim: PreparedClaim) -> None:
         for device in claim.devices:
             env = {_env_name(request): "true" for request in device.request_names}
+            if device.admin_access:  # as the example DRA driver tells its containers
+                env[ADMIN_ACCESS_ENV] = "true"
             for cdi_id in device.cdi_device_ids:
                 self._cdi.add(cdi_id, env)
 

@@ -1,11 +1,13 @@
 """The scheduler's view of DRA objects (upstream `dra_manager.go`).
 
-Informer handlers feed it DeviceClasses, ResourceSlices and ResourceClaims; it keeps the
-extended-resource class cache, the set of allocated devices (maintained incrementally, not
-recomputed per pod), an allocator `Snapshot` rebuilt only when slices change, and the
-in-flight allocations: claims reserved by a scheduling cycle but not yet written, whose
-devices other pods must not get (upstream `SignalClaimPendingAllocation`,
-`pkg/scheduler/framework/plugins/dynamicresources/dra_manager.go`).
+Informer handlers feed it DeviceClasses, ResourceSlices, DeviceTaintRules and
+ResourceClaims; it keeps the extended-resource class cache, the set of allocated devices
+(maintained incrementally, not recomputed per pod), an allocator `Snapshot` rebuilt only
+when slices or rules change (with the rules' taints added to the devices they select, as
+upstream's slice tracker does), and the in-flight allocations: claims reserved by a
+scheduling cycle but not yet written, whose devices other pods must not get (upstream
+`SignalClaimPendingAllocation`, `pkg/scheduler/framework/plugins/dynamicresources/
+dra_manager.go`).
 
 Like upstream's assume cache, a claim the scheduler itself wrote is stored at once
 (`assume_claim_after_api_call`), and informer events older than what is stored are ignored,
@@ -19,6 +21,7 @@ import logging
 from collections.abc import Container, Iterator, Mapping, Set
 from dataclasses import dataclass, field
 
+from drasim.common import device_taints
 from drasim.common.api import resource_v1
 from drasim.common.extended_resource_cache import ExtendedResourceCache
 from drasim.common.quantity import Quantity
@@ -124,6 +127,7 @@ class DraManager:
         self.class_cache = ExtendedResourceCache()
         self.classes: dict[str, resource_v1.DeviceClass] = {}
         self.slices: dict[str, resource_v1.ResourceSlice] = {}
+        self.taint_rules: dict[str, resource_v1.DeviceTaintRule] = {}
         self.claims: dict[ClaimKey, resource_v1.ResourceClaim] = {}
         # controlling owner uid -> keys of the claims it controls, in arrival order
         self._controlled: dict[str, dict[ClaimKey, None]] = {}
@@ -177,6 +181,22 @@ class DraManager:
     def on_slice_delete(self, s: resource_v1.ResourceSlice) -> None:
         self._all_changed()
         self.slices.pop(s.metadata.name, None)
+        self._snapshot = None
+
+    def on_taint_rule_add(self, rule: resource_v1.DeviceTaintRule) -> None:
+        self._all_changed()
+        self.taint_rules[rule.metadata.name] = rule
+        self._snapshot = None
+
+    def on_taint_rule_update(
+        self, old: resource_v1.DeviceTaintRule, new: resource_v1.DeviceTaintRule
+    ) -> None:
+        if old.spec != new.spec:  # the controller writing the status changes no device
+            self.on_taint_rule_add(new)
+
+    def on_taint_rule_delete(self, rule: resource_v1.DeviceTaintRule) -> None:
+        self._all_changed()
+        self.taint_rules.pop(rule.metadata.name, None)
         self._snapshot = None
 
     def on_claim_add(self, claim: resource_v1.ResourceClaim) -> None:
@@ -314,9 +334,10 @@ class DraManager:
         return self.class_cache.class_for(name)
 
     def snapshot(self) -> allocator.Snapshot:
-        """The allocator's slice index; rebuilt only after a slice changed."""
+        """The allocator's slice index; rebuilt only after a slice or a rule changed."""
         if self._snapshot is None:
-            self._snapshot = allocator.Snapshot(self.slices.values())
+            slices = device_taints.with_rule_taints(self.slices.values(), self.taint_rules.values())
+            self._snapshot = allocator.Snapshot(slices)
         return self._snapshot
 
     def allocator(

@@ -158,6 +158,11 @@ class Scheduler:
                 dra.on_slice_update,
                 dra.on_slice_delete,
             ),
+            *(
+                [self._taint_rule_informer()]
+                if features.enabled(gates.DRA_DEVICE_TAINT_RULES)
+                else []
+            ),
             self._dra_informer(
                 resource_v1.ResourceClaim,
                 EventResource.RESOURCE_CLAIM,
@@ -265,6 +270,30 @@ class Scheduler:
             self.queue.move_all_to_active_or_backoff_queue(event, old, new)
 
     # -- DRA objects ----------------------------------------------------------------------
+
+    def _taint_rule_informer(self) -> Informer[Any]:
+        """DeviceTaintRules, whose changes reach the queue as ResourceSlice updates: upstream's
+        slice tracker turns a rule's change into an update of each slice it taints, so a
+        rule removed (or a taint's effect relaxed) wakes the pods its taint kept away."""
+        dra, queue = self.dra_manager, self.queue
+        update = ClusterEvent(EventResource.RESOURCE_SLICE, ActionType.UPDATE)
+
+        def add(rule: resource_v1.DeviceTaintRule) -> None:
+            dra.on_taint_rule_add(rule)
+            queue.move_all_to_active_or_backoff_queue(update, None, rule)
+
+        def changed(old: resource_v1.DeviceTaintRule, new: resource_v1.DeviceTaintRule) -> None:
+            dra.on_taint_rule_update(old, new)
+            if old.spec != new.spec:
+                queue.move_all_to_active_or_backoff_queue(update, old, new)
+
+        def delete(rule: resource_v1.DeviceTaintRule) -> None:
+            dra.on_taint_rule_delete(rule)
+            queue.move_all_to_active_or_backoff_queue(update, rule, None)
+
+        return Informer(
+            self.api, resource_v1.DeviceTaintRule, on_add=add, on_update=changed, on_delete=delete
+        )
 
     def _dra_informer(
         self,

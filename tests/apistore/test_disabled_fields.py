@@ -3,6 +3,8 @@ PrepareForCreate and PrepareForUpdate (no servers: one batch, as the writer runs
 
 from __future__ import annotations
 
+import re
+
 from typing import Any
 
 import msgspec
@@ -14,7 +16,12 @@ from drasim.common import codec, errors, features
 from drasim.common.bus import messages
 from drasim.common.featuregate import FeatureGate
 
-NAMESPACE = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "default"}}
+# Labelled for admin access, so that claims asking for it may be created while it is on.
+NAMESPACE = {
+    "apiVersion": "v1",
+    "kind": "Namespace",
+    "metadata": {"name": "default", "labels": {"resource.kubernetes.io/admin-access": "true"}},
+}
 GPU_CLASS = {
     "apiVersion": "resource.k8s.io/v1",
     "kind": "DeviceClass",
@@ -177,4 +184,7 @@ def test_device_taints_are_dropped_from_slices_while_off() -> None:
     off = gate("DRADeviceTaintRules=false,DRADeviceTaints=false")
     assert Writes(off).create("resourceslices", slice_)["spec"]["devices"] == [{"name": "gpu-0"}]
     on = Writes(gate()).create("resourceslices", slice_)
-    assert on["spec"]["devices"] == slice_["spec"]["devices"]
+    (taint,) = on["spec"]["devices"][0]["taints"]
+    # Kept, and stamped with the time it was added (upstream's `SetDefaults_DeviceTaint`).
+    assert taint == {"key": "k", "effect": "NoSchedule", "timeAdded": taint["timeAdded"]}
+    assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", taint["timeAdded"])

@@ -312,6 +312,7 @@ def test_cluster_users_name_every_service() -> None:
         "system:serviceaccount:kube-system:disruption-controller",
         "system:serviceaccount:kube-system:clusterrole-aggregation-controller",
         "system:serviceaccount:kube-system:resourcequota-controller",
+        "system:serviceaccount:kube-system:device-taint-eviction-controller",
     )
     # What each may watch is what its bootstrap roles let it watch.
     assert set(users["scheduler"].watches or ()) == {
@@ -325,6 +326,7 @@ def test_cluster_users_name_every_service() -> None:
             "deviceclasses",
             "resourceslices",
             "resourceclaims",
+            "devicetaintrules",
         )
     }
     assert "drasim.ev.clusterroles.>" in (users["controllers"].watches or ())

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from drasim.common import codec
 from drasim.common.api import core_v1, meta_v1, resource_v1
 from drasim.common.bus.client import Bus
 from drasim.common.client import ApiClient
@@ -166,3 +167,36 @@ async def test_a_pool_of_more_than_128_devices_spans_several_slices(
     slices = sorted((await api.list(resource_v1.ResourceSlice))[0], key=lambda s: s.metadata.name)
     assert [len(s.spec.devices) for s in slices] == [128, 2]
     assert {(s.spec.pool.generation, s.spec.pool.resource_slice_count) for s in slices} == {(1, 2)}
+
+
+async def test_a_device_given_with_admin_access_tells_the_container(
+    api: ApiClient, bus: Bus, gpu8: EmulatedProbe, make_driver: MakeDriver, node_uid: str
+) -> None:
+    """As the example DRA driver does: `DRA_ADMIN_ACCESS=true` in the device's CDI edits."""
+    label = {resource_v1.DRA_ADMIN_NAMESPACE_LABEL_KEY: "true"}
+    await api.create(core_v1.Namespace(metadata=meta_v1.ObjectMeta(name="ops", labels=label)))
+    registry = cdi.Registry()
+    driver = make_driver(gpu8, registry=registry)
+    await driver.serve({"gpu"}, node_uid=node_uid)
+    request = {"name": "gpu", "exactly": {"deviceClassName": DRIVER, "adminAccess": True}}
+    claim = await api.create(
+        codec.convert(
+            {"metadata": {"name": "admin", "namespace": "ops"},
+             "spec": {"devices": {"requests": [request]}}},
+            resource_v1.ResourceClaim,
+        )
+    )  # fmt: skip
+    claim.status.allocation = resource_v1.AllocationResult(
+        devices=resource_v1.DeviceAllocationResult(
+            results=[
+                resource_v1.DeviceRequestAllocationResult(
+                    request="gpu", driver=DRIVER, pool=NODE, device="gpu-3", admin_access=True
+                )
+            ]
+        )
+    )
+    claim = await api.update_status(claim)
+    client = dra_api.DraPluginClient(bus, node=NODE, driver=DRIVER)
+
+    (device,) = (await client.prepare([ref(claim)])).claims[claim.metadata.uid].devices
+    assert registry.env(device.cdi_device_ids) == {"gpu": "true", "DRA_ADMIN_ACCESS": "true"}

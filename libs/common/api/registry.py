@@ -164,6 +164,9 @@ RESOURCES: tuple[ResourceInfo, ...] = (
           versions=_RESOURCE_BETAS),
     _info(resource_v1.ResourceClaimTemplate, "resourceclaimtemplates", namespaced=True,
           versions=_RESOURCE_BETAS),
+    # DeviceTaintRule: v1, and v1beta2 (v1alpha3's is not served by 1.37).
+    _info(resource_v1.DeviceTaintRule, "devicetaintrules", namespaced=False,
+          subresources=("status",), versions=(resource_v1beta2_conversion,)),
 )  # fmt: skip
 
 _BY_PLURAL = {r.plural: r for r in RESOURCES}

@@ -29,6 +29,12 @@ __all__ = [
     "DEVICE_MAX_ID_LENGTH",
     "DEVICE_REQUESTS_MAX_SIZE",
     "DEVICE_TAINT_EFFECTS",
+    "DEVICE_TAINT_EFFECT_NONE",
+    "DEVICE_TAINT_EFFECT_NO_EXECUTE",
+    "DEVICE_TAINT_EFFECT_NO_SCHEDULE",
+    "DEVICE_TAINTS_MAX_LENGTH",
+    "DEVICE_TAINT_RULE_STATUS_MAX_CONDITIONS",
+    "DRA_ADMIN_NAMESPACE_LABEL_KEY",
     "DRIVER_NAME_MAX_LENGTH",
     "Counter",
     "CounterSet",
@@ -49,6 +55,10 @@ __all__ = [
     "DeviceSelector",
     "DeviceSubRequest",
     "DeviceTaint",
+    "DeviceTaintRule",
+    "DeviceTaintRuleSpec",
+    "DeviceTaintRuleStatus",
+    "DeviceTaintSelector",
     "DeviceToleration",
     "EXTENDED_RESOURCE_CLAIM_ANNOTATION",
     "EXTENDED_RESOURCE_CLAIM_ANNOTATION_VALUE",
@@ -76,7 +86,16 @@ GROUP_VERSION = "resource.k8s.io/v1"
 ALLOCATION_MODE_EXACT_COUNT = "ExactCount"
 ALLOCATION_MODE_ALL = "All"
 ALLOCATION_MODES = [ALLOCATION_MODE_ALL, ALLOCATION_MODE_EXACT_COUNT]
-DEVICE_TAINT_EFFECTS = ["NoSchedule", "NoExecute"]
+# A device taint's effects (`None`: informational only); consumers ignore any other.
+DEVICE_TAINT_EFFECT_NONE = "None"
+DEVICE_TAINT_EFFECT_NO_SCHEDULE = "NoSchedule"
+DEVICE_TAINT_EFFECT_NO_EXECUTE = "NoExecute"
+DEVICE_TAINT_EFFECTS = ["NoExecute", "NoSchedule", "None"]
+DEVICE_TAINTS_MAX_LENGTH = 16  # per device
+DEVICE_TAINT_RULE_STATUS_MAX_CONDITIONS = 8
+# The namespace label that lets claims there ask for `adminAccess` (upstream
+# `DRAAdminNamespaceLabelKey`).
+DRA_ADMIN_NAMESPACE_LABEL_KEY = "resource.kubernetes.io/admin-access"
 
 # The API's limits (upstream's `pkg/apis/resource/types.go`: `DriverNameMaxLength`,
 # `PoolNameMaxLength`, `DeviceRequestsMaxSize`, ...), which validation enforces.
@@ -405,3 +424,33 @@ class ResourceClaimTemplate(KubeObject):
     KIND: ClassVar[str] = "ResourceClaimTemplate"
 
     spec: ResourceClaimTemplateSpec = msgspec.field(default_factory=ResourceClaimTemplateSpec)
+
+
+# --- DeviceTaintRule ---------------------------------------------------------------------
+
+
+class DeviceTaintSelector(KubeStruct):
+    """Which devices a rule taints: every criterion set must match; empty matches all."""
+
+    driver: str | None = None
+    pool: str | None = None
+    device: str | None = None
+
+
+class DeviceTaintRuleSpec(KubeStruct):
+    device_selector: DeviceTaintSelector | None = None  # unset: no device
+    taint: DeviceTaint = msgspec.field(default_factory=DeviceTaint)
+
+
+class DeviceTaintRuleStatus(KubeStruct):
+    conditions: list[Condition] = []
+
+
+class DeviceTaintRule(KubeObject):
+    """A taint applied to every device the selector picks, as if its slice had it."""
+
+    API_VERSION: ClassVar[str] = GROUP_VERSION
+    KIND: ClassVar[str] = "DeviceTaintRule"
+
+    spec: DeviceTaintRuleSpec = msgspec.field(default_factory=DeviceTaintRuleSpec)
+    status: DeviceTaintRuleStatus = msgspec.field(default_factory=DeviceTaintRuleStatus)

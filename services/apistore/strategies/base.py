@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from drasim.apistore import rbac
     from drasim.apistore.admission import PriorityClass
     from drasim.apistore.request import Context
+    from drasim.common.api import core_v1
     from drasim.common.featuregate import FeatureGate
 
 __all__ = ["Admission", "Strategy"]
@@ -36,6 +37,8 @@ class Admission(Protocol):
 
     def default_priority_class(self) -> PriorityClass | None: ...
 
+    def namespace(self, name: str) -> core_v1.Namespace | None: ...
+
 
 class Strategy:
     """The rules every kind follows; a kind with rules of its own overrides a method or
@@ -50,6 +53,9 @@ class Strategy:
     # The field whose value is the node an object's events are routed to and its row is
     # indexed by, so that a watch or list with `<field>=<node>` reads that node's alone.
     node_field: ClassVar[str] = ""
+    # Every write of the kind reads its namespace (`validate_in_namespace` needs it), not
+    # only a create.
+    reads_namespace: ClassVar[bool] = False
 
     def prepare_for_create(self, obj: Any) -> None:
         """Reset what a client may not set on create."""
@@ -82,6 +88,13 @@ class Strategy:
 
     def validate_status_update(self, new: Any, old: Any) -> list[FieldError]:
         return validation.validate_status(new, old=old)
+
+    def validate_in_namespace(
+        self, new: Any, old: Any | None, subresource: str, batch: Admission
+    ) -> list[FieldError]:
+        """Validation that reads the object's namespace (upstream's strategies calling
+        `AuthorizedForAdmin`): its errors join the others of the same write."""
+        return []
 
     def guard_create(self, obj: Any, ctx: Context, batch: Admission) -> None:
         """A check of the kind's storage ahead of the rest (RBAC's policy-based storage),

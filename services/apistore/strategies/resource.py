@@ -1,14 +1,20 @@
-"""Strategies of resource.k8s.io/v1: DeviceClasses, ResourceSlices, ResourceClaims and
-ResourceClaimTemplates (upstream `pkg/registry/resource/<kind>/strategy.go`); the fields
-each drops while a feature gate is off are in `disabled_fields`."""
+"""Strategies of resource.k8s.io/v1: DeviceClasses, ResourceSlices, ResourceClaims,
+ResourceClaimTemplates and DeviceTaintRules (upstream `pkg/registry/resource/<kind>/
+strategy.go`); the fields each drops while a feature gate is off are in `disabled_fields`.
+
+A device taint without `timeAdded` gets the time of the write (upstream's
+`SetDefaults_DeviceTaint`): the eviction controller counts `tolerationSeconds` from it.
+"""
 
 from __future__ import annotations
 
-from typing import ClassVar
+from typing import Any, ClassVar
 
+from drasim.apistore import objectmeta
 from drasim.apistore.strategies import disabled_fields
-from drasim.apistore.strategies.base import Strategy
+from drasim.apistore.strategies.base import Admission, Strategy
 from drasim.common.api import resource_v1
+from drasim.common.errors import FieldError, field_forbidden
 from drasim.common.featuregate import FeatureGate
 
 __all__ = ["STRATEGIES"]
@@ -35,6 +41,16 @@ class ResourceSliceStrategy(Strategy):
     def node_name(self, obj: resource_v1.ResourceSlice) -> str:
         return obj.spec.node_name or ""
 
+    def prepare_for_create(self, obj: resource_v1.ResourceSlice) -> None:
+        super().prepare_for_create(obj)
+        _stamp_taints(obj.spec.devices)
+
+    def prepare_for_update(
+        self, new: resource_v1.ResourceSlice, old: resource_v1.ResourceSlice
+    ) -> None:
+        super().prepare_for_update(new, old)
+        _stamp_taints(new.spec.devices)
+
     def drop_disabled_fields(
         self,
         new: resource_v1.ResourceSlice,
@@ -50,9 +66,27 @@ class ResourceClaimStrategy(Strategy):
     changes, and as upstream's strategy it has no `metadata.generation`."""
 
     status_subresource = True
+    reads_namespace = True  # a status update granting admin access is checked too
 
     def node_name(self, obj: resource_v1.ResourceClaim) -> str:
         return _allocated_node(obj)
+
+    def validate_in_namespace(
+        self,
+        new: resource_v1.ResourceClaim,
+        old: resource_v1.ResourceClaim | None,
+        subresource: str,
+        batch: Admission,
+    ) -> list[FieldError]:
+        if subresource != "status":  # the spec is immutable: checked once, on create
+            return (
+                _authorized_for_admin(new.spec.devices.requests, new, batch) if old is None else []
+            )
+        # Upstream's `AuthorizedForAdminStatus`: only an allocation that newly grants it.
+        if old is not None and _admin_result(old) is not None:
+            return []
+        path = _admin_result(new)
+        return _admin_namespace_errors(path, new, batch) if path else []
 
     def drop_disabled_fields(
         self,
@@ -71,6 +105,17 @@ class ResourceClaimStrategy(Strategy):
 
 
 class ResourceClaimTemplateStrategy(Strategy):
+    def validate_in_namespace(
+        self,
+        new: resource_v1.ResourceClaimTemplate,
+        old: resource_v1.ResourceClaimTemplate | None,
+        subresource: str,
+        batch: Admission,
+    ) -> list[FieldError]:
+        if old is not None:  # the spec is immutable: checked once, on create
+            return []
+        return _authorized_for_admin(new.spec.spec.devices.requests, new, batch)
+
     def drop_disabled_fields(
         self,
         new: resource_v1.ResourceClaimTemplate,
@@ -80,6 +125,72 @@ class ResourceClaimTemplateStrategy(Strategy):
         disabled_fields.drop_claim_spec_fields(
             new.spec.spec, old.spec.spec if old is not None else None, features
         )
+
+
+class DeviceTaintRuleStrategy(Strategy):
+    """Users write the spec, the device taint eviction controller the status. The taint's
+    `timeAdded` moves whenever its effect changes and the client kept the old time, so it
+    says since when the effect holds (what `tolerationSeconds` count from)."""
+
+    generation = True
+    status_subresource = True
+
+    def prepare_for_create(self, obj: resource_v1.DeviceTaintRule) -> None:
+        super().prepare_for_create(obj)
+        _stamp_taints_of([obj.spec.taint])
+
+    def prepare_for_update(
+        self, new: resource_v1.DeviceTaintRule, old: resource_v1.DeviceTaintRule
+    ) -> None:
+        taint, old_taint = new.spec.taint, old.spec.taint
+        if taint.effect != old_taint.effect and taint.time_added == old_taint.time_added:
+            taint.time_added = None
+        _stamp_taints_of([taint])
+        super().prepare_for_update(new, old)
+
+
+def _stamp_taints(devices: list[resource_v1.Device]) -> None:
+    for device in devices:
+        _stamp_taints_of(device.taints)
+
+
+def _stamp_taints_of(taints: list[resource_v1.DeviceTaint]) -> None:
+    for taint in taints:
+        if taint.time_added is None:
+            taint.time_added = objectmeta.now_rfc3339()
+
+
+def _authorized_for_admin(
+    requests: list[resource_v1.DeviceRequest], obj: Any, batch: Admission
+) -> list[FieldError]:
+    """Upstream `AuthorizedForAdmin`: the first request asking for admin access needs the
+    namespace labelled `resource.kubernetes.io/admin-access: "true"`."""
+    for i, request in enumerate(requests):
+        if request.exactly is not None and request.exactly.admin_access:
+            return _admin_namespace_errors(f"spec.devices.requests[{i}].adminAccess", obj, batch)
+    return []
+
+
+def _admin_result(claim: resource_v1.ResourceClaim) -> str | None:
+    """The path of the first allocation result granting admin access, if any."""
+    allocation = claim.status.allocation
+    for i, result in enumerate(allocation.devices.results if allocation else ()):
+        if result.admin_access:
+            return f"status.allocation.devices.results[{i}].adminAccess"
+    return None
+
+
+def _admin_namespace_errors(path: str, obj: Any, batch: Admission) -> list[FieldError]:
+    namespace = batch.namespace(obj.metadata.namespace or "")
+    if namespace is None:  # the write fails for the missing namespace itself
+        return []
+    label = resource_v1.DRA_ADMIN_NAMESPACE_LABEL_KEY
+    if namespace.metadata.labels.get(label) == "true":
+        return []
+    detail = (
+        f"admin access to devices requires the `{label}: true` label on the containing namespace"
+    )
+    return [field_forbidden(path, detail)]
 
 
 def _allocated_node(claim: resource_v1.ResourceClaim) -> str:
@@ -99,4 +210,5 @@ STRATEGIES: dict[str, Strategy] = {
     "resourceslices": ResourceSliceStrategy(),
     "resourceclaims": ResourceClaimStrategy(),
     "resourceclaimtemplates": ResourceClaimTemplateStrategy(),
+    "devicetaintrules": DeviceTaintRuleStrategy(),
 }

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any, ClassVar
 
+from drasim.common import device_taints
 from drasim.common.api import core_v1, resource_v1
 from drasim.scheduler import framework
 from drasim.scheduler.plugins import names
@@ -34,16 +35,9 @@ def toleration_tolerates_taint(
     toleration: core_v1.Toleration | resource_v1.DeviceToleration,
     taint: core_v1.Taint | resource_v1.DeviceTaint,
 ) -> bool:
-    """Empty effect or key in the toleration match any; operator Exists ignores the value,
-    Equal (also the empty operator) needs equal values (upstream `ToleratesTaint`; a
-    device's, `resourceclaim.ToleratesTaint`, keeps the same rule)."""
-    if toleration.effect and toleration.effect != taint.effect:
-        return False
-    if toleration.key and toleration.key != taint.key:
-        return False
-    if toleration.operator in ("", "Equal"):
-        return toleration.value == taint.value
-    return toleration.operator == "Exists"
+    """Upstream `ToleratesTaint` (a device's, `resourceclaim.ToleratesTaint`, keeps the same
+    rule): see `device_taints.tolerates`."""
+    return device_taints.tolerates(toleration, taint)
 
 
 def tolerations_tolerate_taint(

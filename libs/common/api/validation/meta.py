@@ -6,6 +6,7 @@ non-negative and int32 numbers).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
@@ -13,6 +14,7 @@ from drasim.common import codec
 from drasim.common.api import core_v1
 from drasim.common.api.meta_v1 import (
     TOTAL_ANNOTATION_SIZE_LIMIT,
+    Condition,
     KubeObject,
     LabelSelector,
     LabelSelectorRequirement,
@@ -41,6 +43,7 @@ __all__ = [
     "nonnegative_int32",
     "set_fields",
     "validate_annotations",
+    "validate_conditions",
     "validate_label_selector",
     "validate_labels",
     "validate_object_meta",
@@ -259,4 +262,56 @@ def validate_label_selector(selector: LabelSelector, path: str) -> list[FieldErr
         errs += validate_selector_requirement(
             req, f"{path}.matchExpressions[{i}]", _LABEL_SELECTOR_OPERATORS
         )
+    return errs
+
+
+_CONDITION_STATUSES = ["True", "False", "Unknown"]
+_CONDITION_REASON_FMT = "[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?"
+_CONDITION_REASON_RE = re.compile(_CONDITION_REASON_FMT)
+_CONDITION_REASON_ERR = (
+    "a condition reason must start with alphabetic character, optionally followed by a "
+    "string of alphanumeric characters or '_,:', and must end with an alphanumeric "
+    f"character or '_' (regex used for validation is '{_CONDITION_REASON_FMT}')"
+)
+_CONDITION_REASON_MAX_LENGTH = 1024
+_CONDITION_MESSAGE_MAX_LENGTH = 32768
+
+
+def validate_conditions(conditions: list[Condition], path: str) -> list[FieldError]:
+    """`metav1validation.ValidateConditions`: each condition well formed, types unique."""
+    errs: list[FieldError] = []
+    seen: set[str] = set()
+    for i, condition in enumerate(conditions):
+        c_path = f"{path}[{i}]"
+        if not condition.type:
+            errs.append(field_required(f"{c_path}.type"))
+        else:
+            errs += each(f"{c_path}.type", condition.type, names.is_qualified_name(condition.type))
+        if condition.type in seen:
+            errs.append(field_duplicate(f"{c_path}.type", condition.type))
+        seen.add(condition.type)
+        if not condition.status:
+            errs.append(field_required(f"{c_path}.status"))
+        elif condition.status not in _CONDITION_STATUSES:
+            errs.append(
+                field_not_supported(f"{c_path}.status", condition.status, _CONDITION_STATUSES)
+            )
+        if condition.observed_generation < 0:
+            errs.append(
+                field_invalid(
+                    f"{c_path}.observedGeneration",
+                    condition.observed_generation,
+                    "must be greater than or equal to zero",
+                )
+            )
+        if not condition.last_transition_time:
+            errs.append(field_required(f"{c_path}.lastTransitionTime"))
+        if not condition.reason:
+            errs.append(field_required(f"{c_path}.reason"))
+        elif not _CONDITION_REASON_RE.fullmatch(condition.reason):
+            errs.append(field_invalid(f"{c_path}.reason", condition.reason, _CONDITION_REASON_ERR))
+        if len(condition.reason) > _CONDITION_REASON_MAX_LENGTH:
+            errs.append(field_too_long(f"{c_path}.reason", _CONDITION_REASON_MAX_LENGTH))
+        if len(condition.message) > _CONDITION_MESSAGE_MAX_LENGTH:
+            errs.append(field_too_long(f"{c_path}.message", _CONDITION_MESSAGE_MAX_LENGTH))
     return errs

@@ -13,7 +13,7 @@ import re
 from drasim.common import codec, dra_cel
 from drasim.common.api import core_v1, resource_v1, resources
 from drasim.common.api.meta_v1 import KubeObject
-from drasim.common.api.validation import core, meta, names
+from drasim.common.api.validation import core, device_taints, meta, names
 from drasim.common.errors import (
     FieldError,
     field_duplicate,
@@ -169,8 +169,10 @@ def _validate_extended_resource_name(name: str, path: str) -> list[FieldError]:
 
 def _validate_device_taints(taints: list[resource_v1.DeviceTaint], path: str) -> list[FieldError]:
     errs = []
+    if len(taints) > resource_v1.DEVICE_TAINTS_MAX_LENGTH:
+        errs.append(field_too_many(path, len(taints), resource_v1.DEVICE_TAINTS_MAX_LENGTH))
     for i, taint in enumerate(taints):
-        errs += core.validate_taint(taint, f"{path}[{i}]", resource_v1.DEVICE_TAINT_EFFECTS)
+        errs += device_taints.validate_device_taint(taint, None, f"{path}[{i}]")
     return errs
 
 
@@ -398,9 +400,7 @@ def _validate_exact(
             )
         )
     for i, toleration in enumerate(request.tolerations):
-        errs += core.validate_toleration(
-            toleration, f"{path}.tolerations[{i}]", resource_v1.DEVICE_TAINT_EFFECTS
-        )
+        errs += device_taints.validate_device_toleration(toleration, f"{path}.tolerations[{i}]")
     return errs
 
 
@@ -585,12 +585,41 @@ def _validate_resource_claim_template(
     return errs
 
 
+def _validate_device_taint_rule(
+    rule: resource_v1.DeviceTaintRule, old: KubeObject | None
+) -> list[FieldError]:
+    errs: list[FieldError] = []
+    selector, path = rule.spec.device_selector, "spec.deviceSelector"
+    if selector is not None and selector.driver is not None:
+        errs += _validate_driver_name(selector.driver, f"{path}.driver")
+    if selector is not None and selector.pool is not None:
+        errs += _validate_pool_name(selector.pool, f"{path}.pool")
+    if selector is not None and selector.device is not None:
+        device = selector.device
+        errs += meta.each(f"{path}.device", device, names.is_dns1123_label(device))
+    old_taint = old.spec.taint if isinstance(old, resource_v1.DeviceTaintRule) else None
+    return errs + device_taints.validate_device_taint(rule.spec.taint, old_taint, "spec.taint")
+
+
+def _validate_device_taint_rule_status(
+    rule: resource_v1.DeviceTaintRule, old: KubeObject | None
+) -> list[FieldError]:
+    conditions, path = rule.status.conditions, "status.conditions"
+    errs = meta.validate_conditions(conditions, path)
+    limit = resource_v1.DEVICE_TAINT_RULE_STATUS_MAX_CONDITIONS
+    if len(conditions) > limit:
+        errs.append(field_too_many(path, len(conditions), limit))
+    return errs
+
+
 VALIDATORS: dict[type[KubeObject], meta.Validator] = {
     resource_v1.DeviceClass: _validate_device_class,
     resource_v1.ResourceSlice: _validate_resource_slice,
     resource_v1.ResourceClaim: _validate_resource_claim,
     resource_v1.ResourceClaimTemplate: _validate_resource_claim_template,
+    resource_v1.DeviceTaintRule: _validate_device_taint_rule,
 }
 STATUS_VALIDATORS: dict[type[KubeObject], meta.Validator] = {
     resource_v1.ResourceClaim: _validate_resource_claim_status,
+    resource_v1.DeviceTaintRule: _validate_device_taint_rule_status,
 }
