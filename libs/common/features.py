@@ -19,10 +19,14 @@ Honoured where upstream honours them:
   the scheduler allocates no device consuming counters.
 - `DRAConsumableCapacity`: the apistore drops capacity requests, request policies and
   shares; the scheduler refuses capacity requests and allocates every device exclusively.
+- `DRADeviceTaints`: the apistore drops slices' taints and requests' tolerations; the
+  device taint eviction controller does not run.
+- `DRADeviceTaintRules`: the scheduler and the eviction controller ignore DeviceTaintRules
+  (the apistore still serves them, where upstream's would not).
 
 Registered with their defaults, not implemented by drasim beyond what the apistore drops
-(`NOT_IMPLEMENTED`, said when set): DRADeviceTaints, DRADeviceTaintRules,
-DRADeviceBindingConditions, DRAResourceClaimDeviceStatus. `DynamicResourceAllocation` is
+(`NOT_IMPLEMENTED`, said when set): DRADeviceBindingConditions,
+DRAResourceClaimDeviceStatus. `DynamicResourceAllocation` is
 registered for the dependencies; drasim always runs DRA, so it may not be turned off (only
 1.34 would let upstream do so).
 """
@@ -116,8 +120,6 @@ DEPENDENCIES: dict[str, tuple[str, ...]] = {
 
 NOT_IMPLEMENTED = frozenset(
     {
-        DRA_DEVICE_TAINTS,
-        DRA_DEVICE_TAINT_RULES,
         DRA_DEVICE_BINDING_CONDITIONS,
         DRA_RESOURCE_CLAIM_DEVICE_STATUS,
     }

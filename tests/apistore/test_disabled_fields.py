@@ -4,7 +4,6 @@ PrepareForCreate and PrepareForUpdate (no servers: one batch, as the writer runs
 from __future__ import annotations
 
 import re
-
 from typing import Any
 
 import msgspec

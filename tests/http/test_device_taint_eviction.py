@@ -4,7 +4,8 @@ kube-controller-manager v1.37.2 do on the same steps): a NoSchedule taint keeps 
 off the devices (a user claim, a template's claim and the special claim of
 `example.com/gpu: 1` alike) until its DeviceTaintRule goes; a NoExecute taint, in a
 ResourceSlice or from a DeviceTaintRule, evicts the pods using the device after their
-`tolerationSeconds`, with upstream's Event, pod condition and rule status."""
+`tolerationSeconds`, with upstream's Event, pod condition and rule status; and a claim
+with admin access reaches its container as `DRA_ADMIN_ACCESS=true`."""
 
 from __future__ import annotations
 
@@ -304,3 +305,18 @@ async def test_a_no_execute_rule_evicts_the_pods_of_the_devices_it_selects(
         "message": "1 pod evicted since starting the controller.",
         "observedGeneration": 1,
     }
+
+
+async def test_admin_access_reaches_the_container(kubectl, dra: ClusterWatch) -> None:
+    await kubectl("create", "namespace", "admins")
+    await kubectl("label", "namespace", "admins", "resource.kubernetes.io/admin-access=true")
+    manifest = WITH_CLAIM.format(name="monitor", tolerations="[]").replace(
+        "deviceClassName: gpu.example.com",
+        "deviceClassName: gpu.example.com\n        adminAccess: true",
+    )
+    await kubectl("apply", "-n", "admins", "-f", "-", input=manifest)
+    await dra.wait_for(
+        lambda: (p := dra.pods.get("monitor", "admins")) and p.status.phase == "Running"
+    )
+    log = (await kubectl("logs", "-n", "admins", "monitor")).stdout
+    assert "DRA_ADMIN_ACCESS=true" in log
