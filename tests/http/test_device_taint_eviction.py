@@ -307,6 +307,34 @@ async def test_a_no_execute_rule_evicts_the_pods_of_the_devices_it_selects(
     }
 
 
+async def test_a_rule_with_no_effect_says_what_it_would_do(
+    kubectl, cluster: Cluster, dra: ClusterWatch
+) -> None:
+    """The `None` effect evicts nothing; the status counts what NoExecute would evict (the
+    message as kube-controller-manager v1.37.2 words it)."""
+    await kubectl("apply", "-f", "-", input="---\n".join([WITH_GPU, WITH_TEMPLATE]))
+    await running(dra, "with-gpu", "with-template")
+    selector = json.dumps({"driver": DRIVER, "pool": DRA_NODE})
+    await kubectl(
+        "apply", "-f", "-", input=RULE.format(name="dry-run", selector=selector, effect="None")
+    )
+    rule = await waiting.wait_for(
+        cluster.api,
+        resource_v1.DeviceTaintRule,
+        "dry-run",
+        lambda r: r is not None and bool(r.status.conditions),
+    )
+    (condition,) = rule.status.conditions
+    assert (condition.reason, condition.status, condition.message) == (
+        "NoEffect",
+        "False",
+        "8 published devices selected. 2 allocated devices selected. 2 pods would be evicted "
+        "in 1 namespace if the effect was NoExecute. This information will not be updated "
+        "again. Recreate the DeviceTaintRule to trigger an update.",
+    )
+    assert not dra.deletions.pods
+
+
 async def test_admin_access_reaches_the_container(kubectl, dra: ClusterWatch) -> None:
     await kubectl("create", "namespace", "admins")
     await kubectl("label", "namespace", "admins", "resource.kubernetes.io/admin-access=true")

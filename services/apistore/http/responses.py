@@ -54,7 +54,7 @@ def add_warnings(
     handlers add it before the request runs), then `texts`."""
     if target.served is not None:
         texts = [target.served.deprecation_warning(), *texts]
-    for text in texts:
+    for text in filter(None, texts):
         # Kubernetes' warning format: code 299, no agent, the text as a quoted string.
         response.headers.add("Warning", f"299 - {json.dumps(text)}")
 
