@@ -357,8 +357,172 @@ COLUMNS: dict[str, list[Column]] = {
 }
 
 
+# --- the core kinds applications ship (upstream printers.go) ----------------------------
+
+_ACCESS_MODES_SHORT = {
+    "ReadWriteOnce": "RWO",
+    "ReadOnlyMany": "ROX",
+    "ReadWriteMany": "RWX",
+    "ReadWriteOncePod": "RWOP",
+}
+
+
+def _service_external_ip(svc: Any, now: datetime) -> str:
+    """Upstream `getServiceExternalIP` (not wide)."""
+    spec = svc.spec
+    if spec.type in ("ClusterIP", "NodePort"):
+        return ",".join(spec.external_ips) or "<none>"
+    if spec.type == "LoadBalancer":
+        ingress = sorted(
+            {i.get("ip") or i.get("hostname") or "" for i in svc.status.load_balancer.ingress}
+            - {""}
+        )
+        found = ",".join(ingress)
+        if len(found) > 16:
+            found = found[:13] + "..."
+        return ",".join([*([found] if found else []), *spec.external_ips]) or "<pending>"
+    if spec.type == "ExternalName":
+        return spec.external_name
+    return "<unknown>"
+
+
+def _service_ports(svc: Any, now: datetime) -> str:
+    """Upstream `makePortString`."""
+    return (
+        ",".join(
+            f"{p.port}:{p.node_port}/{p.protocol}" if p.node_port > 0 else f"{p.port}/{p.protocol}"
+            for p in svc.spec.ports
+        )
+        or "<none>"
+    )
+
+
+def _listed(items: list[str], count: int) -> str:
+    """The first three and how many more (upstream `listWithMoreString`)."""
+    if count > 3:
+        return f"{','.join(items[:3])} + {count - 3} more..."
+    return ",".join(items) or "<unset>"
+
+
+def _endpoints(ep: Any, now: datetime) -> str:
+    """Upstream `formatEndpoints`: address:port for each port, the first three."""
+    if not ep.subsets:
+        return "<none>"
+    shown: list[str] = []
+    for subset in ep.subsets:
+        if not subset.ports:
+            shown += [a.ip for a in subset.addresses]
+        for port in subset.ports:
+            for a in subset.addresses:
+                shown.append(f"[{a.ip}]:{port.port}" if ":" in a.ip else f"{a.ip}:{port.port}")
+    if len(shown) > 3:
+        return f"{','.join(shown[:3])} + {len(shown) - 3} more..."
+    return ",".join(shown)
+
+
+def _slice_ports(eps: Any, now: datetime) -> str:
+    shown = [str(p.port) if p.port is not None else (p.name or "*") for p in eps.ports]
+    return _listed(shown, len(shown))
+
+
+def _slice_endpoints(eps: Any, now: datetime) -> str:
+    shown = [a for e in eps.endpoints for a in e.addresses]
+    return _listed(shown, len(shown))
+
+
+def _pvc_bound(pvc: Any, cell: Callable[[Any], str]) -> str:
+    return cell(pvc) if pvc.spec.volume_name else ""
+
+
+def _pvc_class(pvc: Any, now: datetime) -> str:
+    annotation = pvc.metadata.annotations.get("volume.beta.kubernetes.io/storage-class")
+    return annotation if annotation is not None else pvc.spec.storage_class_name or ""
+
+
+def _ip_parent(ip: Any, now: datetime) -> str:
+    ref = ip.spec.parent_ref
+    if ref is None:
+        return "<none>"
+    resource = f"{ref.resource}.{ref.group}" if ref.group else ref.resource
+    return "/".join(filter(None, (resource.lower(), ref.namespace, ref.name)))
+
+
+APP_COLUMNS: dict[str, list[Column]] = {
+    "configmaps": [
+        NAME,
+        Column("Data", lambda c, now: str(len(c.data) + len(c.binary_data))),
+        AGE,
+    ],
+    "secrets": [
+        NAME,
+        Column("Type", lambda s, now: s.type),
+        Column("Data", lambda s, now: str(len(s.data))),
+        AGE,
+    ],
+    "serviceaccounts": [NAME, AGE],
+    "services": [
+        NAME,
+        Column("Type", lambda s, now: s.spec.type),
+        Column("Cluster-IP", lambda s, now: (s.spec.cluster_ips or ["<none>"])[0]),
+        Column("External-IP", _service_external_ip),
+        Column("Port(s)", _service_ports),
+        AGE,
+        Column(
+            "Selector",
+            lambda s, now: (
+                ",".join(f"{k}={v}" for k, v in sorted(s.spec.selector.items())) or "<none>"
+            ),
+            priority=1,
+        ),
+    ],
+    "endpoints": [NAME, Column("Endpoints", _endpoints), AGE],
+    "endpointslices": [
+        NAME,
+        Column("AddressType", lambda e, now: e.address_type),
+        Column("Ports", _slice_ports),
+        Column("Endpoints", _slice_endpoints),
+        AGE,
+    ],
+    "persistentvolumeclaims": [
+        NAME,
+        Column(
+            "Status",
+            lambda p, now: "Terminating" if p.metadata.deletion_timestamp else p.status.phase,
+        ),
+        Column("Volume", lambda p, now: p.spec.volume_name),
+        Column(
+            "Capacity",
+            lambda p, now: _pvc_bound(p, lambda c: str(c.status.capacity.get("storage") or "0")),
+        ),
+        Column(
+            "Access Modes",
+            lambda p, now: _pvc_bound(
+                p,
+                lambda c: ",".join(
+                    short
+                    for mode, short in _ACCESS_MODES_SHORT.items()
+                    if mode in c.status.access_modes
+                ),
+            ),
+        ),
+        Column("StorageClass", _pvc_class),
+        Column(
+            "VolumeAttributesClass",
+            lambda p, now: (
+                p.spec.volume_attributes_class_name
+                if p.spec.volume_attributes_class_name is not None
+                else "<unset>"
+            ),
+        ),
+        AGE,
+        Column("VolumeMode", lambda p, now: p.spec.volume_mode or "<unset>", priority=1),
+    ],
+    "ipaddresses": [NAME, Column("ParentRef", _ip_parent)],
+}
+
+
 def columns_for(resource: str, *, wide: bool = False) -> list[Column]:
-    cols = COLUMNS.get(resource, [NAME, AGE])
+    cols = COLUMNS.get(resource) or APP_COLUMNS.get(resource, [NAME, AGE])
     return [c for c in cols if wide or c.priority == 0]
 
 

@@ -417,8 +417,11 @@ class ApiCore:
             last_seq, loaded = await txn.max_seq_and_objects(keys)
             batch, results = self._apply(ready, loaded, last_seq + 1)
             gc_ctx = Context(actor="garbage-collector")
-            while pending := batch.pending_gc():
-                batch.collect_garbage(await txn.select_dependents(pending), gc_ctx)
+            while (pending := batch.pending_gc()) or batch.pending_releases():
+                rows = await txn.select_dependents(pending) if pending else {}
+                if released := batch.pending_releases():
+                    rows.update((await txn.max_seq_and_objects(released))[1])
+                batch.collect_garbage(rows, gc_ctx)
             upserts, deletes = batch.projection()
             # The next batch may build on this one while it writes and commits (unless
             # it already built on a first attempt of this batch, see `_finish`).

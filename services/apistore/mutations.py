@@ -87,6 +87,8 @@ class Batch:
         self._owners: dict[int, list[str]] = {}
         # Removed objects whose dependents the garbage collector must visit: uid -> policy.
         self._removed: dict[str, str] = {}
+        # What removed objects held and their removal releases (a Service's IPAddress).
+        self._released: list[Key] = []
 
     @property
     def last_seq(self) -> int:
@@ -193,6 +195,8 @@ class Batch:
             raise limits.object_too_large()
         self._next_seq += 1
         key = key_of(info, obj.metadata.namespace or "", obj.metadata.name)
+        if event_type == "DELETED":
+            self._released += for_resource(info.plural).released_keys(obj)
         self._rows[key] = None if event_type == "DELETED" else data
         if info.plural == "resourcequotas":
             names = self._quota_names.setdefault(key[1], set())
@@ -271,6 +275,7 @@ class Batch:
         meta.deletion_timestamp = None
         meta.deletion_grace_period_seconds = None
         strategy.prepare_for_create(obj)
+        held = strategy.allocate(obj, self.has, prepared.allocations if prepared else [])
         # Quota admits before storage refuses a name already taken, as upstream's.
         charged = self._charge_quotas(quota.CREATE, info, obj, None, ctx)
         if self.has(key):
@@ -278,12 +283,20 @@ class Batch:
         created = self._emit("ADDED", info, obj, ctx, dry_run=req.dry_run)
         if not req.dry_run:
             self._write_quotas(charged, ctx)
+            for allocated in held:
+                self._store_allocated(allocated, ctx)
         if not req.dry_run and self._all_owners_absent(obj):
             # Made for an owner deleted meanwhile (a controller acting on a stale cache):
             # Kubernetes' garbage collector deletes such dependents; drasim does it here,
             # as it collects the dependents of an owner deleted before them.
             self._delete_dependent(key, ctx)
         return created
+
+    def _store_allocated(self, obj: Any, ctx: Context) -> None:
+        """Create what a create took from a shared pool (an IPAddress), as the API server."""
+        obj.metadata.uid = objectmeta.new_uid()
+        obj.metadata.creation_timestamp = objectmeta.now_rfc3339(ctx.now)
+        self._emit("ADDED", registry.by_type(type(obj)), obj, _api_server(ctx))
 
     def _all_owners_absent(self, obj: Any) -> bool:
         """Whether the object has ownerReferences and none names an existing object (by
@@ -489,6 +502,10 @@ class Batch:
     def pending_gc(self) -> list[str]:
         return list(self._removed)
 
+    def pending_releases(self) -> list[Key]:
+        """What removed objects release, to be read for `collect_garbage`."""
+        return list(self._released)
+
     def collect_garbage(self, dependents: dict[Key, bytes], ctx: Context) -> None:
         """Delete (or orphan) what the objects removed in this batch owned.
 
@@ -497,10 +514,15 @@ class Batch:
         at once, which the caller feeds back here until nothing is left.
         """
         removed, self._removed = self._removed, {}
+        released, self._released = self._released, []
         self.add_rows(dependents)
         self._collecting = True
         try:
             self._collect(removed, ctx)
+            for key in released:
+                if self.has(key):
+                    info = resource_info(key[0])
+                    self._emit("DELETED", info, self.current(info, key), _api_server(ctx))
         finally:
             self._collecting = False
 
@@ -549,6 +571,11 @@ class Batch:
 def _garbage_collector(ctx: Context) -> Context:
     """The garbage collector's writes, under the trace and time of the request behind them."""
     return Context(actor="garbage-collector", traceparent=ctx.traceparent, now=ctx.now)
+
+
+def _api_server(ctx: Context) -> Context:
+    """The API server's own writes (its allocators'), under the request's trace and time."""
+    return Context(actor="system:apiserver", traceparent=ctx.traceparent, now=ctx.now)
 
 
 def _check_type_meta(info: registry.ResourceInfo, obj: Any) -> None:

@@ -46,6 +46,13 @@ MERGE_KEYS: dict[str, str] = {
     "resourceClaims": "name",
     "resourceClaimStatuses": "name",
 }
+# Lists whose merge key is the kind's: a Service's (and an EndpointSlice's) `ports` merge
+# by `port`, a container's by `containerPort`. Each element carries its key, so the key an
+# element holds picks it; the schema names the owner (`OWNER_MERGE_KEYS`).
+_PORT_KEYS = ("containerPort", "port")
+OWNER_MERGE_KEYS: dict[tuple[str, str], tuple[str, ...]] = {
+    ("ServiceSpec", "ports"): ("port", "protocol"),
+}
 # Lists of scalars that merge as sets (`patchStrategy:"merge"` on a `[]string`).
 MERGE_SETS = frozenset({"finalizers"})
 
@@ -291,23 +298,30 @@ def _merge_map(target: dict[str, Any], patch: dict[str, Any]) -> dict[str, Any] 
     return result
 
 
+def merge_key(field: str, items: list[Any]) -> str | None:
+    """The key elements of the list `field` merge by (None: replaced whole)."""
+    if field == "ports":
+        for item in items:
+            if isinstance(item, dict):
+                return next((k for k in _PORT_KEYS if k in item), MERGE_KEYS[field])
+    return MERGE_KEYS.get(field)
+
+
 def _merge_list(field: str, target: list[Any], patch: list[Any]) -> list[Any]:
-    merge_key = MERGE_KEYS.get(field)
+    key = merge_key(field, [*patch, *target])
     if field in MERGE_SETS:
         return [*target, *(v for v in patch if v not in target)]
     replace = [i for i in patch if isinstance(i, dict) and i.get(_PATCH) == "replace"]
-    if merge_key is None or replace:
+    if key is None or replace:
         # Atomic lists are replaced; so is a merged list whose patch says `$patch: replace`.
         return [_strip(i) if isinstance(i, dict) else i for i in patch if i not in replace]
     result = list(target)
     for item in patch:
-        if not isinstance(item, dict) or merge_key not in item:
+        if not isinstance(item, dict) or key not in item:
             raise errors.BadRequest(
-                f"map: {item} does not contain declared merge key: {merge_key} (field {field})"
+                f"map: {item} does not contain declared merge key: {key} (field {field})"
             )
-        found = next(
-            (n for n, cur in enumerate(result) if cur.get(merge_key) == item[merge_key]), None
-        )
+        found = next((n for n, cur in enumerate(result) if cur.get(key) == item[key]), None)
         merged = _merge_map(result[found] if found is not None else {}, item)
         if found is None:
             if not isinstance(merged, _Delete):
@@ -321,10 +335,10 @@ def _merge_list(field: str, target: list[Any], patch: list[Any]) -> list[Any]:
 
 def _ordered(field: str, items: list[Any], order: list[Any]) -> list[Any]:
     """`$setElementOrder`: the named elements in the given order, then the rest as they were."""
-    merge_key = MERGE_KEYS.get(field)
+    key = merge_key(field, [*order, *items])
 
     def key_of(item: Any) -> Any:
-        return item.get(merge_key) if merge_key and isinstance(item, dict) else item
+        return item.get(key) if key and isinstance(item, dict) else item
 
     rank = {key_of(o): n for n, o in enumerate(order)}
     named = sorted((i for i in items if key_of(i) in rank), key=lambda i: rank[key_of(i)])

@@ -30,6 +30,8 @@ class PreparedWrite:
 
     keys: list[Key]
     generated_names: list[str] = field(default_factory=list)
+    # Rows of what a create may take from a shared pool (cluster IPs), among the keys.
+    allocations: list[Key] = field(default_factory=list)
     namespace: str = ""  # a create's namespace ('' for a cluster-scoped kind)
 
 
@@ -123,6 +125,8 @@ def prepare(req: messages.Request) -> PreparedWrite:
         prepared.keys = [key_of(info, ns, meta.name)]
     if ns:
         prepared.keys.append(("namespaces", "", ns))
+    prepared.allocations = strategies.for_resource(info.plural).allocation_candidates(req.object)
+    prepared.keys += prepared.allocations
     for owner in meta.owner_references or ():  # read for `Batch._all_owners_absent`
         key = owner_key(owner, ns)
         if key is not None:

@@ -28,6 +28,9 @@ from drasim.common.version import GIT_VERSION
 _PACKAGES = {
     "drasim.common.api.meta_v1": "io.k8s.apimachinery.pkg.apis.meta.v1",
     "drasim.common.api.core_v1": "io.k8s.api.core.v1",
+    "drasim.common.api.core_v1_app": "io.k8s.api.core.v1",
+    "drasim.common.api.discovery_v1": "io.k8s.api.discovery.v1",
+    "drasim.common.api.networking_v1": "io.k8s.api.networking.v1",
     "drasim.common.api.apps_v1": "io.k8s.api.apps.v1",
     "drasim.common.api.coordination_v1": "io.k8s.api.coordination.v1",
     "drasim.common.api.policy_v1": "io.k8s.api.policy.v1",
@@ -386,7 +389,7 @@ class _Components:
     def _field(self, owner: str, field: mi.Field) -> dict[str, Any]:
         schema = self._schema(field.type)
         if _is_list(field.type):
-            schema.update(_list_extensions(field.encode_name))
+            schema.update(_list_extensions(owner, field.encode_name))
         description = DESCRIPTIONS.get(f"{owner}.{field.encode_name}")
         if description is None and owner in _KIND_NAMES:
             description = DESCRIPTIONS.get(field.encode_name)
@@ -401,6 +404,8 @@ class _Components:
             return {"type": "string"}
         if isinstance(shape, mi.BoolType):
             return {"type": "boolean"}
+        if isinstance(shape, mi.BytesType):
+            return {"type": "string", "format": "byte"}
         if isinstance(shape, mi.IntType):
             return {"type": "integer", "format": "int64"}
         if isinstance(shape, mi.FloatType):
@@ -446,9 +451,17 @@ def _is_list(shape: mi.Type) -> bool:
     return any(isinstance(t, mi.ListType) for t in members)
 
 
-def _list_extensions(field: str) -> dict[str, Any]:
+def _list_extensions(owner: str, field: str) -> dict[str, Any]:
     """How the list merges: by key, as a set, or whole (atomic)."""
-    key = patches.MERGE_KEYS.get(field)
+    keys = patches.OWNER_MERGE_KEYS.get((owner, field))
+    if keys is not None:
+        return {
+            "x-kubernetes-list-type": "map",
+            "x-kubernetes-list-map-keys": list(keys),
+            "x-kubernetes-patch-merge-key": keys[0],
+            "x-kubernetes-patch-strategy": "merge",
+        }
+    key = patches.MERGE_KEYS.get(field) if owner != "EndpointSlice" else None
     if key is not None:
         return {
             "x-kubernetes-list-type": "map",

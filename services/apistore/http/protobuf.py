@@ -2,7 +2,8 @@
 
 kubectl's typed clients send some bodies only as protobuf: `kubectl create namespace`,
 `kubectl create deployment`, `kubectl create quota`, `kubectl create poddisruptionbudget`,
-`kubectl create priorityclass`, `kubectl create role` (clusterrole, rolebinding,
+`kubectl create priorityclass`, `kubectl create configmap` (secret generic, serviceaccount,
+service, token), `kubectl create role` (clusterrole, rolebinding,
 clusterrolebinding), the SelfSubjectAccessReview of `kubectl auth can-i` (and the
 SelfSubjectRulesReview of its `--list`),
 and the DeleteOptions and Evictions of `kubectl drain`. There is no fallback to JSON for
@@ -19,6 +20,7 @@ dropped as JSON's `omitempty` would, except for fields that are pointers in Go (
 
 from __future__ import annotations
 
+import base64
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -45,7 +47,8 @@ class F:
     keep: bool = False
 
 
-# Scalar kinds: str, int, bool, map (string→string entries), quantities (string→Quantity
+# Scalar kinds: str, int, bool, map (string→string entries), bytesmap (string→bytes
+# entries, base64 in JSON), quantities (string→Quantity
 # entries), time (metav1.Time), intstr (IntOrString), status (skipped: the bodies read here
 # create objects or delete them, and a new object's status is the apistore's to set).
 # Anything else names a message.
@@ -103,6 +106,87 @@ MESSAGES: dict[str, dict[int, F]] = {
         2: F("selector", "LabelSelector", keep=True),
         3: F("maxUnavailable", "intstr", keep=True),
         4: F("unhealthyPodEvictionPolicy", "str", keep=True),
+    },
+    # core/v1: `kubectl create configmap|secret|serviceaccount|service|token`.
+    "ConfigMap": {
+        1: F("metadata", "ObjectMeta"),
+        2: F("data", "map"),
+        3: F("binaryData", "bytesmap"),
+        4: F("immutable", "bool", keep=True),
+    },
+    "Secret": {
+        1: F("metadata", "ObjectMeta"),
+        2: F("data", "bytesmap"),
+        3: F("type", "str"),
+        4: F("stringData", "map"),
+        5: F("immutable", "bool", keep=True),
+    },
+    "ServiceAccount": {
+        1: F("metadata", "ObjectMeta"),
+        2: F("secrets", "ObjectReference", repeated=True),
+        3: F("imagePullSecrets", "LocalObjectReference", repeated=True),
+        4: F("automountServiceAccountToken", "bool", keep=True),
+    },
+    "ObjectReference": {
+        1: F("kind", "str"),
+        2: F("namespace", "str"),
+        3: F("name", "str"),
+        4: F("uid", "str"),
+        5: F("apiVersion", "str"),
+        6: F("resourceVersion", "str"),
+        7: F("fieldPath", "str"),
+    },
+    "LocalObjectReference": {1: F("name", "str")},
+    "Service": {
+        1: F("metadata", "ObjectMeta"),
+        2: F("spec", "ServiceSpec"),
+        3: F("status", "status"),
+    },
+    "ServiceSpec": {
+        1: F("ports", "ServicePort", repeated=True),
+        2: F("selector", "map"),
+        3: F("clusterIP", "str"),
+        4: F("type", "str"),
+        5: F("externalIPs", "str", repeated=True),
+        7: F("sessionAffinity", "str"),
+        8: F("loadBalancerIP", "str"),
+        9: F("loadBalancerSourceRanges", "str", repeated=True),
+        10: F("externalName", "str"),
+        11: F("externalTrafficPolicy", "str"),
+        12: F("healthCheckNodePort", "int"),
+        13: F("publishNotReadyAddresses", "bool"),
+        17: F("ipFamilyPolicy", "str", keep=True),
+        18: F("clusterIPs", "str", repeated=True),
+        19: F("ipFamilies", "str", repeated=True),
+        20: F("allocateLoadBalancerNodePorts", "bool", keep=True),
+        21: F("loadBalancerClass", "str", keep=True),
+        22: F("internalTrafficPolicy", "str", keep=True),
+        23: F("trafficDistribution", "str", keep=True),
+    },
+    "ServicePort": {
+        1: F("name", "str"),
+        2: F("protocol", "str"),
+        3: F("port", "int"),
+        4: F("targetPort", "intstr"),
+        5: F("nodePort", "int"),
+        6: F("appProtocol", "str", keep=True),
+    },
+    # authentication.k8s.io/v1: the body of serviceaccounts/token (`kubectl create token`).
+    "TokenRequest": {
+        1: F("metadata", "ObjectMeta"),
+        2: F("spec", "TokenRequestSpec"),
+        3: F("status", "status"),
+    },
+    "TokenRequestSpec": {
+        1: F("audiences", "str", repeated=True),
+        3: F("boundObjectRef", "BoundObjectReference", keep=True),
+        4: F("expirationSeconds", "int", keep=True),
+    },
+    "BoundObjectReference": {
+        1: F("kind", "str"),
+        2: F("apiVersion", "str"),
+        3: F("name", "str"),
+        4: F("uid", "str"),
     },
     # scheduling.k8s.io/v1: `kubectl create priorityclass`.
     "PriorityClass": {
@@ -303,6 +387,11 @@ TOP_LEVEL = frozenset(
         "Eviction",
         "PodDisruptionBudget",
         "PriorityClass",
+        "ConfigMap",
+        "Secret",
+        "ServiceAccount",
+        "Service",
+        "TokenRequest",
         "SelfSubjectAccessReview",
         "SelfSubjectRulesReview",
         "Role",
@@ -348,7 +437,7 @@ def decode_message(message: str, data: bytes) -> dict[str, Any]:
         if field is None:
             raise Unsupported(f"field {number} of {message}")
         decoded = _value(field, value, message, number)
-        if field.kind in ("map", "quantities"):
+        if field.kind in ("map", "bytesmap", "quantities"):
             out.setdefault(field.name, {}).update(decoded)
         elif field.repeated:
             out.setdefault(field.name, []).append(decoded)
@@ -375,12 +464,14 @@ def _value(field: F, value: int | bytes, message: str, number: int) -> Any:
         return _text(value)
     if kind == "status":
         return None
-    if kind in ("map", "quantities"):
+    if kind in ("map", "bytesmap", "quantities"):
         entry = dict(_fields(value))
         key = _text(entry.get(1, b""))
         raw = entry.get(2, b"")
         if not isinstance(raw, bytes):
             raise Unsupported(f"an entry of field {number} of {message}")
+        if kind == "bytesmap":  # bytes are base64 in JSON
+            return {key: base64.b64encode(raw).decode()}
         item = _text(dict(_fields(raw)).get(1, b"")) if kind == "quantities" else _text(raw)
         return {key: item}
     if kind == "time":

@@ -5,13 +5,23 @@ says what a strategy decides. A new kind adds its strategy to its group's `STRAT
 
 from __future__ import annotations
 
-from drasim.apistore.strategies import apps, coordination, core, policy, rbac, resource, scheduling
+from drasim.apistore.strategies import (
+    apps,
+    coordination,
+    core,
+    core_app,
+    policy,
+    rbac,
+    resource,
+    scheduling,
+)
 from drasim.apistore.strategies.base import Admission, Strategy
 
 __all__ = ["Admission", "Strategy", "for_resource"]
 
 _STRATEGIES: dict[str, Strategy] = {
     **core.STRATEGIES,
+    **core_app.STRATEGIES,
     **coordination.STRATEGIES,
     **apps.STRATEGIES,
     **policy.STRATEGIES,

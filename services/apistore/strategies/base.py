@@ -12,6 +12,7 @@ the kinds that have some.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 from drasim.common.api import validation
@@ -121,6 +122,24 @@ class Strategy:
         """Whether an object being deleted, with no finalizer left, stays for now (a pod
         its kubelet has yet to stop)."""
         return False
+
+    def allocation_candidates(self, body: bytes) -> list[tuple[str, str, str]]:
+        """The rows of what a create of this body may take from a shared pool (a cluster
+        IP's IPAddress), read with its batch for `allocate`; drawn before the batch, from
+        the body alone."""
+        return []
+
+    def allocate(
+        self, obj: Any, taken: Callable[[tuple[str, str, str]], bool], candidates: list[Any]
+    ) -> list[Any]:
+        """Take what a create holds from a shared pool (upstream's REST `BeginCreate`),
+        choosing among `candidates` the rows not `taken`: the objects to store with it
+        (an IPAddress), or the `ApiError` that refuses the create."""
+        return []
+
+    def released_keys(self, obj: Any) -> list[tuple[str, str, str]]:
+        """The rows of what the object held and its removal releases (deleted with it)."""
+        return []
 
     def node_name(self, obj: Any) -> str:
         """The node whose kubelet cares about this object, for event routing ("" none)."""

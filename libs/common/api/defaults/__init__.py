@@ -13,12 +13,13 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from drasim.common.api.defaults import apps, core, resource
+from drasim.common.api.defaults import apps, core, core_app, resource
 
 __all__ = ["apply"]
 
 _DEFAULTERS: dict[type, Callable[[Any], None]] = {
     **core.DEFAULTERS,
+    **core_app.DEFAULTERS,
     **apps.DEFAULTERS,
     **resource.DEFAULTERS,
 }

@@ -18,6 +18,7 @@ from drasim.common.api.validation import (
     apps,
     coordination,
     core,
+    core_app,
     meta,
     pod,
     policy,
@@ -31,6 +32,7 @@ __all__ = ["validate", "validate_status"]
 
 _VALIDATORS: dict[type[KubeObject], meta.Validator] = {
     **core.VALIDATORS,
+    **core_app.VALIDATORS,
     **pod.VALIDATORS,
     **coordination.VALIDATORS,
     **apps.VALIDATORS,
@@ -51,6 +53,7 @@ _STATUS_VALIDATORS: dict[type[KubeObject], meta.Validator] = {
 _NAME_RULES: dict[type[KubeObject], meta.NameRule] = {
     core_v1.Namespace: meta.LABEL_NAME,
     **rbac.NAME_RULES,
+    **core_app.NAME_RULES,
 }
 
 
