@@ -321,9 +321,13 @@ async def test_python_client_reads_and_patches_the_kinds(cluster):
 
         claim = {
             "metadata": {"name": "data"},
-            "spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "2Gi"}}},
-        }  # fmt: skip
-        await asyncio.to_thread(core.create_namespaced_persistent_volume_claim, "default", claim)
+            "spec": {
+                "accessModes": ["ReadWriteOnce"],
+                "resources": {"requests": {"storage": "2Gi"}},
+            },
+        }
+        create_claim = core.create_namespaced_persistent_volume_claim
+        await asyncio.to_thread(create_claim, "default", claim)
         bound = await asyncio.to_thread(
             core.read_namespaced_persistent_volume_claim, "data", "default"
         )

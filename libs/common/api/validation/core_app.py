@@ -329,10 +329,18 @@ def _validate_endpoints(ep: core_v1_app.Endpoints, old: KubeObject | None) -> li
             port_path = f"{path}.ports[{j}]"
             if len(subset.ports) > 1 and not port.name:
                 errs.append(field_required(f"{port_path}.name"))
-            if not 1 <= port.port <= 65535:
-                errs.append(field_invalid(f"{port_path}.port", port.port, _PORT_RANGE))
-            if port.protocol not in _PROTOCOLS:
-                errs.append(field_not_supported(f"{port_path}.protocol", port.protocol, _PROTOCOLS))
+            errs += _validate_endpoint_port(port.port, port.protocol, port_path)
+    return errs
+
+
+def _validate_endpoint_port(port: int | None, protocol: str | None, path: str) -> list[FieldError]:
+    """A port of an Endpoints subset or an EndpointSlice: a number (where given) and a
+    protocol upstream supports."""
+    errs = []
+    if port is not None and not 1 <= port <= 65535:
+        errs.append(field_invalid(f"{path}.port", port, _PORT_RANGE))
+    if protocol not in _PROTOCOLS:
+        errs.append(field_not_supported(f"{path}.protocol", protocol, _PROTOCOLS))
     return errs
 
 
@@ -354,10 +362,7 @@ def _validate_endpoint_slice(
             for j, address in enumerate(endpoint.addresses):
                 errs += _ip_errors(address, f"{path}[{j}]")
     for i, port in enumerate(eps.ports):
-        if port.port is not None and not 1 <= port.port <= 65535:
-            errs.append(field_invalid(f"ports[{i}].port", port.port, _PORT_RANGE))
-        if port.protocol not in _PROTOCOLS:
-            errs.append(field_not_supported(f"ports[{i}].protocol", port.protocol, _PROTOCOLS))
+        errs += _validate_endpoint_port(port.port, port.protocol, f"ports[{i}]")
     return errs
 
 
