@@ -54,7 +54,7 @@ def test_delete_options_keep_a_zero_grace_period() -> None:
     ("data", "named"),
     [
         (b'{"kind": "Namespace"}', "k8s protobuf prefix"),
-        (body("Secret", b""), "kind 'Secret'"),
+        (body("Pod", b""), "kind 'Pod'"),
         (body("Namespace", field(1, field(99, b"x"))), "field 99 of ObjectMeta"),
         (body("Namespace", field(1, field(1, 5))), "is not length-delimited"),
         (body("Namespace", field(1, b"\x0a\x10ab")), "runs past the end"),
