@@ -63,6 +63,14 @@ class PodBuilder:
         self._pod["metadata"]["labels"] = labels
         return self
 
+    def annotations(self, annotations: dict[str, str]) -> PodBuilder:
+        self._pod["metadata"].setdefault("annotations", {}).update(annotations)
+        return self
+
+    def restart_policy(self, policy: str) -> PodBuilder:
+        self._pod["spec"]["restartPolicy"] = policy
+        return self
+
     def node(self, name: str) -> PodBuilder:
         self._pod["spec"]["nodeName"] = name
         return self

@@ -16,6 +16,11 @@ A cluster file lists node pools and, optionally, DeviceClasses to create:
         taints: [{key: gpu, effect: NoSchedule}]
         devices:                            # per device group of the profile
           gpu: {exposure: dra}              # or device-plugin (+ extendedResourceName)
+    podDefaults:                            # optional: how long containers run, first match
+      - namespace: batch                    # "" or absent: every namespace
+        selector: {matchLabels: {app: x}}   # a LabelSelector; absent: every pod
+        runFor: 30s                         # Go duration; absent: run until deleted
+        exitCode: 0
 
 A node profile describes the hardware a node's probe finds:
 
@@ -31,6 +36,10 @@ A node profile describes the hardware a node's probe finds:
         count: 8                            # devices gpu-0 .. gpu-7
         attributes: {type: gpu, model: X, driverVersion: {version: 1.0.0}}
         capacity: {memory: 80Gi}
+
+`podDefaults` stand in for the pod annotations `drasim.io/run-for` and `drasim.io/exit-code`
+on pods that do not carry them, the first entry whose namespace and selector match the pod
+deciding (as KWOK's Stages select the pods they act on).
 
 A node exposes each device group through exactly one of a DRA driver (ResourceSlices) and a
 device plugin (node capacity under `extendedResourceName`), as KEP-5004 requires of one node.
@@ -48,9 +57,10 @@ from typing import Literal, TypeVar
 import msgspec
 import yaml
 
-from drasim.common import codec, profiles, runtime_config
-from drasim.common.api import core_v1, resource_v1, resources, validation
-from drasim.common.api.validation import names
+from drasim.common import codec, labels, profiles, runtime_config
+from drasim.common.api import core_v1, meta_v1, resource_v1, resources, validation
+from drasim.common.api.validation import meta, names
+from drasim.common.duration import parse_go_duration
 from drasim.common.quantity import Quantity
 
 __all__ = [
@@ -64,6 +74,7 @@ __all__ = [
     "NodeConfig",
     "NodePool",
     "NodeProfile",
+    "PodDefault",
     "load",
     "load_profile",
     "parse_shard",
@@ -144,6 +155,26 @@ class NodePool(_Struct, kw_only=True):
         return [f"{prefix}{i}" for i in range(self.count)]
 
 
+class PodDefault(_Struct, kw_only=True):
+    """How long the containers of the pods it selects run, and how they exit, where the
+    pods' own annotations do not say (`drasim.io/run-for`, `drasim.io/exit-code`)."""
+
+    namespace: str = ""
+    selector: meta_v1.LabelSelector | None = None
+    run_for: str = ""
+    exit_code: int | None = None
+
+    def matches(self, pod: core_v1.Pod) -> bool:
+        if self.namespace and pod.metadata.namespace != self.namespace:
+            return False
+        if self.selector is None:
+            return True
+        return labels.from_label_selector(self.selector).matches(pod.metadata.labels)
+
+    def run_for_seconds(self) -> float | None:
+        return parse_go_duration(self.run_for) if self.run_for else None
+
+
 class ClusterSpec(_Struct, kw_only=True):
     api_version: str = API_VERSION
     kind: str = "Cluster"
@@ -153,6 +184,7 @@ class ClusterSpec(_Struct, kw_only=True):
     device_classes: list[resource_v1.DeviceClass] = []
     profiles: list[NodeProfile] = []
     pools: list[NodePool]
+    pod_defaults: list[PodDefault] = []
 
 
 @dataclass(frozen=True)
@@ -212,6 +244,8 @@ def load(path: Path | str | None = None) -> Cluster:
         runtime_config.parse(cluster.runtime_config_flag())
     except runtime_config.RuntimeConfigError as exc:
         errs.append(("runtimeConfig", str(exc)))
+    for i, default in enumerate(spec.pod_defaults):
+        errs += [(f"podDefaults[{i}].{path}", msg) for path, msg in _check_pod_default(default)]
     inline = {p.name: p for p in spec.profiles}
     for i, profile in enumerate(spec.profiles):
         errs += [(f"profiles[{i}].{path}", msg) for path, msg in _check_profile(profile)]
@@ -342,6 +376,24 @@ def _check_pool(pool: NodePool, profile: NodeProfile) -> Iterator[tuple[str, str
             yield f"{where}.extendedResourceName", "must be a valid extended resource name"
         elif not name and exposure.exposure == DEVICE_PLUGIN:
             yield f"{where}.extendedResourceName", "required for exposure device-plugin"
+
+
+def _check_pod_default(default: PodDefault) -> Iterator[tuple[str, str]]:
+    if default.namespace:
+        yield from _each("namespace", names.is_dns1123_label(default.namespace))
+    if default.selector is not None:
+        for err in meta.validate_label_selector(default.selector, "selector"):
+            yield err.field, err.message
+    if default.run_for:
+        try:
+            seconds = parse_go_duration(default.run_for)
+        except ValueError as exc:
+            yield "runFor", str(exc)
+        else:
+            if seconds < 0:
+                yield "runFor", "must be greater than or equal to 0"
+    if default.exit_code is not None and not 0 <= default.exit_code <= 255:
+        yield "exitCode", "must be between 0 and 255, inclusive"
 
 
 def _check_device_classes(spec: ClusterSpec) -> list[tuple[str, str]]:

@@ -23,6 +23,8 @@ Honoured where upstream honours them:
   device taint eviction controller does not run.
 - `DRADeviceTaintRules`: the scheduler and the eviction controller ignore DeviceTaintRules
   (the apistore still serves them, where upstream's would not).
+- `ReduceDefaultCrashLoopBackOffDecay`: the kubelet's CrashLoopBackOff starts at 1 s and
+  stops at 60 s instead of 10 s and 5 min.
 
 Registered with their defaults, not implemented by drasim beyond what the apistore drops
 (`NOT_IMPLEMENTED`, said when set): DRADeviceBindingConditions,
@@ -41,6 +43,7 @@ __all__ = [
     "DRA_ADMIN_ACCESS",
     "DRA_EXTENDED_RESOURCE",
     "DRA_PRIORITIZED_LIST",
+    "REDUCE_DEFAULT_CRASH_LOOP_BACK_OFF_DECAY",
     "KUBE_FEATURES",
     "NOT_IMPLEMENTED",
     "new_gate",
@@ -56,6 +59,7 @@ DRA_EXTENDED_RESOURCE = "DRAExtendedResource"
 DRA_PARTITIONABLE_DEVICES = "DRAPartitionableDevices"
 DRA_PRIORITIZED_LIST = "DRAPrioritizedList"
 DRA_RESOURCE_CLAIM_DEVICE_STATUS = "DRAResourceClaimDeviceStatus"
+REDUCE_DEFAULT_CRASH_LOOP_BACK_OFF_DECAY = "ReduceDefaultCrashLoopBackOffDecay"
 
 ALPHA, BETA, GA = PreRelease.ALPHA, PreRelease.BETA, PreRelease.GA
 
@@ -105,6 +109,7 @@ KUBE_FEATURES: dict[str, tuple[FeatureSpec, ...]] = {
         _at("1.33", True, BETA),
         _at("1.37", True, GA, locked=True),
     ),
+    REDUCE_DEFAULT_CRASH_LOOP_BACK_OFF_DECAY: (_at("1.33", False, ALPHA),),
 }
 
 DEPENDENCIES: dict[str, tuple[str, ...]] = {

@@ -9,6 +9,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+from drasim.common import pod_table
+
 
 @dataclass(frozen=True, slots=True)
 class Column:
@@ -86,28 +88,16 @@ def _name(obj: Any, now: datetime) -> str:
 
 
 def pod_status_reason(pod: Any) -> str:
-    """What kubectl shows under STATUS: Terminating, a waiting reason, SchedulingGated while
-    the pod's condition says so, or the phase."""
-    if pod.metadata.deletion_timestamp:
-        return "Terminating"
-    for status in pod.status.container_statuses:
-        waiting = status.state.waiting if status.state else None
-        if waiting is not None and waiting.reason:
-            return waiting.reason
-    if any(
-        c.type == "PodScheduled" and c.reason == "SchedulingGated" for c in pod.status.conditions
-    ):
-        return "SchedulingGated"
-    return pod.status.reason or pod.status.phase or "Pending"
+    """What kubectl shows under STATUS (upstream `printPod`)."""
+    return pod_table.pod_cells(pod, datetime.now(UTC), since).status
 
 
 def _pod_ready(pod: Any, now: datetime) -> str:
-    ready = sum(1 for s in pod.status.container_statuses if s.ready)
-    return f"{ready}/{len(pod.spec.containers)}"
+    return pod_table.pod_cells(pod, now, since).ready
 
 
 def _pod_restarts(pod: Any, now: datetime) -> str:
-    return str(sum(s.restart_count for s in pod.status.container_statuses))
+    return pod_table.pod_cells(pod, now, since).restarts
 
 
 def _node_status(node: Any, now: datetime) -> str:
@@ -239,7 +229,7 @@ COLUMNS: dict[str, list[Column]] = {
         NAME,
         Column("Ready", _pod_ready),
         Column("Status", lambda p, now: pod_status_reason(p)),
-        Column("Restarts", _pod_restarts, type="integer"),
+        Column("Restarts", _pod_restarts),
         AGE,
         Column("IP", lambda p, now: p.status.pod_ip or "<none>", priority=1),
         Column("Node", lambda p, now: p.spec.node_name or "<none>", priority=1),

@@ -13,6 +13,7 @@ from pathlib import Path
 
 from drasim.common import cluster_file, nats_auth, service
 from drasim.common.client import ApiClient
+from drasim.kubelet import backoff
 from drasim.kubelet.run import KubeletProcess
 
 
@@ -27,6 +28,12 @@ def _add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--heartbeat-seconds", type=float, default=10.0, help="Lease renewal period"
     )
+    parser.add_argument(
+        "--crash-loop-backoff",
+        metavar="INITIAL/MAX",
+        help="CrashLoopBackOff's first and longest delay in Go durations "
+        "(default 10s/5m0s, upstream's; 1s/1m0s with ReduceDefaultCrashLoopBackOffDecay)",
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -34,6 +41,9 @@ def main(argv: list[str] | None = None) -> int:
     try:
         cluster = cluster_file.load(args.cluster)
         index, count = cluster_file.parse_shard(args.shard)
+        crash_loop_backoff = (
+            backoff.parse(args.crash_loop_backoff) if args.crash_loop_backoff else None
+        )
     except ValueError as exc:  # ClusterFileError is one
         print(f"drasim-kubelet: {exc}", file=sys.stderr)
         return 2
@@ -52,6 +62,8 @@ def main(argv: list[str] | None = None) -> int:
             state_dir=args.state_dir,
             heartbeat_period=args.heartbeat_seconds,
             features=args.feature_gates,
+            pod_defaults=cluster.spec.pod_defaults,
+            crash_loop_backoff=crash_loop_backoff,
         ),
         f"kubelet shard={index}/{count} nodes={len(nodes)}",
         connection=f"kubelet-{index}",

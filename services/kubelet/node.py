@@ -6,9 +6,14 @@ Life of a pod bound here (the kubelet's `syncPod`, reduced to what KEP-5004 touc
    otherwise it is rejected: phase Failed with the reason, as the kubelet does;
 2. its ResourceClaims are prepared by their DRA drivers (`dra_manager`), retried until they
    can be; failures are reported as `FailedPrepareDynamicResources` events;
-3. every container gets its devices (`runtime`) and the pod becomes Running;
-4. on deletion its claims are unprepared, its device-plugin devices released, and the
-   deletion confirmed (`grace_period_seconds=0`), which lets the object go.
+3. every container gets its devices (`runtime`) and its containers run as their
+   annotations say (`containers`: init containers first, exits, restarts with
+   CrashLoopBackOff), each change written to the pod's status; the node syncs the pod
+   again whenever a container is next due to exit or start;
+4. once the pod has ended (Succeeded or Failed), its claims are unprepared and its
+   device-plugin devices released, so that other pods get them;
+5. on deletion the same, and the deletion confirmed (`grace_period_seconds=0`), which lets
+   the object go.
 
 A device group is exposed through exactly one of a DRA driver and a device plugin. The
 choice starts from the cluster file and is recorded in the Node's labels
@@ -23,23 +28,30 @@ import contextlib
 import logging
 import random
 from collections.abc import Callable, Coroutine
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from drasim.common import codec, container_devices, errors, tracing
+from drasim.common import codec, container_devices, container_runs, errors, tracing
 from drasim.common.api import coordination_v1, core_v1, meta_v1
 from drasim.common.bus.client import Bus
 from drasim.common.client import ApiClient
-from drasim.common.cluster_file import DEVICE_PLUGIN, DRA, DeviceExposure, Exposure, NodeConfig
+from drasim.common.cluster_file import (
+    DEVICE_PLUGIN,
+    DRA,
+    DeviceExposure,
+    Exposure,
+    NodeConfig,
+    PodDefault,
+)
 from drasim.common.quantity import Quantity
 from drasim.drivers import cdi
 from drasim.drivers.device_plugin import AllocateResponse, DevicePlugin
 from drasim.drivers.dra_driver import DraDriver
 from drasim.drivers.errors import PermanentError, TemporaryError
 from drasim.drivers.probe import EmulatedProbe
-from drasim.kubelet import admission, device_manager, node_status, runtime
+from drasim.kubelet import admission, backoff, containers, device_manager, node_status, runtime
 from drasim.kubelet.dra_manager import DraManager
 from drasim.kubelet.events import EventRecorder
 
@@ -83,6 +95,18 @@ class PodRecord:
     # The trace of the event that admitted the pod (its binding): preparing and starting
     # it continue that trace.
     traceparent: str = ""
+    # Its containers, once started; `finished` once the pod has ended and given back its
+    # devices (it stays known, so that a late event of it does not admit it again).
+    run: containers.PodRun | None = None
+    assigned: dict[str, runtime.Assignment] = field(default_factory=dict)
+    finished: bool = False
+    # When the pod is next synced because a container is due to exit or start.
+    wake: asyncio.TimerHandle | None = None
+
+    def cancel_wake(self) -> None:
+        if self.wake is not None:
+            self.wake.cancel()
+            self.wake = None
 
 
 def _micro_now() -> str:
@@ -106,12 +130,16 @@ class NodeAgent:
         bus: Bus,
         state_dir: Path | None = None,
         heartbeat_period: float = 10.0,
+        crash_loop_backoff: backoff.CrashLoopBackOff = backoff.UPSTREAM,
+        pod_defaults: list[PodDefault] | None = None,
     ) -> None:
         self.config = config
         self.name = config.name
         self.api = api
         self.bus = bus
         self.heartbeat_period = heartbeat_period
+        self.crash_loop_backoff = crash_loop_backoff
+        self.pod_defaults = pod_defaults or []
         self.node_dir = state_dir / config.name if state_dir is not None else None
         self.probe = EmulatedProbe(config.profile)
         self.cdi = cdi.Registry()
@@ -215,6 +243,8 @@ class NodeAgent:
         )
 
     async def close(self) -> None:
+        for record in self.pods.values():
+            record.cancel_wake()
         for task in list(self._tasks):
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
@@ -418,7 +448,7 @@ class NodeAgent:
         allocatable = self.allocatable()
         requests = admission.counted_requests(pod, allocatable)
         used: dict[str, Quantity] = {}
-        admitted = [r for r in self.pods.values() if r.rejection is None]
+        admitted = [r for r in self.pods.values() if r.rejection is None and not r.finished]
         for record in admitted:
             for name, quantity in record.requests.items():
                 used[name] = used[name] + quantity if name in used else quantity
@@ -478,6 +508,9 @@ class NodeAgent:
         if record.rejection is not None:
             await self._reject(pod, record.rejection)
             return
+        if record.finished:  # its devices are back; what is left is its final status
+            await self._run_containers(pod, record, record.assigned)
+            return
         try:
             claims = await self._prepare_resources(pod)
             assigned = runtime.assign_devices(
@@ -494,7 +527,9 @@ class NodeAgent:
             raise
         for plugin in self.plugins.values():
             await plugin.save()  # what Allocate gave the pod, on disk before it starts
-        await self._start(pod, record, assigned)
+        record.assigned = assigned
+        await self._write_devices(pod, record, assigned)
+        await self._run_containers(pod, record, assigned)
 
     async def _prepare_resources(self, pod: core_v1.Pod) -> dict[str, Any]:
         """The DRA manager's prepare, as a span for a pod that has claims."""
@@ -514,9 +549,10 @@ class NodeAgent:
                 found.setdefault(container, {})[name] = response
         return found
 
-    async def _start(
+    async def _write_devices(
         self, pod: core_v1.Pod, record: PodRecord, assigned: dict[str, runtime.Assignment]
     ) -> None:
+        """Record what the runtime gives each container in the pod's annotation."""
         devices = {
             name: a.devices
             for name, a in assigned.items()
@@ -534,11 +570,33 @@ class NodeAgent:
                     namespace=pod.metadata.namespace,
                 )
                 record.written = int(written.metadata.resource_version)
-        status = runtime.running_status(
-            pod, assigned, host_ip=self.internal_ip, pod_ip=pod.status.pod_ip or self._pod_ip()
+
+    async def _run_containers(
+        self, pod: core_v1.Pod, record: PodRecord, assigned: dict[str, runtime.Assignment]
+    ) -> None:
+        """Start, end and restart the pod's containers as due now, write the status that
+        shows it, and sync the pod again when the next one is due."""
+        now = datetime.now(UTC)
+        if record.run is None:
+            record.run = containers.PodRun.recover(pod, now)
+        plans = container_runs.plans(pod, self.pod_defaults)
+        due = containers.sync(pod, record.run, plans, self.crash_loop_backoff, now)
+        status = containers.pod_status(
+            pod,
+            record.run,
+            {name: a.resource_status for name, a in assigned.items()},
+            host_ip=self.internal_ip,
+            pod_ip=pod.status.pod_ip or self._pod_ip(),
+            now=now,
         )
+        if record.run.phase:
+            # Upstream's kubelet unprepares a pod's resources after its containers stopped
+            # and before its final status is written, so that nothing deallocates a claim
+            # that is still prepared.
+            await self._finish(pod, record)
         if codec.encode(status) != codec.encode(pod.status):
-            with tracing.span("set pod running") as span:
+            span_name = "set pod running" if status.phase == "Running" else "set pod status"
+            with tracing.span(span_name) as span:
                 if span.is_recording():
                     span.set_attribute("k8s.node.name", self.name)
                     span.set_attribute("k8s.pod.name", pod.metadata.name)
@@ -550,6 +608,23 @@ class NodeAgent:
                     subresource="status",
                 )
             record.written = int(written.metadata.resource_version)
+        record.cancel_wake()
+        if due is not None and not record.run.phase:
+            delay = max((due - datetime.now(UTC)).total_seconds(), 0.0)
+            record.wake = asyncio.get_running_loop().call_later(delay, self._wake, pod.metadata.uid)
+
+    def _wake(self, uid: str) -> None:
+        record = self.pods.get(uid)
+        if record is not None and not record.finished:
+            record.wake = None
+            record.resync = True
+            self.requeue(record.namespace, record.name)
+
+    async def _finish(self, pod: core_v1.Pod, record: PodRecord) -> None:
+        """The pod has ended: its devices go back (upstream's kubelet unprepares a
+        terminated pod's claims, and its device manager counts active pods only)."""
+        await self._release_devices(pod.metadata.uid)
+        record.finished = True
 
     def _pod_ip(self) -> str:
         host = self._next_pod_ip
@@ -574,10 +649,15 @@ class NodeAgent:
             )
 
     async def _release(self, pod: core_v1.Pod) -> None:
-        """Give back everything the pod holds; safe to repeat."""
+        """Give back everything the pod holds and forget it; safe to repeat."""
         uid = pod.metadata.uid
-        self.pods.pop(uid, None)
+        record = self.pods.pop(uid, None)
+        if record is not None:
+            record.cancel_wake()
         self.events.forget(uid)
+        await self._release_devices(uid)
+
+    async def _release_devices(self, uid: str) -> None:
         for plugin in self.plugins.values():
             plugin.release(uid)
             await plugin.save()

@@ -29,9 +29,9 @@ from drasim.common import features as gates
 from drasim.common import nats_auth
 from drasim.common.api import core_v1
 from drasim.common.client import ApiClient
-from drasim.common.cluster_file import NodeConfig
+from drasim.common.cluster_file import NodeConfig, PodDefault
 from drasim.common.featuregate import FeatureGate
-from drasim.kubelet import control
+from drasim.kubelet import backoff, control
 from drasim.kubelet.metrics import KubeletMetrics
 from drasim.kubelet.node import GroupInUse, NodeAgent
 from drasim.kubelet.queueing import Key, WorkQueues
@@ -55,9 +55,14 @@ class KubeletProcess:
         state_dir: Path | None = None,
         heartbeat_period: float = 10.0,
         features: FeatureGate = gates.DEFAULT,
+        pod_defaults: list[PodDefault] | None = None,
+        crash_loop_backoff: backoff.CrashLoopBackOff | None = None,
     ) -> None:
         self.api = api
         self.extended_resources = features.enabled(gates.DRA_EXTENDED_RESOURCE)
+        if crash_loop_backoff is None:
+            reduced = features.enabled(gates.REDUCE_DEFAULT_CRASH_LOOP_BACK_OFF_DECAY)
+            crash_loop_backoff = backoff.REDUCED if reduced else backoff.UPSTREAM
         self.agents = {
             n.name: NodeAgent(
                 config=n,
@@ -66,6 +71,8 @@ class KubeletProcess:
                 bus=api.bus,
                 state_dir=state_dir,
                 heartbeat_period=heartbeat_period,
+                crash_loop_backoff=crash_loop_backoff,
+                pod_defaults=pod_defaults,
             )
             for n in nodes
         }

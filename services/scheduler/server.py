@@ -216,7 +216,13 @@ class Scheduler:
 
     # -- pods (upstream `addPodToCache`, `updatePodInSchedulingQueue`, ...) -------------------
 
+    # Upstream's scheduler watches pods with the field selector
+    # `status.phase!=Succeeded,status.phase!=Failed` (`newPodInformer`): a pod that ends
+    # is deleted from its view, so what it held on its node is free for others.
+
     def _add_pod(self, pod: core_v1.Pod) -> None:
+        if _is_terminal(pod):
+            return
         self.nominator.follow(pod)
         if pod.spec.node_name:
             self._add_pod_to_cache(pod)
@@ -224,6 +230,11 @@ class Scheduler:
             self.queue.add(pod, traceparent=event_traceparent())
 
     def _update_pod(self, old: core_v1.Pod, new: core_v1.Pod) -> None:
+        if _is_terminal(old):
+            return
+        if _is_terminal(new):
+            self._delete_pod(old)
+            return
         self.nominator.follow(new)
         if old.spec.node_name:
             self._update_pod_in_cache(old, new)
@@ -236,6 +247,8 @@ class Scheduler:
             self.queue.update(old, new, traceparent=event_traceparent())
 
     def _delete_pod(self, pod: core_v1.Pod) -> None:
+        if _is_terminal(pod):
+            return  # deleted from the view when it ended
         self.nominator.forget(pod)
         if pod.spec.node_name:
             self.cache.remove_pod(pod)
@@ -326,3 +339,7 @@ class Scheduler:
             )
 
         return Informer(self.api, type_, on_add=add, on_update=update, on_delete=delete)
+
+
+def _is_terminal(pod: core_v1.Pod) -> bool:
+    return pod.status.phase in ("Succeeded", "Failed")

@@ -159,6 +159,7 @@ def test_help_lists_what_is_neither_ga_nor_deprecated() -> None:
         "DRAExtendedResource=true|false (BETA - default=true)",
         "DRAPartitionableDevices=true|false (BETA - default=true)",
         "DRAResourceClaimDeviceStatus=true|false (BETA - default=true)",
+        "ReduceDefaultCrashLoopBackOffDecay=true|false (ALPHA - default=false)",
     ]
 
 

@@ -433,7 +433,7 @@ async def test_tables(cluster, http):
     assert columns[:5] == [("Name", 0), ("Ready", 0), ("Status", 0), ("Restarts", 0), ("Age", 0)]
     assert ("Node", 1) in columns
     [row] = table["rows"]
-    assert row["cells"][:4] == ["p", "0/1", "Pending", 0]
+    assert row["cells"][:4] == ["p", "0/1", "Pending", "0"]
     assert row["cells"][[name for name, _ in columns].index("Node")] == "worker-1"
     assert row["object"]["kind"] == "PartialObjectMetadata"
     assert row["object"]["metadata"]["namespace"] == "default"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -62,9 +63,11 @@ async def start_kubelet(
     """Start a kubelet process hosting the test cluster's nodes (all, or those named)."""
     running: list[KubeletProcess] = []
 
-    async def start(*names: str, state_dir: Path | None = tmp_path / "nodes") -> KubeletProcess:
+    async def start(
+        *names: str, state_dir: Path | None = tmp_path / "nodes", **options: Any
+    ) -> KubeletProcess:
         nodes = [n for n in cluster.nodes if not names or n.name in names]
-        kubelet = KubeletProcess(api=api, nodes=nodes, state_dir=state_dir)
+        kubelet = KubeletProcess(api=api, nodes=nodes, state_dir=state_dir, **options)
         running.append(kubelet)
         await kubelet.start()
         return kubelet
