@@ -508,11 +508,28 @@ APP_COLUMNS: dict[str, list[Column]] = {
         Column("VolumeMode", lambda p, now: p.spec.volume_mode or "<unset>", priority=1),
     ],
     "ipaddresses": [NAME, Column("ParentRef", _ip_parent)],
+    # apiextensions' `customResourceDefinitionColumnDefinitions`.
+    "customresourcedefinitions": [
+        NAME,
+        Column("Scope", lambda c, now: c.spec.scope),
+        Column(
+            "Versions",
+            lambda c, now: ",".join(
+                f"{v.name}(storage)" if v.storage else v.name for v in c.spec.versions
+            ),
+        ),
+        Column("Created At", lambda c, now: c.metadata.creation_timestamp or "", type="date"),
+    ],
 }
+
+# The columns of custom resources, by plural, which `customresources` keeps as CRDs come
+# and go.
+CUSTOM_COLUMNS: dict[str, list[Column]] = {}
 
 
 def columns_for(resource: str, *, wide: bool = False) -> list[Column]:
-    cols = COLUMNS.get(resource) or APP_COLUMNS.get(resource, [NAME, AGE])
+    cols = COLUMNS.get(resource) or APP_COLUMNS.get(resource) or CUSTOM_COLUMNS.get(resource)
+    cols = cols or [NAME, AGE]
     return [c for c in cols if wide or c.priority == 0]
 
 

@@ -33,7 +33,7 @@ from drasim.apistore.request import Context, key_of, resource_info
 from drasim.apistore.store import EventRow, Key, ObjectRow, Store, WriteSession
 from drasim.common import codec, errors, quota, selection
 from drasim.common import features as gates
-from drasim.common.api import scheduling_v1
+from drasim.common.api import apiextensions_v1, customresources, scheduling_v1
 from drasim.common.bus import messages
 from drasim.common.featuregate import FeatureGate
 
@@ -90,6 +90,7 @@ class ApiCore:
         await self.reload_priority_classes()
         await self.reload_rbac()
         await self.reload_quotas(claims=True)
+        await self.serve_custom_resources()
         builtins = [
             ("namespaces", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
             for ns in BUILTIN_NAMESPACES
@@ -120,6 +121,12 @@ class ApiCore:
         """Read every PriorityClass as committed (the admission's index)."""
         answer = await self.list(messages.List(resource="priorityclasses"))
         self.priority_classes.replace(codec.decode(answer, admission.PriorityClassList))
+
+    async def serve_custom_resources(self) -> None:
+        """Serve the kinds of every CRD as committed (later ones as their writes commit)."""
+        answer = await self.list(messages.List(resource="customresourcedefinitions"))
+        for crd in codec.decode(answer, _CustomResourceDefinitionList).items:
+            customresources.serve(crd)
 
     async def reload_rbac(self) -> None:
         """Read every role and binding as committed (the RBAC authorizer's index)."""
@@ -486,10 +493,27 @@ class ApiCore:
             self.priority_classes.observe(batch.events)
             self.rbac.observe(batch.events)
             self.quotas.observe(batch.events)
+            _observe_custom_resource_definitions(batch.events)
             if self._on_commit is not None:
                 self._on_commit(batch.events)
         # What was announced is what committed, unless a first attempt announced its own.
         flight.finish(flight.announced is batch)
+
+
+class _CustomResourceDefinitionList(msgspec.Struct):
+    items: list[apiextensions_v1.CustomResourceDefinition] = []
+
+
+def _observe_custom_resource_definitions(events: list[EventRow]) -> None:
+    """Serve, change or withdraw the kinds of the CRDs a batch wrote."""
+    for ev in events:
+        if ev.resource != "customresourcedefinitions":
+            continue
+        if ev.type == "DELETED":
+            customresources.withdraw(ev.name)
+        else:
+            crd = codec.decode(ev.object, apiextensions_v1.CustomResourceDefinition)
+            customresources.serve(crd)
 
 
 class _Write:

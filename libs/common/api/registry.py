@@ -8,6 +8,7 @@ converting it, `drasim.common.api.conversion`), when `--runtime-config` turns th
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -15,6 +16,7 @@ import msgspec
 
 from drasim.common import version
 from drasim.common.api import (
+    apiextensions_v1,
     apps_v1,
     coordination_v1,
     core_v1,
@@ -36,6 +38,9 @@ __all__ = [
     "RESOURCES",
     "ResourceInfo",
     "ServedVersion",
+    "on_change",
+    "register",
+    "unregister",
     "by_api_version_kind",
     "by_kind",
     "by_plural",
@@ -95,6 +100,7 @@ class ResourceInfo:
     short_names: tuple[str, ...] = ()
     subresources: tuple[str, ...] = ()
     versions: tuple[ServedVersion, ...] = ()  # besides `version`, newest first
+    categories: tuple[str, ...] = ()
 
     @property
     def api_version(self) -> str:
@@ -179,6 +185,8 @@ RESOURCES: tuple[ResourceInfo, ...] = (
           short_names=("pvc",), subresources=("status",)),
     _info(discovery_v1.EndpointSlice, "endpointslices", namespaced=True),
     _info(networking_v1.IPAddress, "ipaddresses", namespaced=False, short_names=("ip",)),
+    _info(apiextensions_v1.CustomResourceDefinition, "customresourcedefinitions",
+          namespaced=False, short_names=("crd", "crds"), subresources=("status",)),
     _info(coordination_v1.Lease, "leases", namespaced=True),
     _info(apps_v1.Deployment, "deployments", namespaced=True, short_names=("deploy",),
           subresources=("status", "scale")),
@@ -202,14 +210,53 @@ RESOURCES: tuple[ResourceInfo, ...] = (
           subresources=("status",), versions=(_DEVICE_TAINT_RULE_V1BETA2,)),
 )  # fmt: skip
 
-_BY_PLURAL = {r.plural: r for r in RESOURCES}
-_BY_KIND = {r.kind: r for r in RESOURCES}
-_BY_API_VERSION_KIND = {(r.api_version, r.kind): r for r in RESOURCES}
-_BY_TYPE = {r.type: r for r in RESOURCES}
+_BUILTIN = RESOURCES
+_BY_PLURAL: dict[str, ResourceInfo] = {}
+_BY_KIND: dict[str, ResourceInfo] = {}
+_BY_API_VERSION_KIND: dict[tuple[str, str], ResourceInfo] = {}
+_BY_TYPE: dict[type, ResourceInfo] = {}
 # Every name `resolve` accepts, lower-cased: plural, singular, kind and short names.
-_BY_ANY_NAME = {
-    name: r for r in RESOURCES for name in (r.plural, r.singular, r.kind.lower(), *r.short_names)
-}
+_BY_ANY_NAME: dict[str, ResourceInfo] = {}
+# Told when the served resources change (discovery and OpenAPI drop what they built).
+_LISTENERS: list[Callable[[], None]] = []
+
+
+def _index() -> None:
+    for table in (_BY_PLURAL, _BY_KIND, _BY_API_VERSION_KIND, _BY_TYPE, _BY_ANY_NAME):
+        table.clear()
+    for r in RESOURCES:
+        _BY_PLURAL[r.plural] = r
+        _BY_KIND.setdefault(r.kind, r)
+        _BY_API_VERSION_KIND[(r.api_version, r.kind)] = r
+        _BY_TYPE[r.type] = r
+        for name in (r.plural, r.singular, r.kind.lower(), *r.short_names):
+            _BY_ANY_NAME.setdefault(name, r)
+    for listener in _LISTENERS:
+        listener()
+
+
+_index()
+
+
+def register(info: ResourceInfo) -> None:
+    """Serve a kind made at run time (a custom resource) beside the built-in ones."""
+    global RESOURCES
+    RESOURCES = (*(r for r in RESOURCES if r.plural != info.plural), info)
+    _index()
+
+
+def unregister(plural: str) -> None:
+    """Stop serving a kind `register` added; built-in kinds stay."""
+    global RESOURCES
+    if any(r.plural == plural for r in _BUILTIN):
+        return
+    RESOURCES = tuple(r for r in RESOURCES if r.plural != plural)
+    _index()
+
+
+def on_change(listener: Callable[[], None]) -> None:
+    """Call `listener` whenever a kind is registered or unregistered."""
+    _LISTENERS.append(listener)
 
 
 def by_plural(plural: str) -> ResourceInfo:

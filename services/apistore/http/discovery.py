@@ -118,6 +118,10 @@ def subresource_kind(info: registry.ResourceInfo, sub: str, version: str) -> tup
     return SUBRESOURCE_KINDS.get(sub, (info.group, version, info.kind))
 
 
+def _categories(info: registry.ResourceInfo) -> list[str]:
+    return CATEGORIES.get(info.plural) or list(info.categories)
+
+
 def _group_version(group: str, version: str) -> str:
     return f"{group}/{version}" if group else version
 
@@ -138,7 +142,7 @@ def resource_list(config: RuntimeConfig, group: str, version: str) -> bytes:
                 "kind": info.kind,
                 "verbs": VERBS,
                 **({"shortNames": list(info.short_names)} if info.short_names else {}),
-                **({"categories": CATEGORIES[info.plural]} if info.plural in CATEGORIES else {}),
+                **({"categories": _categories(info)} if _categories(info) else {}),
             }
         )
         for sub in _subresources(info):
@@ -217,7 +221,7 @@ def _discovery_resource(info: registry.ResourceInfo, version: str) -> dict[str, 
         "singularResource": info.singular,
         "verbs": VERBS,
         **({"shortNames": list(info.short_names)} if info.short_names else {}),
-        **({"categories": CATEGORIES[info.plural]} if info.plural in CATEGORIES else {}),
+        **({"categories": _categories(info)} if _categories(info) else {}),
         **({"subresources": subresources} if subresources else {}),
     }
 
@@ -319,3 +323,18 @@ async def resources(request: web.Request) -> web.Response:
     if key not in discovered_group_versions(config):
         raise options.not_found()
     return _json(resource_list(config, *key))
+
+
+def _forget() -> None:
+    """Custom resources came or went: what was built from the registry is stale."""
+    for cached in (
+        group_versions,
+        discovered_group_versions,
+        resource_list,
+        group_list,
+        aggregated,
+    ):
+        cached.cache_clear()
+
+
+registry.on_change(_forget)

@@ -15,6 +15,7 @@ import msgspec.inspect as mi
 
 from drasim.apistore.http import options
 from drasim.common import errors
+from drasim.common.api import customresources
 
 
 def check(target: options.Target, body: Any, mode: str, *, patch: bool = False) -> list[str]:
@@ -23,7 +24,11 @@ def check(target: options.Target, body: Any, mode: str, *, patch: bool = False) 
     if mode == "Ignore":
         return []
     info = target.info
-    found = unknown_fields(target.served.type if target.served else info.type, body)
+    custom = customresources.by_plural(info.plural)
+    if custom is not None and custom.info is info and isinstance(body, dict):
+        found = customresources.unknown_fields(custom, body)
+    else:
+        found = unknown_fields(target.served.type if target.served else info.type, body)
     if not found:
         return []
     warnings = [f'unknown field "{path}"' for path in found]

@@ -20,7 +20,7 @@ from aiohttp import web
 
 from drasim.apistore import patches
 from drasim.apistore.http import discovery, keys, negotiation, options
-from drasim.common.api import registry
+from drasim.common.api import customresources, meta_v1, registry
 from drasim.common.quantity import Quantity
 from drasim.common.runtime_config import RuntimeConfig
 from drasim.common.version import GIT_VERSION
@@ -32,6 +32,9 @@ _PACKAGES = {
     "drasim.common.api.discovery_v1": "io.k8s.api.discovery.v1",
     "drasim.common.api.networking_v1": "io.k8s.api.networking.v1",
     "drasim.common.api.apps_v1": "io.k8s.api.apps.v1",
+    "drasim.common.api.apiextensions_v1": (
+        "io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.v1"
+    ),
     "drasim.common.api.coordination_v1": "io.k8s.api.coordination.v1",
     "drasim.common.api.policy_v1": "io.k8s.api.policy.v1",
     "drasim.common.api.rbac_v1": "io.k8s.api.rbac.v1",
@@ -364,12 +367,26 @@ class _Components:
         self.renamed = renamed
 
     def add_kind(self, info: registry.ResourceInfo, version: str) -> str:
+        custom = customresources.by_plural(info.plural)
+        if custom is not None and custom.info is info:
+            return self._custom_kind(custom)
         served = info.served(version)
         shape = mi.type_info(served.type if served else info.type)
         assert isinstance(shape, mi.StructType)
         name = self._struct(shape)
         gvk = {"group": info.group, "kind": info.kind, "version": version}
         self.schemas[name]["x-kubernetes-group-version-kind"] = [gvk]
+        return name
+
+    def _custom_kind(self, served: customresources.CustomResource) -> str:
+        """A custom resource's schema, its CRD's as written (upstream's builder adds the
+        same type meta and ObjectMeta)."""
+        info = served.info
+        name, schema = customresources.openapi_schema(served)
+        meta = self._struct(mi.type_info(meta_v1.ObjectMeta))  # type: ignore[arg-type]
+        schema["properties"]["metadata"] = _ref(meta)
+        gvk = {"group": info.group, "kind": info.kind, "version": info.version}
+        self.schemas[name] = {**schema, "x-kubernetes-group-version-kind": [gvk]}
         return name
 
     def _struct(self, shape: mi.StructType) -> str:
@@ -623,3 +640,12 @@ async def serve_document(request: web.Request) -> web.Response:
     if body is None:
         raise options.not_found()
     return web.Response(body=body, content_type=negotiation.JSON)
+
+
+def _forget() -> None:
+    """Custom resources came or went: the documents are stale."""
+    documents.cache_clear()
+    index.cache_clear()
+
+
+registry.on_change(_forget)

@@ -6,6 +6,7 @@ says what a strategy decides. A new kind adds its strategy to its group's `STRAT
 from __future__ import annotations
 
 from drasim.apistore.strategies import (
+    apiextensions,
     apps,
     coordination,
     core,
@@ -22,6 +23,7 @@ __all__ = ["Admission", "Strategy", "for_resource"]
 _STRATEGIES: dict[str, Strategy] = {
     **core.STRATEGIES,
     **core_app.STRATEGIES,
+    **apiextensions.STRATEGIES,
     **coordination.STRATEGIES,
     **apps.STRATEGIES,
     **policy.STRATEGIES,
@@ -32,5 +34,8 @@ _STRATEGIES: dict[str, Strategy] = {
 
 
 def for_resource(plural: str) -> Strategy:
-    """The strategy of the kind served at `.../<plural>`."""
-    return _STRATEGIES[plural]
+    """The strategy of the kind served at `.../<plural>` (a custom resource's included)."""
+    strategy = _STRATEGIES.get(plural) or apiextensions.custom_resource_strategy(plural)
+    if strategy is None:
+        raise KeyError(plural)
+    return strategy

@@ -13,13 +13,14 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from drasim.common.api.defaults import apps, core, core_app, resource
+from drasim.common.api.defaults import apiextensions, apps, core, core_app, resource
 
-__all__ = ["apply"]
+__all__ = ["apply", "register"]
 
 _DEFAULTERS: dict[type, Callable[[Any], None]] = {
     **core.DEFAULTERS,
     **core_app.DEFAULTERS,
+    **apiextensions.DEFAULTERS,
     **apps.DEFAULTERS,
     **resource.DEFAULTERS,
 }
@@ -30,3 +31,12 @@ def apply(obj: Any) -> None:
     defaulter = _DEFAULTERS.get(type(obj))
     if defaulter is not None:
         defaulter(obj)
+
+
+def register(type_: type, defaulter: Callable[[Any], None] | None) -> None:
+    """Default the objects of a kind made at run time (a custom resource) with
+    `defaulter`; None forgets the kind."""
+    if defaulter is None:
+        _DEFAULTERS.pop(type_, None)
+    else:
+        _DEFAULTERS[type_] = defaulter

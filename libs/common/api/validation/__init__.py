@@ -15,6 +15,7 @@ from __future__ import annotations
 from drasim.common.api import core_v1, registry
 from drasim.common.api.meta_v1 import KubeObject
 from drasim.common.api.validation import (
+    apiextensions,
     apps,
     coordination,
     core,
@@ -33,6 +34,7 @@ __all__ = ["validate", "validate_status"]
 _VALIDATORS: dict[type[KubeObject], meta.Validator] = {
     **core.VALIDATORS,
     **core_app.VALIDATORS,
+    **apiextensions.VALIDATORS,
     **pod.VALIDATORS,
     **coordination.VALIDATORS,
     **apps.VALIDATORS,
@@ -54,6 +56,7 @@ _NAME_RULES: dict[type[KubeObject], meta.NameRule] = {
     core_v1.Namespace: meta.LABEL_NAME,
     **rbac.NAME_RULES,
     **core_app.NAME_RULES,
+    **apiextensions.NAME_RULES,
 }
 
 

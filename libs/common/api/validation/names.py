@@ -17,6 +17,7 @@ __all__ = [
     "LABEL_VALUE_MAX_LENGTH",
     "QUALIFIED_NAME_MAX_LENGTH",
     "is_c_identifier",
+    "is_dns1035_label",
     "is_dns1123_label",
     "is_dns1123_subdomain",
     "is_qualified_name",
@@ -104,6 +105,25 @@ def is_dns1123_label(value: str) -> list[str]:
     """RFC 1123 label: lowercase alphanumerics and '-', at most 63 characters."""
     return _length_and_format_errors(
         value, DNS1123_LABEL_MAX_LENGTH, _DNS1123_LABEL_RE, _DNS1123_LABEL_ERR
+    )
+
+
+_DNS1035_LABEL_FMT = "[a-z]([-a-z0-9]*[a-z0-9])?"
+_DNS1035_LABEL_RE = re.compile(_DNS1035_LABEL_FMT)
+_DNS1035_LABEL_ERR = _regex_error(
+    "a DNS-1035 label must consist of lower case alphanumeric characters or '-', start with "
+    "an alphabetic character, and end with an alphanumeric character",
+    _DNS1035_LABEL_FMT,
+    "my-name",
+    "abc-123",
+)
+
+
+@memo.strings
+def is_dns1035_label(value: str) -> list[str]:
+    """RFC 1035 label: as an RFC 1123 label, but starting with a letter."""
+    return _length_and_format_errors(
+        value, DNS1123_LABEL_MAX_LENGTH, _DNS1035_LABEL_RE, _DNS1035_LABEL_ERR
     )
 
 
