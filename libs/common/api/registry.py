@@ -16,6 +16,7 @@ import msgspec
 
 from drasim.common import version
 from drasim.common.api import (
+    admissionregistration_v1,
     apiextensions_v1,
     apps_v1,
     coordination_v1,
@@ -187,6 +188,10 @@ RESOURCES: tuple[ResourceInfo, ...] = (
     _info(networking_v1.IPAddress, "ipaddresses", namespaced=False, short_names=("ip",)),
     _info(apiextensions_v1.CustomResourceDefinition, "customresourcedefinitions",
           namespaced=False, short_names=("crd", "crds"), subresources=("status",)),
+    _info(admissionregistration_v1.ValidatingAdmissionPolicy, "validatingadmissionpolicies",
+          namespaced=False, subresources=("status",)),
+    _info(admissionregistration_v1.ValidatingAdmissionPolicyBinding,
+          "validatingadmissionpolicybindings", namespaced=False),
     _info(coordination_v1.Lease, "leases", namespaced=True),
     _info(apps_v1.Deployment, "deployments", namespaced=True, short_names=("deploy",),
           subresources=("status", "scale")),

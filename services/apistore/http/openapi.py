@@ -32,6 +32,7 @@ _PACKAGES = {
     "drasim.common.api.discovery_v1": "io.k8s.api.discovery.v1",
     "drasim.common.api.networking_v1": "io.k8s.api.networking.v1",
     "drasim.common.api.apps_v1": "io.k8s.api.apps.v1",
+    "drasim.common.api.admissionregistration_v1": "io.k8s.api.admissionregistration.v1",
     "drasim.common.api.apiextensions_v1": (
         "io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.v1"
     ),

@@ -6,6 +6,7 @@ says what a strategy decides. A new kind adds its strategy to its group's `STRAT
 from __future__ import annotations
 
 from drasim.apistore.strategies import (
+    admissionregistration,
     apiextensions,
     apps,
     coordination,
@@ -24,6 +25,7 @@ _STRATEGIES: dict[str, Strategy] = {
     **core.STRATEGIES,
     **core_app.STRATEGIES,
     **apiextensions.STRATEGIES,
+    **admissionregistration.STRATEGIES,
     **coordination.STRATEGIES,
     **apps.STRATEGIES,
     **policy.STRATEGIES,

@@ -15,6 +15,7 @@ from __future__ import annotations
 from drasim.common.api import core_v1, registry
 from drasim.common.api.meta_v1 import KubeObject
 from drasim.common.api.validation import (
+    admissionregistration,
     apiextensions,
     apps,
     coordination,
@@ -35,6 +36,7 @@ _VALIDATORS: dict[type[KubeObject], meta.Validator] = {
     **core.VALIDATORS,
     **core_app.VALIDATORS,
     **apiextensions.VALIDATORS,
+    **admissionregistration.VALIDATORS,
     **pod.VALIDATORS,
     **coordination.VALIDATORS,
     **apps.VALIDATORS,
