@@ -88,7 +88,8 @@ async def test_discovery(http):
     groups, _ = await call(http, "GET", "/apis", 200, headers={"Accept": AGGREGATED})
     by_name = {g["metadata"]["name"]: g for g in groups["items"]}
     assert sorted(by_name) == [
-        "apps", "authentication.k8s.io", "authorization.k8s.io", "coordination.k8s.io",
+        "admissionregistration.k8s.io", "apiextensions.k8s.io", "apps",
+        "authentication.k8s.io", "authorization.k8s.io", "coordination.k8s.io",
         "discovery.k8s.io", "networking.k8s.io", "policy", "rbac.authorization.k8s.io",
         "resource.k8s.io", "scheduling.k8s.io",
     ]  # fmt: skip
