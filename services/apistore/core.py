@@ -124,6 +124,7 @@ class ApiCore:
 
     async def serve_custom_resources(self) -> None:
         """Serve the kinds of every CRD as committed (later ones as their writes commit)."""
+        customresources.withdraw(None)
         answer = await self.list(messages.List(resource="customresourcedefinitions"))
         for crd in codec.decode(answer, _CustomResourceDefinitionList).items:
             customresources.serve(crd)
@@ -153,6 +154,7 @@ class ApiCore:
 
     async def stop(self) -> None:
         self._loop = None
+        customresources.withdraw(None)
         if self._reload is not None:
             self._reload.cancel()
             with contextlib.suppress(asyncio.CancelledError):

@@ -147,10 +147,11 @@ def serve(crd: apiextensions_v1.CustomResourceDefinition) -> CustomResource | No
     return served
 
 
-def withdraw(crd_name: str) -> None:
-    """Stop serving what the CRD named `crd_name` served."""
+def withdraw(crd_name: str | None) -> None:
+    """Stop serving what the CRD named `crd_name` served (None: every CRD's, as an
+    apistore that stops leaves its process)."""
     for plural, served in list(_SERVED.items()):
-        if served.crd_name == crd_name:
+        if crd_name is None or served.crd_name == crd_name:
             del _SERVED[plural]
             defaults.register(served.info.type, None)
             tables.CUSTOM_COLUMNS.pop(plural, None)
