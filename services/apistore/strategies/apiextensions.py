@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from drasim.apistore.strategies.base import Strategy
-from drasim.common import codec
+from drasim.common import codec, tables
 from drasim.common.api import apiextensions_v1, customresources, structural
 from drasim.common.api.apiextensions_v1 import CustomResourceDefinitionCondition as Condition
 from drasim.common.api.validation import meta
@@ -32,7 +32,7 @@ class CustomResourceDefinitionStrategy(Strategy):
 
     def prepare_for_update(self, new: Any, old: Any) -> None:
         super().prepare_for_update(new, old)
-        _accept_names(new, new.metadata.creation_timestamp)
+        _accept_names(new, tables.format_time())
 
 
 def _accept_names(crd: apiextensions_v1.CustomResourceDefinition, now: str | None) -> None:
