@@ -36,9 +36,6 @@ __all__ = [
     "ServicePort",
     "ServiceSpec",
     "ServiceStatus",
-    "TokenRequest",
-    "TokenRequestSpec",
-    "TokenRequestStatus",
     "VolumeResourceRequirements",
 ]
 
@@ -96,27 +93,6 @@ class ServiceAccount(KubeObject):
     secrets: list[ObjectReference] = []
     image_pull_secrets: list[LocalObjectReference] = []
     automount_service_account_token: bool | None = None
-
-
-class TokenRequestSpec(KubeStruct):
-    audiences: list[str] = []
-    expiration_seconds: int | None = None
-    bound_object_ref: dict[str, Any] | None = None
-
-
-class TokenRequestStatus(KubeStruct):
-    token: str = ""
-    expiration_timestamp: str | None = None
-
-
-class TokenRequest(KubeObject):
-    """authentication.k8s.io/v1, the body and answer of `serviceaccounts/token`."""
-
-    API_VERSION: ClassVar[str] = "authentication.k8s.io/v1"
-    KIND: ClassVar[str] = "TokenRequest"
-
-    spec: TokenRequestSpec = msgspec.field(default_factory=TokenRequestSpec)
-    status: TokenRequestStatus = msgspec.field(default_factory=TokenRequestStatus)
 
 
 # --- Service -----------------------------------------------------------------------------

@@ -3,7 +3,7 @@
 kubectl's typed clients send some bodies only as protobuf: `kubectl create namespace`,
 `kubectl create deployment`, `kubectl create quota`, `kubectl create poddisruptionbudget`,
 `kubectl create priorityclass`, `kubectl create configmap` (secret generic, serviceaccount,
-service, token), `kubectl create role` (clusterrole, rolebinding,
+service), `kubectl create role` (clusterrole, rolebinding,
 clusterrolebinding), the SelfSubjectAccessReview of `kubectl auth can-i` (and the
 SelfSubjectRulesReview of its `--list`),
 and the DeleteOptions and Evictions of `kubectl drain`. There is no fallback to JSON for
@@ -170,23 +170,6 @@ MESSAGES: dict[str, dict[int, F]] = {
         4: F("targetPort", "intstr"),
         5: F("nodePort", "int"),
         6: F("appProtocol", "str", keep=True),
-    },
-    # authentication.k8s.io/v1: the body of serviceaccounts/token (`kubectl create token`).
-    "TokenRequest": {
-        1: F("metadata", "ObjectMeta"),
-        2: F("spec", "TokenRequestSpec"),
-        3: F("status", "status"),
-    },
-    "TokenRequestSpec": {
-        1: F("audiences", "str", repeated=True),
-        3: F("boundObjectRef", "BoundObjectReference", keep=True),
-        4: F("expirationSeconds", "int", keep=True),
-    },
-    "BoundObjectReference": {
-        1: F("kind", "str"),
-        2: F("apiVersion", "str"),
-        3: F("name", "str"),
-        4: F("uid", "str"),
     },
     # scheduling.k8s.io/v1: `kubectl create priorityclass`.
     "PriorityClass": {
@@ -391,7 +374,6 @@ TOP_LEVEL = frozenset(
         "Secret",
         "ServiceAccount",
         "Service",
-        "TokenRequest",
         "SelfSubjectAccessReview",
         "SelfSubjectRulesReview",
         "Role",
