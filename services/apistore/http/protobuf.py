@@ -107,7 +107,7 @@ MESSAGES: dict[str, dict[int, F]] = {
         3: F("maxUnavailable", "intstr", keep=True),
         4: F("unhealthyPodEvictionPolicy", "str", keep=True),
     },
-    # core/v1: `kubectl create configmap|secret|serviceaccount|service|token`.
+    # core/v1: `kubectl create configmap|secret|serviceaccount|service`.
     "ConfigMap": {
         1: F("metadata", "ObjectMeta"),
         2: F("data", "map"),
