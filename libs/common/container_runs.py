@@ -9,9 +9,10 @@ template, whence its pods get them) say what the process would do:
   container, init containers and sidecars included, and win over the pod-wide ones.
 
 Without either a regular container (and a sidecar) runs until its pod is deleted, and an
-init container completes at once with exit code 0. A cluster file's `podDefaults` stand in
-for the pod-wide annotations on pods that carry neither (`drasim.common.cluster_file`).
-The apistore refuses a pod whose annotations cannot be read (`validate_annotations`).
+init container completes at once with exit code 0. The first of a cluster file's
+`podDefaults` that selects the pod stands in for each pod-wide annotation the pod does not
+carry (`drasim.common.cluster_file`). The apistore refuses a pod or template whose
+annotations cannot be read (`validate_annotations`).
 """
 
 from __future__ import annotations
@@ -98,26 +99,27 @@ def plans(pod: core_v1.Pod, defaults: Sequence[PodDefault] = ()) -> dict[str, Ru
     def get(key: str) -> str | None:
         return annotations.get(key) if key not in bad else None
 
-    run_for, exit_code = get(RUN_FOR_ANNOTATION), get(EXIT_CODE_ANNOTATION)
-    pod_run_for = _run_for(run_for) if run_for is not None else None
-    pod_exit_code = _exit_code(exit_code) if exit_code is not None else None
-    if run_for is None and exit_code is None:
-        default = next((d for d in defaults if d.matches(pod)), None)
-        if default is not None:
-            pod_run_for = default.run_for_seconds()
-            pod_exit_code = default.exit_code
+    default = next((d for d in defaults if d.matches(pod)), None)
+    pod_plan = _own("", RunPlan(
+        default.run_for_seconds() if default is not None else None,
+        default.exit_code or 0 if default is not None else 0,
+    ), get)  # fmt: skip
     found: dict[str, RunPlan] = {}
     for container in pod.spec.init_containers:
         sidecar = resources.is_restartable_init_container(container)
         found[container.name] = _own(container.name, RunPlan(None if sidecar else 0.0), get)
     for container in pod.spec.containers:
-        found[container.name] = _own(container.name, RunPlan(pod_run_for, pod_exit_code or 0), get)
+        found[container.name] = _own(container.name, pod_plan, get)
     return found
 
 
 def _own(name: str, base: RunPlan, get: Callable[[str], str | None]) -> RunPlan:
-    """`base`, with what the container's own annotations say instead."""
-    run_for, exit_code = get(RUN_FOR_PREFIX + name), get(EXIT_CODE_PREFIX + name)
+    """`base`, with what the container's own annotations say instead (the pod's with
+    name '')."""
+    if name:
+        run_for, exit_code = get(RUN_FOR_PREFIX + name), get(EXIT_CODE_PREFIX + name)
+    else:
+        run_for, exit_code = get(RUN_FOR_ANNOTATION), get(EXIT_CODE_ANNOTATION)
     return RunPlan(
         _run_for(run_for) if run_for is not None else base.run_for,
         _exit_code(exit_code) if exit_code is not None else base.exit_code,

@@ -94,7 +94,9 @@ class ContainerRun:
     def recover(cls, status: core_v1.ContainerStatus) -> ContainerRun:
         """The container as its last written status shows it (a kubelet restarted)."""
         run = cls(
-            status.name, restart_count=status.restart_count, last=status.last_state.terminated
+            status.name,
+            restart_count=int(status.restart_count),
+            last=status.last_state.terminated,
         )
         state = status.state
         ended = state.terminated
@@ -104,7 +106,8 @@ class ContainerRun:
             run.started_at = _parse(state.running.started_at)
         elif ended is not None:
             run.started_at = _parse(ended.started_at)
-            run.exit(_parse(ended.finished_at) or datetime.now(UTC), ended.exit_code, ended.reason)
+            finished = _parse(ended.finished_at) or datetime.now(UTC)
+            run.exit(finished, int(ended.exit_code), ended.reason)
         return run
 
 
@@ -306,11 +309,13 @@ def _container_status(
     init: bool,
     resource_status: list[core_v1.ResourceStatus],
 ) -> core_v1.ContainerStatus:
-    """Upstream `convertToAPIContainerStatuses` of one container, with its readiness (no
-    probes: a running container is ready, and a completed init container)."""
+    """Upstream `convertToAPIContainerStatuses` of one container, with its readiness as the
+    probe manager sets it without probes: a running container or sidecar is ready, a regular
+    init container once it has exited 0."""
     status = core_v1.ContainerStatus(
         name=container.name,
         image=container.image,
+        ready=False,
         restart_count=c.restart_count,
         allocated_resources_status=resource_status,
     )
@@ -335,7 +340,8 @@ def _container_status(
         status.state = core_v1.ContainerState(
             running=core_v1.ContainerStateRunning(started_at=tables.format_time(c.started_at))
         )
-        status.ready = status.started = True
+        status.started = True
+        status.ready = not init  # a regular init container is ready once it has completed
     else:
         status.state = core_v1.ContainerState(terminated=c.terminated(status.container_id))
         status.ready = init and c.exit_code == 0

@@ -26,15 +26,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import random
 from collections.abc import Callable, Coroutine
-from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from drasim.common import codec, container_devices, container_runs, errors, tracing
-from drasim.common.api import coordination_v1, core_v1, meta_v1
+from drasim.common.api import core_v1
 from drasim.common.bus.client import Bus
 from drasim.common.client import ApiClient
 from drasim.common.cluster_file import (
@@ -51,16 +49,23 @@ from drasim.drivers.device_plugin import AllocateResponse, DevicePlugin
 from drasim.drivers.dra_driver import DraDriver
 from drasim.drivers.errors import PermanentError, TemporaryError
 from drasim.drivers.probe import EmulatedProbe
-from drasim.kubelet import admission, backoff, containers, device_manager, node_status, runtime
+from drasim.kubelet import (
+    admission,
+    backoff,
+    containers,
+    device_manager,
+    lease,
+    node_status,
+    runtime,
+)
 from drasim.kubelet.dra_manager import DraManager
 from drasim.kubelet.events import EventRecorder
+from drasim.kubelet.pod_record import PodRecord
 
 __all__ = ["GroupInUse", "NodeAgent"]
 
 log = logging.getLogger(__name__)
 
-NODE_LEASE_NAMESPACE = "kube-node-lease"
-LEASE_DURATION_SECONDS = 40  # upstream nodeLeaseDurationSeconds; renewed every quarter
 TERMINAL_PHASES = ("Succeeded", "Failed")
 
 
@@ -70,48 +75,6 @@ class GroupInUse(Exception):
     def __init__(self, message: str, pods: list[str]) -> None:
         super().__init__(message)
         self.pods = pods
-
-
-@dataclass
-class PodRecord:
-    """A pod this node has admitted (or rejected, until the rejection is written)."""
-
-    namespace: str
-    name: str
-    requests: dict[str, Quantity]
-    rejection: admission.Rejection | None = None
-    # resourceVersion of this kubelet's last write: events up to it are echoes of what
-    # this kubelet already acted on (older ones stale, that one its own result), not
-    # states to act on ...
-    written: int = 0
-    # ... unless something of the node's own changed since (a device's health): then the
-    # pod is synced again whatever its version (a flag here, since the pod's work queue
-    # keeps only the newest event, which may be such an echo) ...
-    resync: bool = False
-    # ... or the last sync did not complete: whatever failed in it (a driver, a checkpoint,
-    # a write whose answer was lost), the retry and the echoes of the writes it made are
-    # not finished work.
-    settled: bool = False
-    # The trace of the event that admitted the pod (its binding): preparing and starting
-    # it continue that trace.
-    traceparent: str = ""
-    # Its containers, once started; `finished` once the pod has ended and given back its
-    # devices (it stays known, so that a late event of it does not admit it again).
-    run: containers.PodRun | None = None
-    assigned: dict[str, runtime.Assignment] = field(default_factory=dict)
-    finished: bool = False
-    # When the pod is next synced because a container is due to exit or start.
-    wake: asyncio.TimerHandle | None = None
-
-    def cancel_wake(self) -> None:
-        if self.wake is not None:
-            self.wake.cancel()
-            self.wake = None
-
-
-def _micro_now() -> str:
-    """`metav1.MicroTime`, as Lease times are written."""
-    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
 class NodeAgent:
@@ -187,7 +150,7 @@ class NodeAgent:
             await self._write_status()
         for driver, groups in self._dra_groups().items():
             await self._driver(driver).serve(groups, node_uid=self.node.metadata.uid)
-        await self._ensure_lease()
+        await lease.ensure_lease(self.api, self.node)
 
     def _adopt_exposures(self, node: core_v1.Node) -> None:
         """Keep the exposure a migration recorded on the Node before this process started."""
@@ -201,46 +164,8 @@ class NodeAgent:
                 )
 
     async def heartbeat_forever(self) -> None:
-        """Renew the node's Lease every period (upstream: 10 s), phases spread at random so
-        a thousand nodes do not renew in the same instant."""
-        await asyncio.sleep(random.uniform(0, self.heartbeat_period))
-        while True:
-            try:
-                try:
-                    await self.api.patch(
-                        coordination_v1.Lease,
-                        self.name,
-                        {"spec": {"holderIdentity": self.name, "renewTime": _micro_now()}},
-                        namespace=NODE_LEASE_NAMESPACE,
-                    )
-                except errors.NotFound:
-                    await self._ensure_lease()
-            except Exception as exc:  # the apistore or the bus is away: next period, again
-                log.warning("node %s: renewing the lease failed: %s", self.name, exc)
-            await asyncio.sleep(self.heartbeat_period)
-
-    async def _ensure_lease(self) -> None:
         assert self.node is not None
-        lease = coordination_v1.Lease(
-            metadata=meta_v1.ObjectMeta(
-                name=self.name,
-                namespace=NODE_LEASE_NAMESPACE,
-                owner_references=[self._owner_reference()],
-            ),
-            spec=coordination_v1.LeaseSpec(
-                holder_identity=self.name,
-                lease_duration_seconds=LEASE_DURATION_SECONDS,
-                renew_time=_micro_now(),
-            ),
-        )
-        with contextlib.suppress(errors.AlreadyExists):
-            await self.api.create(lease)
-
-    def _owner_reference(self) -> meta_v1.OwnerReference:
-        assert self.node is not None
-        return meta_v1.OwnerReference(
-            api_version="v1", kind="Node", name=self.name, uid=self.node.metadata.uid
-        )
+        await lease.renew_forever(self.api, self.node, self.heartbeat_period)
 
     async def close(self) -> None:
         for record in self.pods.values():
@@ -580,7 +505,17 @@ class NodeAgent:
         if record.run is None:
             record.run = containers.PodRun.recover(pod, now)
         plans = container_runs.plans(pod, self.pod_defaults)
+        waiting = {c.name for c in record.run.containers.values() if c.backoff_message}
         due = containers.sync(pod, record.run, plans, self.crash_loop_backoff, now)
+        for c in record.run.containers.values():
+            if c.backoff_message and c.name not in waiting:
+                meta = pod.metadata
+                await self.events.warn(
+                    pod,
+                    "BackOff",
+                    f"Back-off restarting failed container {c.name} in pod "
+                    f"{meta.name}_{meta.namespace}({meta.uid})",
+                )
         status = containers.pod_status(
             pod,
             record.run,

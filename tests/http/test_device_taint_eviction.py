@@ -10,7 +10,6 @@ with admin access reaches its container as `DRA_ADMIN_ACCESS=true`."""
 from __future__ import annotations
 
 import json
-import random
 from collections.abc import AsyncIterator
 from datetime import timedelta
 from pathlib import Path
@@ -19,13 +18,11 @@ import pytest
 
 from drasim.common import cluster_file, tables
 from drasim.common.api import core_v1, resource_v1
-from drasim.common.client import ApiClient
 from drasim.controllers.server import ControllerManager
 from drasim.kubelet.run import KubeletProcess
-from drasim.scheduler.server import Scheduler
 from tests.http.conftest import Cluster
 from tests.kubelet import waiting
-from tests.scheduler.e2e.conftest import ClusterWatch
+from tests.scheduler.e2e.conftest import ClusterWatch, control_plane
 
 DRA_NODE = "dra-gpu-0"
 DRIVER = "gpu.example.com"
@@ -108,25 +105,13 @@ async def dra(kubectl, cluster: Cluster, tmp_path: Path) -> AsyncIterator[Cluste
     """The example cluster's kubelets, a scheduler and the controllers (a rule's status
     updated every 0.2 s rather than 10 s); a watch of pods, Events and claims."""
     await kubectl("apply", "-f", "-", input=CLASS)
-    bus = cluster.api.bus
     kubelet = KubeletProcess(
         api=cluster.api, nodes=cluster_file.load().nodes, state_dir=tmp_path / "nodes"
     )
-    scheduler = Scheduler(ApiClient(bus, actor="system:kube-scheduler"), rng=random.Random(0))
-    controllers = ControllerManager(bus, device_taint_rule_status_period=0.2)
-    watch = ClusterWatch(cluster.api)
-    watch.deletions = Deletions(watch)  # type: ignore[attr-defined]
-    await kubelet.start()
-    await scheduler.start(timeout=15)
-    await controllers.start()
-    await watch.start()
-    try:
+    controllers = ControllerManager(cluster.api.bus, device_taint_rule_status_period=0.2)
+    async with control_plane(cluster.api, kubelet, controllers) as watch:
+        watch.deletions = Deletions(watch)  # type: ignore[attr-defined]
         yield watch
-    finally:
-        await watch.stop()
-        await controllers.stop()
-        await scheduler.stop()
-        await kubelet.stop()
 
 
 def claim_of(watch: ClusterWatch, pod: core_v1.Pod) -> resource_v1.ResourceClaim:

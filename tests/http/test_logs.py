@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from drasim.apistore.http import logs
-from drasim.common import errors
+from drasim.common import codec, errors
+from drasim.common.api import core_v1
 from tests.builders import make_pod
 
 
@@ -26,3 +27,40 @@ def test_the_default_container_annotation_names_it() -> None:
     pod.metadata.annotations = {"kubectl.kubernetes.io/default-container": "b"}
     with pytest.raises(errors.BadRequest, match='container "b" in pod "p" is waiting to start'):
         logs.container_log(pod)
+
+
+def _ran(pod_status_json: dict) -> core_v1.Pod:
+    pod = make_pod("p").container("app").obj()
+    pod.spec.node_name = "n1"
+    pod.status = codec.convert(pod_status_json, core_v1.PodStatus)
+    return pod
+
+
+ENDED = {"exitCode": 1, "reason": "Error", "startedAt": "2026-01-01T00:00:00Z",
+         "finishedAt": "2026-01-01T00:00:05Z", "containerID": "drasim://u/app"}  # fmt: skip
+
+
+def test_an_exited_container_tells_its_exit_code() -> None:
+    pod = _ran({"containerStatuses": [{"name": "app", "state": {"terminated": ENDED}}]})
+    text = logs.container_log(pod)
+    assert text.splitlines()[-1] == "drasim: exited with code 1 (Error) at 2026-01-01T00:00:05Z"
+    assert logs.read_log(pod).ended
+
+
+def test_crash_loop_back_off_shows_the_instance_that_ended_and_previous_it() -> None:
+    waiting = {"waiting": {"reason": "CrashLoopBackOff"}}
+    pod = _ran(
+        {"containerStatuses": [
+            {"name": "app", "state": waiting, "lastState": {"terminated": ENDED}, "restartCount": 1}
+        ]}
+    )  # fmt: skip
+    assert logs.container_log(pod).splitlines()[-1].startswith("drasim: exited with code 1")
+    assert logs.container_log(pod, previous=True) == logs.container_log(pod)
+
+
+def test_previous_without_a_restart_is_not_found() -> None:
+    pod = _ran({"containerStatuses": [{"name": "app", "state": {"running": {}}}]})
+    assert not logs.read_log(pod).ended
+    with pytest.raises(errors.BadRequest) as refused:
+        logs.container_log(pod, previous=True)
+    assert refused.value.message == 'previous terminated container "app" in pod "p" not found'

@@ -94,6 +94,18 @@ HEAD = "apiVersion: drasim.io/v1alpha1\nkind: Cluster\n"
             "apiVersion: v1\nkind: Cluster\npools: []\n",
             "field apiVersion: must be drasim.io/v1alpha1",
         ),
+        (
+            HEAD + "pools: []\npodDefaults: [{runFor: '30'}]\n",
+            'field podDefaults[0].runFor: time: missing unit in duration "30"',
+        ),
+        (
+            HEAD + "pools: []\npodDefaults: [{runFor: 1s, exitCode: 300}]\n",
+            "field podDefaults[0].exitCode: must be between 0 and 255, inclusive",
+        ),
+        (
+            HEAD + "pools: []\npodDefaults: [{selector: {matchLabels: {'a b': c}}}]\n",
+            'field podDefaults[0].selector.matchLabels: Invalid value: "a b"',
+        ),
     ],
     ids=[
         "wrong-type",
@@ -107,6 +119,9 @@ HEAD = "apiVersion: drasim.io/v1alpha1\nkind: Cluster\n"
         "bad-taint",
         "bad-device-class",
         "wrong-api-version",
+        "bad-run-for",
+        "bad-exit-code",
+        "bad-selector",
     ],
 )
 def test_a_bad_cluster_file_is_refused_naming_file_and_field(

@@ -371,8 +371,21 @@ class ContainerStateRunning(KubeStruct):
     started_at: str | None = None
 
 
+class _Unwritten(int):
+    """The default of a field upstream always writes (no `omitempty`): `exitCode`,
+    `restartCount`, `ready`. msgspec leaves out a value that *is* its field's default, so
+    such a field is written whenever someone set it, 0 and false included, and left out only
+    where nobody did (as in a status written by a client that did not say)."""
+
+    def __repr__(self) -> str:
+        return "0"
+
+
+UNWRITTEN = _Unwritten(0)
+
+
 class ContainerStateTerminated(KubeStruct):
-    exit_code: int = 0
+    exit_code: int = UNWRITTEN
     signal: int = 0
     reason: str = ""
     message: str = ""
@@ -405,8 +418,8 @@ class ContainerStatus(KubeStruct):
     name: str = ""
     state: ContainerState = msgspec.field(default_factory=ContainerState)
     last_state: ContainerState = msgspec.field(default_factory=ContainerState)
-    ready: bool = False
-    restart_count: int = 0
+    ready: bool = UNWRITTEN  # type: ignore[assignment]  # false-like, see _Unwritten
+    restart_count: int = UNWRITTEN
     image: str = ""
     image_id: str = msgspec.field(default="", name="imageID")
     container_id: str = msgspec.field(default="", name="containerID")

@@ -328,18 +328,22 @@ def _delete_request(
 
 
 async def pod_log(request: web.Request, target: options.Target) -> web.StreamResponse:
-    """pods/log, as text (see `logs`); with `follow`, streamed until the pod ends."""
+    """pods/log, as text (see `logs`); with `follow`, streamed until the pod ends (at once
+    for a container that has exited)."""
     data = await _call(
         request,
         messages.Get(resource="pods", namespace=target.namespace, name=target.name),
     )
     pod = codec.decode(data, core_v1.Pod)
-    text = logs.container_log(
-        pod, request.query.get("container", ""), options.integer(request.query, "tailLines")
+    log = logs.read_log(
+        pod,
+        request.query.get("container", ""),
+        options.integer(request.query, "tailLines"),
+        previous=options.flag(request.query, "previous"),
     )
-    if options.flag(request.query, "follow"):
-        return await logs.follow(request, pod, text)
-    return web.Response(text=text, content_type="text/plain")
+    if options.flag(request.query, "follow") and not log.ended:
+        return await logs.follow(request, pod, log.text)
+    return web.Response(text=log.text, content_type="text/plain")
 
 
 async def bind(request: web.Request, target: options.Target) -> web.Response:

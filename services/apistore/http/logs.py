@@ -8,13 +8,16 @@ the CDI ids and environment the runtime gave it (the kubelet's annotation
 Errors are the kubelet's: a container must be named when the pod has several, and one that
 has not started has no log. With `follow` the stream stays open after those lines, as for a
 running container that prints nothing more, until the pod ends (deleted or terminal) or
-the client goes.
+the client goes. A container that has exited says so in its last line, with its exit code;
+its log, and with `previous` that of the instance before it, stays readable as the
+kubelet keeps it.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+from dataclasses import dataclass
 
 import msgspec
 from aiohttp import web
@@ -31,8 +34,24 @@ from drasim.common.container_devices import (
 DEFAULT_CONTAINER_ANNOTATION = "kubectl.kubernetes.io/default-container"
 
 
-def container_log(pod: core_v1.Pod, container: str = "", tail_lines: int | None = None) -> str:
+def container_log(
+    pod: core_v1.Pod, container: str = "", tail_lines: int | None = None, previous: bool = False
+) -> str:
     """The log text of one container of `pod` (its only or default one if not named)."""
+    return read_log(pod, container, tail_lines, previous).text
+
+
+@dataclass(frozen=True)
+class ContainerLog:
+    text: str
+    ended: bool  # the instance has exited: nothing more will come
+
+
+def read_log(
+    pod: core_v1.Pod, container: str = "", tail_lines: int | None = None, previous: bool = False
+) -> ContainerLog:
+    """The log of one container's current instance, or with `previous` of the one before
+    (upstream `validateContainerLogStatus` picks the instance)."""
     name = pod.metadata.name
     regular = [c.name for c in pod.spec.containers]
     init = [c.name for c in pod.spec.init_containers]
@@ -51,12 +70,7 @@ def container_log(pod: core_v1.Pod, container: str = "", tail_lines: int | None 
     if container not in regular and container not in init:
         raise errors.BadRequest(f"container {container} is not valid for pod {name}")
     status = statuses.get(container)
-    if status is None or (status.state.running is None and status.state.terminated is None):
-        waiting = status.state.waiting if status is not None else None
-        reason = waiting.reason if waiting is not None and waiting.reason else "ContainerCreating"
-        raise errors.BadRequest(
-            f'container "{container}" in pod "{name}" is waiting to start: {reason}'
-        )
+    ended = _instance(name, container, status, previous)
     lines = [
         f"drasim: emulated container {container} of pod {pod.metadata.namespace}/{name} "
         f"on node {pod.spec.node_name} (no process runs; these lines are what it was given)"
@@ -67,9 +81,36 @@ def container_log(pod: core_v1.Pod, container: str = "", tail_lines: int | None 
     given = _container_devices(pod).get(container, ContainerDevices())
     lines += [f"CDI device {cdi_device}" for cdi_device in given.cdi_devices]
     lines += [f"env {key}={value}" for key, value in sorted(given.env.items())]
+    if ended is not None:
+        lines.append(
+            f"drasim: exited with code {ended.exit_code} ({ended.reason or 'Error'}) "
+            f"at {ended.finished_at}"
+        )
     if tail_lines is not None:
         lines = lines[-tail_lines:] if tail_lines > 0 else []
-    return "".join(line + "\n" for line in lines)
+    return ContainerLog("".join(line + "\n" for line in lines), ended is not None)
+
+
+def _instance(
+    pod: str, container: str, status: core_v1.ContainerStatus | None, previous: bool
+) -> core_v1.ContainerStateTerminated | None:
+    """How the instance whose log is asked for ended (None: it runs), or BadRequest."""
+    last = status.last_state.terminated if status is not None else None
+    if previous:
+        if last is None or not last.container_id:
+            raise errors.BadRequest(
+                f'previous terminated container "{container}" in pod "{pod}" not found'
+            )
+        return last
+    if status is not None and status.state.running is not None:
+        return None
+    if status is not None and status.state.terminated is not None:
+        return status.state.terminated
+    if last is not None:
+        return last  # waiting to start again: the log of the instance that ended
+    waiting = status.state.waiting if status is not None else None
+    reason = waiting.reason if waiting is not None and waiting.reason else "ContainerCreating"
+    raise errors.BadRequest(f'container "{container}" in pod "{pod}" is waiting to start: {reason}')
 
 
 def _container_devices(pod: core_v1.Pod) -> dict[str, ContainerDevices]:

@@ -5,6 +5,7 @@ an event) instead of polling for it."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import random
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any, TypeVar
@@ -15,6 +16,8 @@ from drasim.common.api import core_v1, resource_v1
 from drasim.common.bus.client import Bus
 from drasim.common.client import ApiClient
 from drasim.common.informer import Informer
+from drasim.controllers.server import ControllerManager
+from drasim.kubelet.run import KubeletProcess
 from drasim.scheduler.server import Scheduler
 
 T = TypeVar("T")
@@ -96,6 +99,27 @@ class ClusterWatch:
             for c in self.claims.list()
             if (ref := c.metadata.controller_ref()) is not None and ref.uid == pod.metadata.uid
         ]
+
+
+@contextlib.asynccontextmanager
+async def control_plane(
+    api: ApiClient, kubelet: KubeletProcess, controllers: ControllerManager
+) -> AsyncIterator[ClusterWatch]:
+    """`kubelet`, a scheduler and `controllers` running beside the apistore `api` talks to,
+    and a watch of what they do; all stopped on leaving."""
+    scheduler = Scheduler(ApiClient(api.bus, actor="system:kube-scheduler"), rng=random.Random(0))
+    watch = ClusterWatch(api)
+    await kubelet.start()
+    try:
+        await scheduler.start(timeout=15)
+        await controllers.start()
+        await watch.start()
+        yield watch
+    finally:
+        await watch.stop()
+        await controllers.stop()
+        await scheduler.stop()
+        await kubelet.stop()
 
 
 @pytest.fixture

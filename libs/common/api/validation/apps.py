@@ -59,6 +59,9 @@ def _validate_workload(
     errs += meta.validate_annotations(
         template.metadata.annotations, "spec.template.metadata.annotations"
     )
+    errs += pod.validate_run_annotations(
+        template.metadata.annotations, "spec.template.metadata.annotations"
+    )
     errs += pod.validate_pod_spec(template.spec, "spec.template.spec")
     if template.spec.restart_policy not in ("", "Always"):
         errs.append(

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import msgspec
 
-from drasim.common import codec
+from drasim.common import codec, container_runs
 from drasim.common.api import core_v1, resources
 from drasim.common.api.meta_v1 import KubeObject
 from drasim.common.api.validation import core, memo, meta, names
@@ -27,13 +27,15 @@ __all__ = [
     "validate_binding_target",
     "validate_pod_spec",
     "validate_pod_status",
+    "validate_run_annotations",
 ]
 
 _POD_RESTART_POLICIES = ["Always", "OnFailure", "Never"]
 
 
 def _validate_pod(pod: core_v1.Pod, old: KubeObject | None) -> list[FieldError]:
-    errs = validate_pod_spec(pod.spec, "spec")
+    errs = validate_run_annotations(pod.metadata.annotations, "metadata.annotations")
+    errs += validate_pod_spec(pod.spec, "spec")
     if isinstance(old, core_v1.Pod):
         errs += _validate_pod_spec_update(pod.spec, old.spec)
     elif pod.spec.node_name and pod.spec.scheduling_gates:
@@ -44,6 +46,15 @@ def _validate_pod(pod: core_v1.Pod, old: KubeObject | None) -> list[FieldError]:
             )
         )
     return errs
+
+
+def validate_run_annotations(annotations: dict[str, str], path: str) -> list[FieldError]:
+    """drasim's own: `drasim.io/run-for` must be a Go duration and `drasim.io/exit-code` an
+    exit code (`drasim.common.container_runs`), or the kubelet could not honour them."""
+    return [
+        field_invalid(f"{path}[{key}]", value, problem)
+        for key, value, problem in container_runs.validate_annotations(annotations)
+    ]
 
 
 @memo.by_content
