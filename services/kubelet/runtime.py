@@ -1,5 +1,5 @@
-"""The emulated container runtime: which devices and environment each container gets, and
-the pod status of a pod whose containers run.
+"""The emulated container runtime: which devices and environment each container gets (when
+its containers run and end: `containers`).
 
 Devices per container (upstream `GetResources`, `pkg/kubelet/cm/dra/manager.go`): a device
 plugin's Allocate answer for the container;
@@ -26,9 +26,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-import msgspec
-
-from drasim.common import tables
 from drasim.common.api import core_v1, resources
 from drasim.common.container_devices import ContainerDevices
 from drasim.drivers import cdi, dra_api
@@ -39,7 +36,6 @@ from drasim.kubelet.dra_manager import ClaimInfo
 __all__ = [
     "Assignment",
     "assign_devices",
-    "running_status",
 ]
 
 HEALTHY = "Healthy"
@@ -169,85 +165,3 @@ def _status(name: str, devices: list[tuple[str, bool]]) -> core_v1.ResourceStatu
             for device, ok in devices
         ],
     )
-
-
-# --- pod status -------------------------------------------------------------------------
-
-
-def _now() -> str:
-    return tables.format_time()
-
-
-def running_status(
-    pod: core_v1.Pod,
-    assigned: Mapping[str, Assignment],
-    *,
-    host_ip: str,
-    pod_ip: str,
-) -> core_v1.PodStatus:
-    """The status of `pod` with every container started: regular init containers have
-    completed, sidecars and regular containers run. Times already recorded are kept, so
-    computing it again for a running pod gives the same status."""
-    now = _now()
-    status = pod.status
-    earlier = {s.name: s for s in (*status.init_container_statuses, *status.container_statuses)}
-
-    def started(name: str) -> str:
-        previous = earlier.get(name)
-        if previous is not None and previous.state.running is not None:
-            return previous.state.running.started_at or now
-        if previous is not None and previous.state.terminated is not None:
-            return previous.state.terminated.started_at or now
-        return now
-
-    def container_status(
-        container: core_v1.Container, *, completed: bool
-    ) -> core_v1.ContainerStatus:
-        at = started(container.name)
-        if completed:
-            state = core_v1.ContainerState(
-                terminated=core_v1.ContainerStateTerminated(
-                    exit_code=0, reason="Completed", started_at=at, finished_at=at,
-                    container_id=_container_id(pod, container),
-                )
-            )  # fmt: skip
-        else:
-            state = core_v1.ContainerState(running=core_v1.ContainerStateRunning(started_at=at))
-        return core_v1.ContainerStatus(
-            name=container.name,
-            state=state,
-            ready=True,
-            restart_count=0,
-            image=container.image,
-            image_id=f"drasim://{container.image}",
-            container_id=_container_id(pod, container),
-            started=not completed,
-            allocated_resources_status=assigned[container.name].resource_status,
-        )
-
-    conditions = {c.type: c for c in status.conditions}
-    for kind in ("PodReadyToStartContainers", "Initialized", "ContainersReady", "Ready"):
-        previous = conditions.get(kind)
-        if previous is None or previous.status != "True":
-            conditions[kind] = core_v1.PodCondition(
-                type=kind, status="True", last_transition_time=now
-            )
-    return msgspec.structs.replace(
-        status,
-        phase="Running",
-        conditions=list(conditions.values()),
-        host_ip=host_ip,
-        host_ips=[core_v1.HostIP(ip=host_ip)],
-        pod_ip=pod_ip,
-        pod_ips=[core_v1.PodIP(ip=pod_ip)],
-        start_time=status.start_time or now,
-        init_container_statuses=[
-            container_status(c, completed=not resources.is_restartable_init_container(c))
-            for c in pod.spec.init_containers
-        ],
-        container_statuses=[container_status(c, completed=False) for c in pod.spec.containers],
-    )
-
-
-def _container_id(pod: core_v1.Pod, container: core_v1.Container) -> str:
-    return f"drasim://{pod.metadata.uid}/{container.name}"
