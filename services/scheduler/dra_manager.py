@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Container, Iterator, Mapping, Set
+from collections.abc import Container, Iterator, Mapping, Sequence, Set
 from dataclasses import dataclass, field
 
 from drasim.common import device_taints
@@ -147,6 +147,8 @@ class DraManager:
         self._snapshot: allocator.Snapshot | None = None
         # claim -> (the resourceVersion awaited, the waiting PreBind's future)
         self._waiters: dict[ClaimKey, list[tuple[int, asyncio.Future[bool]]]] = {}
+        # claim -> futures of PreBinds waiting for any change of it (binding conditions)
+        self._change_waiters: dict[ClaimKey, list[asyncio.Future[None]]] = {}
         self.allocated = _AllocatedView(self)
         # device → shareID → its share (KEP-5075): taken by stored and in-flight claims.
         self._shares: dict[allocator.DeviceID, dict[str, _Share]] = {}
@@ -439,6 +441,9 @@ class DraManager:
     # -- waiting for the informer --------------------------------------------------------
     def _notify(self, key: ClaimKey) -> None:
         """Wake the PreBinds waiting for this claim whose wait is now over."""
+        for fut in self._change_waiters.pop(key, ()):
+            if not fut.done():
+                fut.set_result(None)
         waiting = self._waiters.get(key)
         if not waiting:
             return
@@ -473,6 +478,23 @@ class DraManager:
             return False
         finally:
             self._notify(key)  # (drops this waiter if it timed out)
+
+    async def wait_for_claim_change(self, keys: Sequence[ClaimKey], timeout: float) -> None:
+        """Return when any of these claims changes or goes, or after `timeout` seconds."""
+        fut: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        for key in keys:
+            self._change_waiters.setdefault(key, []).append(fut)
+        try:
+            await asyncio.wait_for(fut, timeout)
+        except TimeoutError:
+            pass
+        finally:
+            for key in keys:
+                waiting = [f for f in self._change_waiters.get(key, ()) if f is not fut]
+                if waiting:
+                    self._change_waiters[key] = waiting
+                else:
+                    self._change_waiters.pop(key, None)
 
 
 def _version(claim: resource_v1.ResourceClaim) -> int:

@@ -15,7 +15,7 @@ import contextlib
 import logging
 import random
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from drasim.common import events, metrics
@@ -64,26 +64,31 @@ def new_default_framework(
     preemption: default_preemption.ClusterViews | None = None,
     resourceclaim_creates: metrics.CounterVec | None = None,
     features: FeatureGate = gates.DEFAULT,
+    recorder: events.EventRecorder | None = None,
+    plugin_args: Mapping[str, Any] | None = None,
 ) -> framework.Framework:
     """The default profile: NodeResourcesFit scores least allocated over cpu and memory and
     leaves extended resources that DRA serves to DynamicResources, which counts the special
     claims it creates in `resourceclaim_creates`; DefaultPreemption sees the cluster
-    through `preemption` (nothing without it). The plugins honour `features`' gates."""
+    through `preemption` (nothing without it). The plugins honour `features`' gates, record
+    their events with `recorder` and take `plugin_args` by plugin name."""
     handle = registry.Handle(
         dra_manager=dra_manager,
         api=api,
         features=Features.from_gate(features),
         preemption=preemption or default_preemption.ClusterViews(),
         resourceclaim_creates=resourceclaim_creates,
+        recorder=recorder,
     )
     return registry.new_framework(
-        DEFAULT_PLUGINS, handle, observe_plugin_duration=observe_plugin_duration
+        DEFAULT_PLUGINS, handle, args=plugin_args, observe_plugin_duration=observe_plugin_duration
     )
 
 
 class Scheduler:
     """kube-scheduler with the default profile, over the apistore's client, honouring the
-    gates of `features`.
+    gates of `features`; `plugin_args` by plugin name, as a KubeSchedulerConfiguration's
+    `pluginConfig` (e.g. `DynamicResourcesArgs`).
 
     `start()` lists and watches pods, nodes, ResourceClaims, ResourceSlices and
     DeviceClasses, waits until all are synced, then schedules until `stop()`.
@@ -95,6 +100,7 @@ class Scheduler:
         *,
         rng: random.Random | None = None,
         features: FeatureGate = gates.DEFAULT,
+        plugin_args: Mapping[str, Any] | None = None,
     ) -> None:
         self.api = api
         self.rng = rng or random.Random()
@@ -114,6 +120,8 @@ class Scheduler:
             observe_plugin_duration=self.metrics.observe_plugin_duration,
             resourceclaim_creates=self.metrics.resourceclaim_creates,
             features=features,
+            recorder=self.events,
+            plugin_args=plugin_args,
             preemption=default_preemption.ClusterViews(
                 nodes=lambda: self.snapshot.node_info_list,
                 budgets=self.pdb_informer.list,

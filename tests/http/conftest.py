@@ -20,6 +20,7 @@ from drasim.apistore.server import ApiServer
 from drasim.cli import kubeconfig
 from drasim.common.bus.client import Bus
 from drasim.common.client import ApiClient
+from tests.scheduler.e2e.conftest import ClusterWatch
 
 TOKEN = "test-token"
 JANE_TOKEN = "jane-token"  # of `users_cluster`'s jane, who is in no group
@@ -108,6 +109,15 @@ async def open_cluster(fresh, certs, tmp_path: Path, **options: object) -> Async
     finally:
         await bus.close()
         await server.stop()
+
+
+@pytest.fixture
+async def watch(cluster: Cluster) -> AsyncIterator[ClusterWatch]:
+    """Informers on the cluster's pods, events and claims, to await what they show."""
+    w = ClusterWatch(cluster.api)
+    await w.start()
+    yield w
+    await w.stop()
 
 
 @pytest.fixture

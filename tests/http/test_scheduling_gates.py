@@ -43,14 +43,6 @@ async def scheduler(cluster: Cluster) -> AsyncIterator[Scheduler]:
     await sched.stop()
 
 
-@pytest.fixture
-async def watch(cluster: Cluster) -> AsyncIterator[ClusterWatch]:
-    w = ClusterWatch(cluster.api)
-    await w.start()
-    yield w
-    await w.stop()
-
-
 async def test_gated_pod_waits_until_its_last_gate_is_removed(
     kubectl, scheduler: Scheduler, watch: ClusterWatch
 ) -> None:

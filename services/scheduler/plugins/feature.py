@@ -21,6 +21,8 @@ class Features:
     enable_dra_admin_access: bool = True
     enable_dra_partitionable_devices: bool = True
     enable_dra_consumable_capacity: bool = True
+    enable_dra_device_binding_conditions: bool = True
+    enable_dra_resource_claim_device_status: bool = True
 
     @classmethod
     def from_gate(cls, gate: FeatureGate) -> Features:
@@ -31,6 +33,20 @@ class Features:
             enable_dra_admin_access=gate.enabled(features.DRA_ADMIN_ACCESS),
             enable_dra_partitionable_devices=gate.enabled(features.DRA_PARTITIONABLE_DEVICES),
             enable_dra_consumable_capacity=gate.enabled(features.DRA_CONSUMABLE_CAPACITY),
+            enable_dra_device_binding_conditions=gate.enabled(
+                features.DRA_DEVICE_BINDING_CONDITIONS
+            ),
+            enable_dra_resource_claim_device_status=gate.enabled(
+                features.DRA_RESOURCE_CLAIM_DEVICE_STATUS
+            ),
+        )
+
+    @property
+    def device_binding_and_status(self) -> bool:
+        """Binding conditions need both gates (upstream `DeviceBindingAndStatus`)."""
+        return (
+            self.enable_dra_device_binding_conditions
+            and self.enable_dra_resource_claim_device_status
         )
 
 

@@ -11,7 +11,7 @@ import dataclasses
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from drasim.common import metrics
+from drasim.common import events, metrics
 from drasim.common.api import core_v1
 from drasim.common.client import ApiClient
 from drasim.scheduler import framework
@@ -46,7 +46,8 @@ class Handle:
     `dra_manager` is the shared DRA view (None: DRA is off, DynamicResources cannot be
     built); `api` the client PreBind and PostFilter write with; `features` the feature
     gates plugins read; `resourceclaim_creates` the scheduler's counter of special
-    claim creates (None: the plugin's own); `preemption` what DefaultPreemption reads of
+    claim creates (None: the plugin's own); `recorder` the scheduler's event recorder
+    (None: plugins record no events of their own); `preemption` what DefaultPreemption reads of
     the cluster; `run_filter_plugins` the framework's Filter on one node (set by
     `new_framework`).
     """
@@ -55,6 +56,7 @@ class Handle:
     api: ApiClient | None = None
     features: Features = DEFAULT_FEATURES
     resourceclaim_creates: metrics.CounterVec | None = None
+    recorder: events.EventRecorder | None = None
     preemption: default_preemption.ClusterViews = dataclasses.field(
         default_factory=default_preemption.ClusterViews
     )
@@ -94,7 +96,9 @@ def _node_resources_fit(
     )
 
 
-def _dynamic_resources(args: None, handle: Handle) -> dynamic_resources.DynamicResources:
+def _dynamic_resources(
+    args: dynamic_resources.DynamicResourcesArgs | None, handle: Handle
+) -> dynamic_resources.DynamicResources:
     if handle.dra_manager is None or handle.api is None:
         raise ValueError(f"plugin {names.DYNAMIC_RESOURCES} needs the handle's dra_manager and api")
     return dynamic_resources.DynamicResources(
@@ -102,6 +106,8 @@ def _dynamic_resources(args: None, handle: Handle) -> dynamic_resources.DynamicR
         handle.api,
         features=handle.features,
         resourceclaim_creates=handle.resourceclaim_creates,
+        args=args,
+        recorder=handle.recorder,
     )
 
 

@@ -19,8 +19,8 @@ Partitionable devices (KEP-4815) consume their pool's shared counters; devices w
 and the capacity it consumes; a request with `adminAccess` gets devices others use and
 takes nothing from anyone (module `search`).
 
-Not modelled: binding conditions, claim constraints and config (not copied into the
-result), the filter timeout.
+Not modelled: claim constraints and config (not copied into the result), the filter
+timeout. A device's binding conditions are copied into its result, for PreBind to wait on.
 """
 
 from __future__ import annotations
@@ -169,7 +169,7 @@ class Allocator:
         plan = self._plan(claims)
         view = self._snapshot.node_view(node)
         if plan.simple is not None and view.plain:
-            return self._find_first_free(view, plan.simple)
+            return self._find_first_free(view, plan.simple, node.metadata.name)
         requests = [
             _Request(r.claim_index, [self._alternative(view, a) for a in r.alternatives])
             for r in plan.requests
@@ -186,7 +186,7 @@ class Allocator:
         found = search.Search(requests, [[] for _ in claims], ledger)
         if not search.allocate_request(found, 0):
             return None
-        return [Allocation(picks) for picks in found.picks]
+        return [Allocation(picks, node.metadata.name) for picks in found.picks]
 
     def find_one(
         self, node: core_v1.Node, claim: resource_v1.ResourceClaim
@@ -198,10 +198,10 @@ class Allocator:
         view = self._snapshot.node_view(node)
         if not view.plain:
             return self.find(node, [claim])
-        return self._find_first_free(view, plan.simple)
+        return self._find_first_free(view, plan.simple, node.metadata.name)
 
     def _find_first_free(
-        self, view: NodeView, alternative: _AlternativePlan
+        self, view: NodeView, alternative: _AlternativePlan, node_name: str
     ) -> list[Allocation] | None:
         """The search for one ExactCount request: its first `count` free devices.
 
@@ -225,7 +225,7 @@ class Allocator:
                 devices = cached[1]
                 if devices is None:
                     return None
-                return [Allocation([search.Pick(alternative, c, 0) for c in devices])]
+                return [Allocation([search.Pick(alternative, c, 0) for c in devices], node_name)]
         allocated, in_flight = self._taken
         tolerations = alternative.tolerations
         found: list[Candidate] | None = None
@@ -243,7 +243,7 @@ class Allocator:
             view.first_free[key] = (stamp, found)
         if found is None:
             return None
-        return [Allocation([search.Pick(alternative, c, 0) for c in found])]
+        return [Allocation([search.Pick(alternative, c, 0) for c in found], node_name)]
 
     def _plan(self, claims: Sequence[resource_v1.ResourceClaim]) -> _Plan:
         """Resolve classes and compile selectors once per set of claims (Filter asks for
@@ -384,10 +384,11 @@ class Allocation:
     """The devices the search picked for one claim; the `AllocationResult` is built on
     first use, each share getting its `shareID` then."""
 
-    __slots__ = ("_picks", "_result")
+    __slots__ = ("_node_name", "_picks", "_result")
 
-    def __init__(self, picks: list[search.Pick]) -> None:
+    def __init__(self, picks: list[search.Pick], node_name: str) -> None:
         self._picks = picks
+        self._node_name = node_name  # the node allocated for
         self._result: resource_v1.AllocationResult | None = None
 
     def requests(self) -> set[str]:
@@ -396,7 +397,7 @@ class Allocation:
 
     def result(self) -> resource_v1.AllocationResult:
         if self._result is None:
-            self._result = _allocation_result(self._picks)
+            self._result = _allocation_result(self._picks, self._node_name)
         return self._result
 
 
@@ -417,10 +418,10 @@ def _check_device_limit(
             )
 
 
-def _allocation_result(picks: list[search.Pick]) -> resource_v1.AllocationResult:
+def _allocation_result(picks: list[search.Pick], node_name: str) -> resource_v1.AllocationResult:
     return resource_v1.AllocationResult(
         devices=resource_v1.DeviceAllocationResult(results=[_device_result(p) for p in picks]),
-        node_selector=_result_node_selector([pick.candidate for pick in picks]),
+        node_selector=_result_node_selector([pick.candidate for pick in picks], node_name),
     )
 
 
@@ -437,24 +438,26 @@ def _device_result(pick: search.Pick) -> resource_v1.DeviceRequestAllocationResu
         # Upstream `GenerateShareID`: a time-based UUID, as `uuid.NewUUID`.
         share_id=str(uuid.uuid1()) if shared else None,
         consumed_capacity=dict(pick.consumed) if pick.consumed else {},
+        # KEP-5007: the device is usable once its driver reports these True.
+        binding_conditions=list(pick.candidate.device.binding_conditions),
+        binding_failure_conditions=list(pick.candidate.device.binding_failure_conditions),
     )
 
 
-def _result_node_selector(
-    devices: list[Candidate],
-) -> core_v1.NodeSelector | None:
-    """Where the claim can be used (upstream `createNodeSelector`): the node itself if any
-    device is node-local, else the union of the network-attached devices' selector
-    requirements, else anywhere (None)."""
+def _result_node_selector(devices: list[Candidate], node_name: str) -> core_v1.NodeSelector | None:
+    """Where the claim can be used (upstream `createNodeSelector`): the node allocated for
+    if any device is node-local or binds to the node it is attached to (`bindsToNode`),
+    else the union of the network-attached devices' selector requirements, else anywhere
+    (None)."""
     merged = core_v1.NodeSelectorTerm()
     for device in devices:
-        if device.node_name:
+        if device.node_name or device.device.binds_to_node:
             return core_v1.NodeSelector(
                 node_selector_terms=[
                     core_v1.NodeSelectorTerm(
                         match_fields=[
                             core_v1.NodeSelectorRequirement(
-                                key=_METADATA_NAME, operator="In", values=[device.node_name]
+                                key=_METADATA_NAME, operator="In", values=[node_name]
                             )
                         ]
                     )

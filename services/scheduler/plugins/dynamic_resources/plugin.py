@@ -16,25 +16,35 @@ The extension points are here; each concern is a module of its own, as upstream'
 Between Reserve and the end of PreBind, allocations live only in the DraManager as
 in-flight allocations, so that no other pod gets the same devices.
 
+PreBind waits for the binding conditions of devices that have them (module
+`binding_conditions`).
+
 Upstream: `pkg/scheduler/framework/plugins/dynamicresources/dynamicresources.go`. Not
-modelled: PreEnqueue, PreBindPreFlight, binding conditions, the Filter timeout.
+modelled: PreEnqueue, PreBindPreFlight, the Filter timeout, the binding-conditions metrics.
 """
 
 from __future__ import annotations
 
 import collections
+import dataclasses
 import logging
 from collections.abc import Sequence
+from datetime import UTC, datetime
 from typing import ClassVar
 
-from drasim.common import codec, errors, metrics
+from drasim.common import codec, errors, events, metrics
 from drasim.common.api import core_v1, resource_v1
 from drasim.common.client import ApiClient
 from drasim.scheduler import framework
 from drasim.scheduler.dra_manager import DraManager
 from drasim.scheduler.plugins import names, node_affinity
 from drasim.scheduler.plugins.dynamic_resources import allocator as structured
-from drasim.scheduler.plugins.dynamic_resources import claims, extended, queueing_hints
+from drasim.scheduler.plugins.dynamic_resources import (
+    binding_conditions,
+    claims,
+    extended,
+    queueing_hints,
+)
 from drasim.scheduler.plugins.dynamic_resources.extended import (
     ASSUME_EXTENDED_RESOURCE_TIMEOUT_DEFAULT_SECONDS,
 )
@@ -48,6 +58,7 @@ from drasim.scheduler.plugins.dynamic_resources.state import (
 from drasim.scheduler.plugins.feature import DEFAULT_FEATURES, Features
 
 __all__ = [
+    "DynamicResourcesArgs",
     "REASON_CANNOT_ALLOCATE",
     "REASON_CLAIM_DEALLOCATED",
     "REASON_CLAIM_DELETED",
@@ -67,6 +78,14 @@ REASON_CLAIM_DEALLOCATED = "deallocation of ResourceClaim completed"
 REASON_CLAIM_DELETED = "deletion of ResourceClaim completed"
 
 
+@dataclasses.dataclass(frozen=True, slots=True)
+class DynamicResourcesArgs:
+    """Upstream `DynamicResourcesArgs`: how long PreBind waits for binding conditions,
+    in seconds."""
+
+    binding_timeout: float = binding_conditions.BINDING_TIMEOUT_DEFAULT_SECONDS
+
+
 class DynamicResources:
     """PreFilter, Filter, PostFilter, PreScore, Score, Reserve, PreBind, EnqueueExtensions.
 
@@ -77,7 +96,8 @@ class DynamicResources:
     `assume_extended_resource_timeout` bounds PreBind's wait for a created special claim to
     reach the claim cache (upstream `waitForExtendedClaimInAssumeCache`).
     `resourceclaim_creates` counts the special claims' creates (the scheduler's registry
-    serves it; default: a counter of the plugin's own).
+    serves it; default: a counter of the plugin's own). `args` bound the wait for binding
+    conditions; `recorder` writes its BindingConditionsPending event (None: none).
     """
 
     name: ClassVar[str] = names.DYNAMIC_RESOURCES
@@ -90,10 +110,14 @@ class DynamicResources:
         features: Features = DEFAULT_FEATURES,
         assume_extended_resource_timeout: float = ASSUME_EXTENDED_RESOURCE_TIMEOUT_DEFAULT_SECONDS,
         resourceclaim_creates: metrics.CounterVec | None = None,
+        args: DynamicResourcesArgs | None = None,
+        recorder: events.EventRecorder | None = None,
     ) -> None:
         self.dra_manager = dra_manager
         self.api = api
         self.features = features
+        self.binding_timeout = (args or DynamicResourcesArgs()).binding_timeout
+        self._recorder = recorder
         self._writer = extended.ExtendedResourceClaimWriter(
             api,
             dra_manager,
@@ -243,8 +267,11 @@ class DynamicResources:
         unavailable_claims = [
             index
             for index, info in enumerate(s.informations_for_claim)
-            if info.available_on_nodes is not None
-            and not node_affinity.node_selector_matches(info.available_on_nodes, node)
+            if (
+                info.available_on_nodes is not None
+                and not node_affinity.node_selector_matches(info.available_on_nodes, node)
+            )
+            or self._binding_given_up(s.claims.get(index))
         ]
 
         node_allocation = None
@@ -503,14 +530,40 @@ class DynamicResources:
                 return framework.Status.error(err)
             # Unreserve must see the written claim (and delete a created special claim).
             s.claims.set(index, written)
-        if s.extended_resource_claim_status_written:
-            return None
-        if self._writer.may_be_named(pod):
+        if not s.extended_resource_claim_status_written and self._writer.may_be_named(pod):
             # A claim of an earlier attempt, deleted since: the kubelet must not look for it.
             try:
                 await self._writer.clear_pod_status(pod)
             except errors.ApiError as err:
                 return framework.Status.error(err)
+        return await self._wait_for_binding_conditions(s, pod, node_name)
+
+    def _binding_given_up(self, claim: resource_v1.ResourceClaim) -> bool:
+        """Binding failed or timed out: PostFilter may deallocate it (upstream `Filter`)."""
+        return self.features.device_binding_and_status and binding_conditions.claim_unusable(
+            claim, self.binding_timeout, datetime.now(UTC)
+        )
+
+    async def _wait_for_binding_conditions(
+        self, s: StateData, pod: core_v1.Pod, node_name: str
+    ) -> framework.Status | None:
+        """The end of PreBind: wait for binding conditions (upstream `PreBind`)."""
+        if not self.features.device_binding_and_status:
+            return None
+        indexed = list(s.claims.all())
+        try:
+            current = await binding_conditions.wait_in_pre_bind(
+                self.dra_manager,
+                self._recorder,
+                pod,
+                node_name,
+                [claim for _, claim in indexed],
+                self.binding_timeout,
+            )
+        except binding_conditions.NOT_BOUND as err:
+            return framework.Status.error(err)
+        for (index, _), claim in zip(indexed, current, strict=True):
+            s.claims.set(index, claim)
         return None
 
     async def _bind_claim(

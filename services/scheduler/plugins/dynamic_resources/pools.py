@@ -59,7 +59,9 @@ class Candidate:
 
     id: DeviceID
     device: resource_v1.Device
-    order: tuple[str, str, str, int]  # driver, pool, slice name, index: the search order
+    # (pool has binding conditions, driver, pool, slice name, index): the search order; as
+    # upstream's `GatherPools`, pools whose devices must wait for binding conditions last.
+    order: tuple[bool, str, str, str, int]
     node_name: str | None
     all_nodes: bool
     node_selector: core_v1.NodeSelector | None
@@ -135,8 +137,9 @@ class Snapshot:
         self.counter_consumers: dict[PoolID, list[Candidate]] = {}
         for pool_id, pool_slices in newest.items():
             unusable = _pool_problem(pool_slices)
+            binding = any(d.binding_conditions for s in pool_slices for d in s.spec.devices)
             for s in sorted(pool_slices, key=lambda s: s.metadata.name):
-                self._index(pool_id, unusable, s)
+                self._index(pool_id, unusable, s, binding)
             if any(s.spec.shared_counters for s in pool_slices):
                 self.counter_sets[pool_id] = {
                     cs.name: {name: c.value for name, c in cs.counters.items()}
@@ -151,7 +154,13 @@ class Snapshot:
         self._variables: dict[DeviceID, cel_env.DeviceVariables] = {}
         self._cel_results: dict[tuple[str, DeviceID], bool] = {}
 
-    def _index(self, pool_id: PoolID, unusable: str | None, s: resource_v1.ResourceSlice) -> None:
+    def _index(
+        self,
+        pool_id: PoolID,
+        unusable: str | None,
+        s: resource_v1.ResourceSlice,
+        binding: bool,
+    ) -> None:
         spec = s.spec
         per_device = bool(spec.per_device_node_selection)
         devices = []
@@ -161,7 +170,7 @@ class Snapshot:
                 Candidate(
                     id=(spec.driver, spec.pool.name, device.name),
                     device=device,
-                    order=(spec.driver, spec.pool.name, s.metadata.name, index),
+                    order=(binding, spec.driver, spec.pool.name, s.metadata.name, index),
                     node_name=placement.node_name,
                     all_nodes=bool(placement.all_nodes),
                     node_selector=placement.node_selector,
