@@ -69,6 +69,7 @@ __all__ = [
     "POOL_NAME_MAX_LENGTH",
     "RESERVED_FOR_MAX_SIZE",
     "RESOURCE_SLICE_MAX_DEVICES",
+    "NetworkDeviceData",
     "ResourceClaim",
     "ResourceClaimConsumerReference",
     "ResourceClaimSpec",
@@ -375,14 +376,25 @@ class ResourceClaimConsumerReference(KubeStruct):
     uid: str = ""
 
 
+class NetworkDeviceData(KubeStruct):
+    """What a network-attached device got: its interface, addresses (CIDR) and MAC."""
+
+    interface_name: str = ""
+    ips: list[str] = msgspec.field(default_factory=list, name="ips")
+    hardware_address: str = ""
+
+
 class AllocatedDeviceStatus(KubeStruct):
+    """What the driver reports about one allocated device (KEP-4817): conditions (binding
+    conditions among them), opaque data and network data."""
+
     driver: str = ""
     pool: str = ""
     device: str = ""
     share_id: str | None = msgspec.field(default=None, name="shareID")
     conditions: list[Condition] = []
     data: Any = None
-    network_data: dict[str, Any] | None = None
+    network_data: NetworkDeviceData | None = None
 
 
 class ResourceClaimStatus(KubeStruct):

@@ -102,6 +102,7 @@ class ResourceClaimStrategy(Strategy):
         self, new: resource_v1.ResourceClaim, old: resource_v1.ResourceClaim, features: FeatureGate
     ) -> None:
         disabled_fields.drop_claim_status_fields(new, old, features)
+        _drop_deallocated_status_devices(new, old)  # after the gates: nothing left if off
 
 
 class ResourceClaimTemplateStrategy(Strategy):
@@ -191,6 +192,27 @@ def _admin_namespace_errors(path: str, obj: Any, batch: Admission) -> list[Field
         f"admin access to devices requires the `{label}: true` label on the containing namespace"
     )
     return [field_forbidden(path, detail)]
+
+
+def _shared_device_ids(claim: resource_v1.ResourceClaim) -> set[tuple[str, str, str, str]]:
+    allocation = claim.status.allocation
+    if allocation is None:
+        return set()
+    return {(r.driver, r.pool, r.device, r.share_id or "") for r in allocation.devices.results}
+
+
+def _drop_deallocated_status_devices(
+    new: resource_v1.ResourceClaim, old: resource_v1.ResourceClaim
+) -> None:
+    """A device's status goes with its allocation: entries of devices the old allocation
+    had and the new one has not are dropped (upstream `dropDeallocatedStatusDevices`)."""
+    deallocated = _shared_device_ids(old) - _shared_device_ids(new)
+    if deallocated:
+        new.status.devices = [
+            d
+            for d in new.status.devices
+            if (d.driver, d.pool, d.device, d.share_id or "") not in deallocated
+        ]
 
 
 def _allocated_node(claim: resource_v1.ResourceClaim) -> str:

@@ -13,7 +13,7 @@ import re
 from drasim.common import codec, dra_cel
 from drasim.common.api import core_v1, resource_v1, resources
 from drasim.common.api.meta_v1 import KubeObject
-from drasim.common.api.validation import core, device_taints, meta, names
+from drasim.common.api.validation import core, device_status, device_taints, meta, names
 from drasim.common.errors import (
     FieldError,
     field_duplicate,
@@ -540,6 +540,12 @@ def _validate_resource_claim_status(
                     "status.allocation", codec.to_builtins(allocation), "field is immutable"
                 )
             )
+    for i, device in enumerate(status.devices):
+        d_path = f"status.devices[{i}]"
+        errs += _validate_driver_name(device.driver, f"{d_path}.driver")
+        errs += _validate_pool_name(device.pool, f"{d_path}.pool")
+        errs += meta.each(f"{d_path}.device", device.device, names.is_dns1123_label(device.device))
+    errs += device_status.validate_device_statuses(claim)
     reserved_path = "status.reservedFor"
     if len(status.reserved_for) > resource_v1.RESERVED_FOR_MAX_SIZE:
         errs.append(
