@@ -38,6 +38,7 @@ import signal
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 import msgspec
@@ -45,7 +46,7 @@ import msgspec
 from drasim.cli import apply, cluster, demo, kubeconfig, launch, supervisor
 from drasim.cli.launch import Launch
 from drasim.common import cluster_file, features, nats_auth, runtime_config, service
-from drasim.common.api import registry, resource_v1
+from drasim.common.api import registry
 from drasim.common.bus.client import Bus
 from drasim.common.client import ApiClient
 from drasim.common.config import Config
@@ -53,6 +54,7 @@ from drasim.common.embedded import free_port
 from drasim.common.featuregate import FeatureGate
 from drasim.common.runtime_config import DEFAULT as DEFAULT_RUNTIME_CONFIG
 from drasim.common.runtime_config import RuntimeConfig
+from drasim.controllers import dradriver
 
 # Every service `up` runs, as the module `python -m` starts; the last dotted part names it.
 APISTORE = "drasim.apistore"
@@ -192,7 +194,11 @@ async def _up(
         )
         cluster.write_cluster(config.data_dir, info)
         stack.callback(cluster.remove_cluster, config.data_dir, info.pid)
-        own_args = {APISTORE: _write_kubeconfig(config, http_port or free_port())}
+        own_args = {
+            APISTORE: _write_kubeconfig(config, http_port or free_port()),
+            # The emulated DRA drivers' controller reads the file's `drivers:`.
+            "drasim.controllers": ["--cluster", str(nodes_file.source.resolve())],
+        }
         if runtime.flag:
             own_args[APISTORE] += ["--runtime-config", runtime.flag]
 
@@ -286,10 +292,16 @@ async def _up(
 
 
 async def _create_device_classes(api: ApiClient, nodes_file: cluster_file.Cluster) -> None:
-    """The cluster file's DeviceClasses, created (or updated) before any node registers."""
-    info = registry.by_type(resource_v1.DeviceClass)
-    for device_class in nodes_file.spec.device_classes:
-        print(f"[up] {await apply.apply_one(api, info, device_class, '')}", flush=True)
+    """The cluster file's DeviceClasses and network-attached ResourceSlices, created (or
+    updated) before any node registers, and with `drivers:` the RBAC of the drivers'
+    service account, as a driver's manifests would bring it."""
+    spec = nodes_file.spec
+    objects: list[Any] = [*spec.device_classes, *spec.resource_slices]
+    if spec.drivers:
+        objects += dradriver.rbac()
+    for obj in objects:
+        info = registry.by_type(type(obj))
+        print(f"[up] {await apply.apply_one(api, info, obj, '')}", flush=True)
 
 
 async def _run_demo(api: ApiClient) -> None:

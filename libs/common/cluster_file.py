@@ -41,6 +41,17 @@ A node profile describes the hardware a node's probe finds:
 on pods that do not carry them, the first entry whose namespace and selector match the pod
 deciding (as KWOK's Stages select the pods they act on).
 
+Devices not tied to one node and what drivers do beyond the node (attachment for binding
+conditions, device status) are cluster-wide:
+
+    resourceSlices: [<ResourceSlice with allNodes, nodeSelector or perDeviceNodeSelection>]
+    drivers:
+      - name: fabric.example.com
+        attachment: {afterSeconds: 2, outcome: Attached}   # or Failed
+        deviceStatus: {networkData: true, data: {vendor: example}}
+
+A device group may carry `bindingConditions`, `bindingFailureConditions` and `bindsToNode`.
+
 A node exposes each device group through exactly one of a DRA driver (ResourceSlices) and a
 device plugin (node capacity under `extendedResourceName`), as KEP-5004 requires of one node.
 A group a pool does not mention is exposed through DRA. A bad file is refused as a whole with
@@ -52,7 +63,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal, TypeVar
+from typing import Any, Literal, TypeVar
 
 import msgspec
 import yaml
@@ -65,11 +76,14 @@ from drasim.common.quantity import Quantity
 
 __all__ = [
     "API_VERSION",
+    "Attachment",
     "Cluster",
     "ClusterFileError",
     "ClusterSpec",
     "DeviceExposure",
     "DeviceGroup",
+    "DeviceStatusReport",
+    "DriverBehaviour",
     "Exposure",
     "NodeConfig",
     "NodePool",
@@ -110,6 +124,12 @@ class DeviceGroup(_Struct, kw_only=True):
     device_name_prefix: str = ""  # default "<name>-": devices gpu-0, gpu-1, ...
     attributes: dict[str, AttributeValue] = {}
     capacity: dict[str, Quantity] = {}
+    # KEP-5007: the devices are usable once these conditions are True in the claim's
+    # status (set by the driver's attachment, see `DriverBehaviour`), and `bindsToNode`
+    # ties an allocation to the node it was made for.
+    binding_conditions: list[str] = []
+    binding_failure_conditions: list[str] = []
+    binds_to_node: bool = False
 
     def device_names(self) -> list[str]:
         prefix = self.device_name_prefix or f"{self.name}-"
@@ -175,6 +195,33 @@ class PodDefault(_Struct, kw_only=True):
         return parse_go_duration(self.run_for) if self.run_for else None
 
 
+class Attachment(_Struct, kw_only=True):
+    """How the driver attaches a device with binding conditions once it is allocated: after
+    `afterSeconds` it sets the device's binding conditions True in the claim's status
+    (`outcome: Attached`), or its binding failure conditions (`outcome: Failed`)."""
+
+    after_seconds: float = 1.0
+    outcome: Literal["Attached", "Failed"] = "Attached"
+
+
+class DeviceStatusReport(_Struct, kw_only=True):
+    """What the driver writes to `status.devices` for each of its devices a running pod
+    uses (KEP-4817): a `Ready` condition, `data` as given, and, with `networkData`, the
+    interface `net<i>` with the address `10.<i>.0.2/24` for the claim's i-th device."""
+
+    data: dict[str, Any] | None = None
+    network_data: bool = False
+
+
+class DriverBehaviour(_Struct, kw_only=True):
+    """The cluster-side part of a DRA driver (its controller): attachment of devices with
+    binding conditions, device status reports."""
+
+    name: str
+    attachment: Attachment | None = None
+    device_status: DeviceStatusReport | None = None
+
+
 class ClusterSpec(_Struct, kw_only=True):
     api_version: str = API_VERSION
     kind: str = "Cluster"
@@ -182,6 +229,10 @@ class ClusterSpec(_Struct, kw_only=True):
     # as a map (kind's cluster config has the same field), under the flag's own.
     runtime_config: dict[str, str | bool] = {}
     device_classes: list[resource_v1.DeviceClass] = []
+    # Devices not tied to one node (allNodes, nodeSelector, perDeviceNodeSelection slices),
+    # created with the classes before the nodes register.
+    resource_slices: list[resource_v1.ResourceSlice] = []
+    drivers: list[DriverBehaviour] = []
     profiles: list[NodeProfile] = []
     pools: list[NodePool]
     pod_defaults: list[PodDefault] = []
@@ -195,6 +246,8 @@ class NodeConfig:
     index: int  # position in the whole cluster's node list; addresses derive from it
     pool: NodePool
     profile: NodeProfile
+    # Drivers of the cluster's network-attached slices: every node prepares their devices.
+    network_drivers: frozenset[str] = frozenset()
 
     def exposure(self, group: str) -> DeviceExposure:
         return self.pool.devices.get(group) or DeviceExposure()
@@ -251,6 +304,7 @@ def load(path: Path | str | None = None) -> Cluster:
         errs += [(f"profiles[{i}].{path}", msg) for path, msg in _check_profile(profile)]
     nodes: list[NodeConfig] = []
     seen: dict[str, str] = {}
+    network = frozenset(s.spec.driver for s in spec.resource_slices)
     for i, pool in enumerate(spec.pools):
         where = f"pools[{i}]"
         profile = _resolve_profile(source, pool.profile, inline, f"{where}.profile")
@@ -259,7 +313,15 @@ def load(path: Path | str | None = None) -> Cluster:
             if name in seen:
                 errs.append((f"{where}.namePrefix", f"node {name} is also in pool {seen[name]}"))
             seen[name] = pool.name
-            nodes.append(NodeConfig(name=name, index=len(nodes), pool=pool, profile=profile))
+            nodes.append(
+                NodeConfig(
+                    name=name,
+                    index=len(nodes),
+                    pool=pool,
+                    profile=profile,
+                    network_drivers=network,
+                )
+            )
     _raise(source, errs)
     return Cluster(source=source, spec=spec, nodes=nodes)
 
@@ -397,11 +459,17 @@ def _check_pod_default(default: PodDefault) -> Iterator[tuple[str, str]]:
 
 
 def _check_device_classes(spec: ClusterSpec) -> list[tuple[str, str]]:
-    """The checks the apistore would make, so a bad class stops `up` before anything runs."""
+    """The checks the apistore would make, so a bad class or slice stops `up` before
+    anything runs."""
     errs = []
     for i, device_class in enumerate(spec.device_classes):
         for err in validation.validate(device_class):
             errs.append((f"deviceClasses[{i}].{err.field}", err.message))
+    for i, resource_slice in enumerate(spec.resource_slices):
+        for err in validation.validate(resource_slice):
+            errs.append((f"resourceSlices[{i}].{err.field}", err.message))
+        if resource_slice.spec.node_name:
+            errs.append((f"resourceSlices[{i}].spec.nodeName", "node-local slices come from nodes"))
     return errs
 
 

@@ -76,6 +76,10 @@ CONTROLLERS = (
     RESOURCEQUOTA_CONTROLLER,
     DEVICE_TAINT_EVICTION_CONTROLLER,
 )
+# The emulated DRA drivers' controller (attachment, device status), hosted by the
+# controller manager's process but acting as the drivers' own service account, which the
+# drivers' manifests bind (`drasim.controllers.dradriver.rbac`), not a bootstrap role.
+DRA_DRIVER = "dra-driver"
 # Upstream's groups: every authenticated user's, and a service account's own.
 AUTHENTICATED_GROUP = "system:authenticated"
 SERVICE_ACCOUNTS_GROUP = "system:serviceaccounts"
@@ -169,7 +173,10 @@ def cluster_users(prefix: str, kubelet_shards: Sequence[Iterable[str]] = ()) -> 
         _governed(
             "controllers",
             prefix,
-            (KUBE_CONTROLLER_MANAGER, *(controller_identity(c) for c in CONTROLLERS)),
+            (
+                KUBE_CONTROLLER_MANAGER,
+                *(controller_identity(c) for c in (*CONTROLLERS, DRA_DRIVER)),
+            ),
         ),
     ]
     for i, shard in enumerate(kubelet_shards):

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 
-from drasim.common import service
+from drasim.common import cluster_file, service
 from drasim.controllers.server import RESOURCE_QUOTA_SYNC_PERIOD, ControllerManager
 
 
@@ -18,10 +19,16 @@ def _add_arguments(parser: argparse.ArgumentParser) -> None:
         help="how often every ResourceQuota's usage is recomputed from scratch "
         "(kube-controller-manager's flag; 0: only on changes)",
     )
+    parser.add_argument(
+        "--cluster",
+        type=Path,
+        help="cluster file whose `drivers:` the emulated DRA drivers' controller serves",
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
     config, args = service.parse_args("controllers", argv, add=_add_arguments)
+    drivers = cluster_file.load(args.cluster).spec.drivers if args.cluster else []
     return service.run_on_bus(
         "controllers",
         config,
@@ -30,6 +37,7 @@ def main(argv: list[str] | None = None) -> int:
             bus,
             resource_quota_sync_period=args.resource_quota_sync_period,
             features=args.feature_gates,
+            drivers=drivers,
         ),
         f"controllers nats={config.nats_url} prefix={config.prefix}",
     )

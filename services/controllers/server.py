@@ -14,6 +14,7 @@ order, letting the Events already recorded be written. Tests run it in-process;
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Sequence
 from typing import Any
 
 from drasim.common import features as gates
@@ -21,13 +22,15 @@ from drasim.common import nats_auth
 from drasim.common.api import apps_v1, core_v1, policy_v1, rbac_v1, resource_v1
 from drasim.common.bus.client import Bus
 from drasim.common.client import ApiClient
+from drasim.common.cluster_file import DriverBehaviour
 from drasim.common.featuregate import FeatureGate
 from drasim.common.informer import Informer
-from drasim.controllers import devicetainteviction, events, owners
+from drasim.controllers import devicetainteviction, dradriver, events, owners
 from drasim.controllers.clusterroleaggregation import ClusterRoleAggregationController
 from drasim.controllers.deployment import DeploymentController
 from drasim.controllers.devicetainteviction import DeviceTaintEvictionController
 from drasim.controllers.disruption import DisruptionController
+from drasim.controllers.dradriver import DriverController
 from drasim.controllers.metrics import ControllerMetrics
 from drasim.controllers.queue import WorkQueue
 from drasim.controllers.replicaset import ReplicaSetController
@@ -45,7 +48,8 @@ def _client(bus: Bus, controller: str) -> ApiClient:
 
 class ControllerManager:
     """Deployment, ReplicaSet, ResourceClaim, disruption, ClusterRole aggregation,
-    ResourceQuota and device taint eviction controllers over shared informers."""
+    ResourceQuota and device taint eviction controllers over shared informers; with
+    `drivers` (a cluster file's), the emulated DRA drivers' controller too."""
 
     def __init__(
         self,
@@ -55,6 +59,7 @@ class ControllerManager:
         resource_quota_sync_period: float = RESOURCE_QUOTA_SYNC_PERIOD,
         device_taint_rule_status_period: float = devicetainteviction.RULE_STATUS_PERIOD,
         features: FeatureGate = gates.DEFAULT,
+        drivers: Sequence[DriverBehaviour] = (),
     ) -> None:
         informer_client = ApiClient(bus, actor=nats_auth.KUBE_CONTROLLER_MANAGER)
         self.pods = Informer(informer_client, core_v1.Pod)
@@ -133,6 +138,17 @@ class ControllerManager:
             if features.enabled(gates.DRA_DEVICE_TAINTS)
             else None
         )
+        # The emulated drivers' controller, for the drivers a cluster file describes.
+        self.dra_driver = (
+            DriverController(
+                ApiClient(bus, actor=dradriver.IDENTITY),
+                list(drivers),
+                claims=self.resource_claims,
+                pods=self.pods,
+            )
+            if drivers
+            else None
+        )
         self.metrics = ControllerMetrics(
             claims=self.resource_claim.gauge, creates=self.resource_claim.creates
         )
@@ -162,6 +178,7 @@ class ControllerManager:
             self.disruption.queue,
             self.cluster_role_aggregation.queue,
             *(self.device_taint_eviction.queues if self.device_taint_eviction else []),
+            *([self.dra_driver.queue] if self.dra_driver is not None else []),
         ]
 
     @property

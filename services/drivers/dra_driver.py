@@ -13,6 +13,9 @@
   idempotent per
   claim UID and checkpointed, so a restarted process answers from the checkpoint instead
   of preparing again (`prepare_count` counts real preparations).
+- With `network`, it also prepares the devices of the driver's pools not tied to this node
+  (network-attached devices of a cluster file's `resourceSlices`), which no probe of the
+  node finds: whatever the scheduler allocated from them reaches the node.
 """
 
 from __future__ import annotations
@@ -65,7 +68,8 @@ class DriverCheckpoint(msgspec.Struct, kw_only=True):
 
 
 class DraDriver:
-    """`driver`'s plugin on `node`, serving the device groups in `groups`."""
+    """`driver`'s plugin on `node`, serving the device groups in `groups` (and, with
+    `network`, the devices of the driver's network-attached pools)."""
 
     def __init__(
         self,
@@ -77,8 +81,10 @@ class DraDriver:
         probe: Probe,
         cdi_registry: cdi.Registry,
         checkpoint_path: Path | None = None,
+        network: bool = False,
     ) -> None:
         self.api = api
+        self.network = network
         self.bus = bus
         self.node = node
         self.driver = driver
@@ -312,6 +318,21 @@ class DraDriver:
         for result in allocation.devices.results:
             if result.driver != self.driver:
                 continue
+            if self.network and result.pool != self.pool:
+                prepared = by_device.setdefault(
+                    f"{result.pool}/{result.device}",
+                    dra_api.PreparedDevice(
+                        pool_name=result.pool,
+                        device_name=result.device,
+                        request_names=[],
+                        cdi_device_ids=[
+                            cdi.device_id(self.driver, "network", f"{ref.uid}-{result.device}")
+                        ],
+                        share_id=result.share_id,
+                    ),
+                )
+                prepared.request_names.append(result.request)
+                continue
             device = own.get(result.device) if result.pool == self.pool else None
             if device is None:
                 raise _PrepareError(
@@ -409,12 +430,16 @@ def new_slice(
 def _slice_device(device: ProbedDevice) -> resource_v1.Device:
     attributes = {name: _attribute(value) for name, value in device.attributes.items()}
     attributes["index"] = resource_v1.DeviceAttribute(int_value=device.index)
+    group = device.group
     return resource_v1.Device(
         name=device.name,
         attributes=attributes,
         capacity={
             name: resource_v1.DeviceCapacity(value=value) for name, value in device.capacity.items()
         },
+        binds_to_node=group.binds_to_node or None,
+        binding_conditions=list(group.binding_conditions),
+        binding_failure_conditions=list(group.binding_failure_conditions),
     )
 
 

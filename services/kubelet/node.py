@@ -148,8 +148,11 @@ class NodeAgent:
                 core_v1.Node, self.name, {"metadata": {"labels": self._labels()}}
             )
             await self._write_status()
-        for driver, groups in self._dra_groups().items():
-            await self._driver(driver).serve(groups, node_uid=self.node.metadata.uid)
+        local = self._dra_groups()
+        for driver in {*local, *self.config.network_drivers}:
+            await self._driver(driver).serve(
+                local.get(driver, set()), node_uid=self.node.metadata.uid
+            )
         await lease.ensure_lease(self.api, self.node)
 
     def _adopt_exposures(self, node: core_v1.Node) -> None:
@@ -223,6 +226,7 @@ class NodeAgent:
                 probe=self.probe,
                 cdi_registry=self.cdi,
                 checkpoint_path=self._path(f"plugins/{name}.json"),
+                network=name in self.config.network_drivers,
             )
         return driver
 

@@ -313,6 +313,8 @@ def test_cluster_users_name_every_service() -> None:
         "system:serviceaccount:kube-system:clusterrole-aggregation-controller",
         "system:serviceaccount:kube-system:resourcequota-controller",
         "system:serviceaccount:kube-system:device-taint-eviction-controller",
+        # The emulated DRA drivers' controller, as the drivers' own service account.
+        "system:serviceaccount:kube-system:dra-driver",
     )
     # What each may watch is what its bootstrap roles let it watch.
     assert set(users["scheduler"].watches or ()) == {

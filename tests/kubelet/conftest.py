@@ -10,7 +10,10 @@ import pytest
 
 from drasim.common import cluster_file
 from drasim.common.client import ApiClient
+from drasim.controllers import dradriver
+from drasim.controllers.server import ControllerManager
 from drasim.kubelet.run import KubeletProcess
+from drasim.scheduler.server import Scheduler
 
 # A DRA node with 8 GPUs, a device-plugin node with 2, and a node with both: GPUs through
 # DRA and FPGAs through a device plugin (`example.com/fpga`).
@@ -80,3 +83,35 @@ async def start_kubelet(
 @pytest.fixture
 async def kubelet(start_kubelet: StartKubelet) -> KubeletProcess:
     return await start_kubelet()
+
+
+RunClusterFile = Callable[[str], Awaitable[cluster_file.Cluster]]
+
+
+@pytest.fixture
+async def run_cluster_file(api: ApiClient, tmp_path: Path) -> AsyncIterator[RunClusterFile]:
+    """Run a cluster file's text as `drasim up` would, in-process: its classes, slices and
+    drivers' RBAC created first, then a kubelet for all its nodes, a scheduler and the
+    controllers (with its `drivers:`); all stopped at the end."""
+    stops: list[Callable[[], Awaitable[None]]] = []
+
+    async def run(text: str) -> cluster_file.Cluster:
+        path = tmp_path / "cluster.yaml"
+        path.write_text(text)
+        cluster = cluster_file.load(path)
+        spec = cluster.spec
+        for obj in [*spec.device_classes, *spec.resource_slices, *dradriver.rbac()]:
+            await api.create(obj)
+        components = (
+            KubeletProcess(api=api, nodes=cluster.nodes, state_dir=tmp_path / "nodes"),
+            Scheduler(ApiClient(api.bus, actor="system:kube-scheduler")),
+            ControllerManager(api.bus, drivers=spec.drivers),
+        )
+        for component in components:
+            await component.start()
+            stops.append(component.stop)
+        return cluster
+
+    yield run
+    for stop in reversed(stops):
+        await stop()

@@ -50,6 +50,22 @@ HEAD = "apiVersion: drasim.io/v1alpha1\nkind: Cluster\n"
     ("text", "error"),
     [
         (
+            HEAD + "pools: []\nresourceSlices: [{metadata: {name: s}, spec: {driver: d.example.com,"
+            " nodeName: n, pool: {name: p, generation: 1, resourceSliceCount: 1}}}]\n",
+            "field resourceSlices[0].spec.nodeName: node-local slices come from nodes",
+        ),
+        (
+            HEAD + "pools: []\nresourceSlices: [{metadata: {name: s}, spec: {driver: d.example.com,"
+            " allNodes: true, pool: {name: p, generation: 1, resourceSliceCount: 1},"
+            " devices: [{name: d, bindingConditions: [attached]}]}}]\n",
+            "field resourceSlices[0].spec.devices[0].bindingFailureConditions: Invalid value: "
+            "null: bindingFailureConditions are required to use bindingConditions",
+        ),
+        (
+            HEAD + "pools: []\ndrivers: [{name: d.example.com, attachment: {outcome: Maybe}}]\n",
+            "field drivers[0].attachment.outcome: Invalid enum value 'Maybe'",
+        ),
+        (
             HEAD + "pools: [{name: a, count: two, profile: gpu-8}]\n",
             "field pools[0].count: Expected `int`, got `str`",
         ),
@@ -108,6 +124,9 @@ HEAD = "apiVersion: drasim.io/v1alpha1\nkind: Cluster\n"
         ),
     ],
     ids=[
+        "slice-of-a-node",
+        "bad-slice",
+        "bad-attachment-outcome",
         "wrong-type",
         "unknown-field",
         "missing-field",

@@ -29,7 +29,7 @@ from drasim.common.errors import (
     field_too_many,
 )
 
-__all__ = ["validate_conditions", "validate_device_statuses"]
+__all__ = ["validate_binding_parameters", "validate_conditions", "validate_device_statuses"]
 
 # Upstream `AllocatedDeviceStatusMaxConditions`, `AllocatedDeviceStatusDataMaxLength`,
 # `NetworkDeviceDataMaxIPs`, `NetworkDeviceData{InterfaceName,HardwareAddress}MaxLength`.
@@ -38,6 +38,9 @@ DATA_MAX_LENGTH = 10 * 1024
 NETWORK_MAX_IPS = 16
 INTERFACE_NAME_MAX_LENGTH = 256
 HARDWARE_ADDRESS_MAX_LENGTH = 128
+
+# Upstream `BindingConditionsMaxSize`, `BindingFailureConditionsMaxSize`.
+BINDING_CONDITIONS_MAX_SIZE = 4
 
 _CONDITION_STATUSES = ["False", "True", "Unknown"]
 _REASON_MAX_LENGTH = 1024
@@ -91,6 +94,60 @@ def validate_device_statuses(
             errs.append(field_duplicate(d_path, key))
         else:
             seen.append(key)
+    return errs
+
+
+def validate_binding_parameters(
+    conditions: Sequence[str], failure_conditions: Sequence[str], path: str
+) -> list[FieldError]:
+    """A device's (or allocation result's) binding conditions (KEP-5007): at most four of
+    each, condition types, none twice, none in both lists, and each list needs the other
+    (upstream `validateDeviceBindingParameters`)."""
+    errs: list[FieldError] = []
+    for field_name, values in (
+        ("bindingConditions", conditions),
+        ("bindingFailureConditions", failure_conditions),
+    ):
+        if len(values) > BINDING_CONDITIONS_MAX_SIZE:
+            errs.append(
+                field_too_many(f"{path}.{field_name}", len(values), BINDING_CONDITIONS_MAX_SIZE)
+            )
+            continue
+        for i, value in enumerate(values):
+            errs += meta.each(f"{path}.{field_name}[{i}]", value, names.is_qualified_name(value))
+    for field_name, values in (
+        ("bindingConditions", conditions),
+        ("bindingFailureConditions", failure_conditions),
+    ):
+        seen: set[str] = set()
+        for i, value in enumerate(values):
+            if value in seen:
+                errs.append(field_duplicate(f"{path}.{field_name}[{i}]", value))
+            seen.add(value)
+            if field_name == "bindingFailureConditions" and value in conditions:
+                errs.append(
+                    field_invalid(
+                        f"{path}.{field_name}[{i}]",
+                        value,
+                        "bindingFailureConditions must not overlap with bindingConditions",
+                    )
+                )
+    if failure_conditions and not conditions:
+        errs.append(
+            field_invalid(
+                f"{path}.bindingConditions",
+                None,
+                "bindingConditions are required to use bindingFailureConditions",
+            )
+        )
+    if conditions and not failure_conditions:
+        errs.append(
+            field_invalid(
+                f"{path}.bindingFailureConditions",
+                None,
+                "bindingFailureConditions are required to use bindingConditions",
+            )
+        )
     return errs
 
 

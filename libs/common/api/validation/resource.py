@@ -256,6 +256,9 @@ def _validate_device(device: resource_v1.Device, path: str, per_device: bool) ->
             )
         )
     errs += _validate_device_taints(device.taints, f"{path}.taints")
+    errs += device_status.validate_binding_parameters(
+        device.binding_conditions, device.binding_failure_conditions, path
+    )
     placements = [
         p
         for p in (device.node_name, device.node_selector, device.all_nodes or None)
@@ -525,6 +528,9 @@ def _validate_resource_claim_status(
             errs += _validate_pool_name(result.pool, f"{r_path}.pool")
             errs += meta.each(
                 f"{r_path}.device", result.device, names.is_dns1123_label(result.device)
+            )
+            errs += device_status.validate_binding_parameters(
+                result.binding_conditions, result.binding_failure_conditions, r_path
             )
         if allocation.node_selector is not None:
             errs += core.validate_node_selector(

@@ -25,7 +25,9 @@ from datetime import UTC, datetime
 
 from drasim.common import errors, events, tables
 from drasim.common.api import core_v1, meta_v1, resource_v1
+from drasim.scheduler import framework
 from drasim.scheduler.dra_manager import DraManager
+from drasim.scheduler.plugins.dynamic_resources.state import StateData
 
 __all__ = [
     "BINDING_TIMEOUT_DEFAULT_SECONDS",
@@ -38,6 +40,7 @@ __all__ = [
     "is_claim_ready_for_binding",
     "is_claim_timeout",
     "pending_message",
+    "pre_bind",
     "wait_for_binding_conditions",
     "wait_in_pre_bind",
 ]
@@ -162,6 +165,10 @@ def _check(
     ready = True
     now = datetime.now(UTC)
     for claim in claims:
+        if claim.status.allocation is None:
+            # Nothing to wait for (the special claim when device plugins serve the pod).
+            current.append(claim)
+            continue
         cached = dra_manager.get_claim(claim.metadata.namespace, claim.metadata.name)
         if cached is None:
             raise LookupError(f'resourceclaim.resource.k8s.io "{claim.metadata.name}" not found')
@@ -217,3 +224,26 @@ async def wait_in_pre_bind(
         except errors.ApiError as err:
             log.error("event %s for pod %s: %s", EVENT_REASON_PENDING, pod.metadata.name, err)
     return await wait_for_binding_conditions(dra_manager, claims, timeout)
+
+
+async def pre_bind(
+    dra_manager: DraManager,
+    recorder: events.EventRecorder | None,
+    pod: core_v1.Pod,
+    node_name: str,
+    s: StateData,
+    timeout: float,
+) -> framework.Status | None:
+    """The end of PreBind (upstream `PreBind`), once every claim is written: an Error when
+    binding failed or timed out; the claims as last seen go into the state, for
+    Unreserve."""
+    indexed = list(s.claims.all())
+    try:
+        current = await wait_in_pre_bind(
+            dra_manager, recorder, pod, node_name, [claim for _, claim in indexed], timeout
+        )
+    except NOT_BOUND as err:
+        return framework.Status.error(err)
+    for (index, _), claim in zip(indexed, current, strict=True):
+        s.claims.set(index, claim)
+    return None

@@ -536,35 +536,17 @@ class DynamicResources:
                 await self._writer.clear_pod_status(pod)
             except errors.ApiError as err:
                 return framework.Status.error(err)
-        return await self._wait_for_binding_conditions(s, pod, node_name)
+        if not self.features.device_binding_and_status:
+            return None
+        return await binding_conditions.pre_bind(
+            self.dra_manager, self._recorder, pod, node_name, s, self.binding_timeout
+        )
 
     def _binding_given_up(self, claim: resource_v1.ResourceClaim) -> bool:
         """Binding failed or timed out: PostFilter may deallocate it (upstream `Filter`)."""
         return self.features.device_binding_and_status and binding_conditions.claim_unusable(
             claim, self.binding_timeout, datetime.now(UTC)
         )
-
-    async def _wait_for_binding_conditions(
-        self, s: StateData, pod: core_v1.Pod, node_name: str
-    ) -> framework.Status | None:
-        """The end of PreBind: wait for binding conditions (upstream `PreBind`)."""
-        if not self.features.device_binding_and_status:
-            return None
-        indexed = list(s.claims.all())
-        try:
-            current = await binding_conditions.wait_in_pre_bind(
-                self.dra_manager,
-                self._recorder,
-                pod,
-                node_name,
-                [claim for _, claim in indexed],
-                self.binding_timeout,
-            )
-        except binding_conditions.NOT_BOUND as err:
-            return framework.Status.error(err)
-        for (index, _), claim in zip(indexed, current, strict=True):
-            s.claims.set(index, claim)
-        return None
 
     async def _bind_claim(
         self, s: StateData, index: int, pod: core_v1.Pod, node_name: str

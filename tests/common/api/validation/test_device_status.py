@@ -11,7 +11,7 @@ import pytest
 
 from drasim.common import codec
 from drasim.common.api import resource_v1
-from drasim.common.api.validation import validate_status
+from drasim.common.api.validation import validate, validate_status
 
 DEVICE = {"driver": "nic.example.com", "pool": "fabric", "device": "nic-0"}
 CONDITION = {
@@ -164,3 +164,56 @@ def test_each_device_and_condition_type_once() -> None:
         'status.devices[1]: Duplicate value: {"Driver":"nic.example.com","Pool":"fabric",'
         '"Device":"nic-0","ShareID":""}' in errors
     )
+
+
+def _slice_errors(**device: Any) -> list[str]:
+    resource_slice = codec.convert(
+        {
+            "metadata": {"name": "s"},
+            "spec": {
+                "driver": "nic.example.com",
+                "allNodes": True,
+                "pool": {"name": "fabric", "generation": 1, "resourceSliceCount": 1},
+                "devices": [{"name": "nic-0", **device}],
+            },
+        },
+        resource_v1.ResourceSlice,
+    )
+    return [str(e) for e in validate(resource_slice)]
+
+
+@pytest.mark.parametrize(
+    ("device", "expected"),
+    [
+        ({"bindingConditions": ["a"], "bindingFailureConditions": ["b"]}, []),
+        (
+            {"bindingConditions": ["attached"]},
+            [
+                "spec.devices[0].bindingFailureConditions: Invalid value: null: "
+                "bindingFailureConditions are required to use bindingConditions"
+            ],
+        ),
+        (
+            {"bindingFailureConditions": ["failed"]},
+            [
+                "spec.devices[0].bindingConditions: Invalid value: null: "
+                "bindingConditions are required to use bindingFailureConditions"
+            ],
+        ),
+        (
+            {"bindingConditions": ["a", "a"], "bindingFailureConditions": ["a"]},
+            [
+                'spec.devices[0].bindingConditions[1]: Duplicate value: "a"',
+                'spec.devices[0].bindingFailureConditions[0]: Invalid value: "a": '
+                "bindingFailureConditions must not overlap with bindingConditions",
+            ],
+        ),
+        (
+            {"bindingConditions": list("abcde"), "bindingFailureConditions": ["f"]},
+            ["spec.devices[0].bindingConditions: Too many: 5: must have at most 4 items"],
+        ),
+    ],
+    ids=["valid", "no-failure-conditions", "no-conditions", "duplicate-overlap", "too-many"],
+)
+def test_binding_conditions_of_a_device(device: dict[str, Any], expected: list[str]) -> None:
+    assert _slice_errors(**device) == expected

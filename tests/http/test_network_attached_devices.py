@@ -1,0 +1,180 @@
+"""Slices not tied to one node (network-attached devices) through kubectl, with a scheduler
+running: `allNodes`, `nodeSelector` and `perDeviceNodeSelection` slices are accepted as
+upstream stores them, their devices are allocated to pods on any node they reach, and the
+allocation's node selector narrows where the claim may be used, so a second pod sharing
+the claim lands where the first could."""
+
+from __future__ import annotations
+
+import json
+import random
+from collections.abc import AsyncIterator
+
+import pytest
+
+from drasim.common.client import ApiClient
+from drasim.scheduler.server import Scheduler
+from tests.builders import make_node
+from tests.http.conftest import Cluster
+from tests.scheduler.e2e.conftest import ClusterWatch
+
+NODES = {"rack-a-0": "a", "rack-a-1": "a", "rack-b-0": "b"}
+
+CLASS = """\
+apiVersion: resource.k8s.io/v1
+kind: DeviceClass
+metadata:
+  name: nic.example.com
+spec:
+  selectors:
+  - cel:
+      expression: device.driver == "nic.example.com"
+"""
+
+
+def _slice(name: str, placement: str, devices: str) -> str:
+    return f"""\
+apiVersion: resource.k8s.io/v1
+kind: ResourceSlice
+metadata:
+  name: {name}
+spec:
+  driver: nic.example.com
+  pool: {{name: {name}, generation: 1, resourceSliceCount: 1}}
+{placement}
+  devices:
+{devices}
+"""
+
+
+RACK_A = _slice(
+    "rack-a",
+    """  nodeSelector:
+    nodeSelectorTerms:
+    - matchExpressions:
+      - {key: rack, operator: In, values: [a]}""",
+    "  - name: nic-0",
+)
+EVERYWHERE = _slice("fabric", "  allNodes: true", "  - name: nic-0")
+PER_DEVICE = _slice(
+    "mixed",
+    "  perDeviceNodeSelection: true",
+    """  - name: local-b
+    nodeName: rack-b-0
+  - name: rack-a-only
+    nodeSelector:
+      nodeSelectorTerms:
+      - matchExpressions:
+        - {key: rack, operator: In, values: [a]}""",
+)
+
+
+def _claim_and_pods(*pods: str, node_selector: str = "") -> str:
+    docs = [
+        """\
+apiVersion: resource.k8s.io/v1
+kind: ResourceClaim
+metadata:
+  name: nic
+spec:
+  devices:
+    requests:
+    - name: nic
+      exactly: {deviceClassName: nic.example.com}
+"""
+    ]
+    for pod in pods:
+        docs.append(
+            f"""\
+apiVersion: v1
+kind: Pod
+metadata:
+  name: {pod}
+spec:
+  {node_selector or "nodeSelector: {}"}
+  resourceClaims:
+  - {{name: nic, resourceClaimName: nic}}
+  containers:
+  - name: app
+    image: registry.k8s.io/pause:3.10
+    resources:
+      claims: [{{name: nic}}]
+"""
+        )
+    return "---\n".join(docs)
+
+
+@pytest.fixture
+async def scheduler(cluster: Cluster) -> AsyncIterator[Scheduler]:
+    for name, rack in NODES.items():
+        node = make_node(name, cpu="4", memory="8Gi", pods="110")
+        node.metadata.labels["rack"] = rack
+        await cluster.api.create(node)
+    sched = Scheduler(
+        ApiClient(cluster.api.bus, actor="system:kube-scheduler"), rng=random.Random(0)
+    )
+    await sched.start(timeout=10)
+    yield sched
+    await sched.stop()
+
+
+async def _allocation(kubectl) -> dict:  # noqa: ANN001
+    shown = await kubectl("get", "resourceclaim", "nic", "-o", "jsonpath={.status.allocation}")
+    return json.loads(shown.stdout)
+
+
+async def test_node_selector_slice_narrows_the_claim_to_its_nodes(
+    kubectl, scheduler: Scheduler, watch: ClusterWatch
+) -> None:
+    await kubectl("apply", "-f", "-", input=CLASS + "---\n" + RACK_A)
+    shown = json.loads((await kubectl("get", "resourceslice", "rack-a", "-o", "json")).stdout)
+    assert "nodeName" not in shown["spec"]
+    await kubectl("apply", "-f", "-", input=_claim_and_pods("first", "second"))
+    first, second = await watch.bound("first"), await watch.bound("second")
+    assert {first, second} <= {"rack-a-0", "rack-a-1"}
+    allocation = await _allocation(kubectl)
+    assert allocation["devices"]["results"][0]["pool"] == "rack-a"
+    assert allocation["nodeSelector"] == {
+        "nodeSelectorTerms": [
+            {"matchExpressions": [{"key": "rack", "operator": "In", "values": ["a"]}]}
+        ]
+    }
+    table = (await kubectl("get", "resourceslices")).stdout.splitlines()
+    assert table[1].split()[:2] == ["rack-a", "<none>"]
+
+
+async def test_all_nodes_slice_is_usable_from_any_node(
+    kubectl, scheduler: Scheduler, watch: ClusterWatch
+) -> None:
+    await kubectl("apply", "-f", "-", input=CLASS + "---\n" + EVERYWHERE)
+    pods = _claim_and_pods("on-b", node_selector="nodeSelector: {rack: b}")
+    await kubectl("apply", "-f", "-", input=pods)
+    assert await watch.bound("on-b") == "rack-b-0"
+    allocation = await _allocation(kubectl)
+    assert allocation["devices"]["results"][0]["device"] == "nic-0"
+    assert "nodeSelector" not in allocation  # usable anywhere
+    # A second pod of the claim may go to any node.
+    other = _claim_and_pods("on-a", node_selector="nodeSelector: {rack: a}").split("---\n")[1]
+    await kubectl("apply", "-f", "-", input=other)
+    assert (await watch.bound("on-a")).startswith("rack-a-")
+
+
+async def test_per_device_node_selection(
+    kubectl, scheduler: Scheduler, watch: ClusterWatch
+) -> None:
+    await kubectl("apply", "-f", "-", input=CLASS + "---\n" + PER_DEVICE)
+    pods = _claim_and_pods("on-b", node_selector="nodeSelector: {rack: b}")
+    await kubectl("apply", "-f", "-", input=pods)
+    assert await watch.bound("on-b") == "rack-b-0"
+    allocation = await _allocation(kubectl)
+    assert allocation["devices"]["results"][0]["device"] == "local-b"
+    assert allocation["nodeSelector"] == {
+        "nodeSelectorTerms": [
+            {"matchFields": [{"key": "metadata.name", "operator": "In", "values": ["rack-b-0"]}]}
+        ]
+    }
+    # Sharing the claim, another pod can only follow it to rack-b-0: it cannot go to rack a.
+    other = _claim_and_pods("on-a", node_selector="nodeSelector: {rack: a}").split("---\n")[1]
+    await kubectl("apply", "-f", "-", input=other)
+    condition = await watch.unschedulable("on-a")
+    assert "resourceclaim not available on the node" in condition.message
