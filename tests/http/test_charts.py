@@ -12,9 +12,13 @@ from pathlib import Path
 
 import pytest
 
+from drasim.common.api import registry
+
 CHARTS = Path(__file__).parents[1] / "charts"
 APP_BUNDLE = CHARTS / "app-bundle"
 HELM = shutil.which("helm")
+# The driver chart's DaemonSet is served once apps/v1 daemonsets are (issue #19's workloads).
+SERVES_DAEMONSETS = any(r.plural == "daemonsets" for r in registry.RESOURCES)
 
 
 async def _helm(*args: str) -> str:
@@ -73,3 +77,27 @@ async def test_the_app_bundle_applies_and_reapplies_unchanged(kubectl):
     assert diff.returncode == 0, diff.stdout
     again = await kubectl("apply", "--server-side", "-f", rendered)
     assert len(again.stdout.splitlines()) == 13
+
+
+@pytest.mark.skipif(not SERVES_DAEMONSETS, reason="apps/v1 daemonsets are not served yet")
+async def test_the_dra_example_driver_chart_applies(kubectl):
+    """kubernetes-sigs/dra-example-driver's chart as `helm template` renders it (the command
+    is in the fixture's header): its ServiceAccount, RBAC, metrics Service, DaemonSet,
+    DeviceClass and ResourceSlice admission policy."""
+    await kubectl("create", "namespace", "dra-example-driver")
+    rendered = str(CHARTS / "dra-example-driver.rendered.yaml")
+    applied = await kubectl("apply", "-f", rendered)
+    assert applied.stdout.splitlines() == [
+        "serviceaccount/dra-example-driver-service-account created",
+        "clusterrole.rbac.authorization.k8s.io/dra-example-driver-role created",
+        "clusterrolebinding.rbac.authorization.k8s.io/dra-example-driver-role-binding created",
+        "service/dra-example-driver-kubeletplugin-metrics created",
+        "daemonset.apps/dra-example-driver-kubeletplugin created",
+        "deviceclass.resource.k8s.io/gpu.example.com created",
+        "validatingadmissionpolicy.admissionregistration.k8s.io/"
+        "resourceslices-policy-dra-example-driver created",
+        "validatingadmissionpolicybinding.admissionregistration.k8s.io/"
+        "resourceslices-policy-dra-example-driver created",
+    ]
+    diff = await kubectl("diff", "-f", rendered, check=False)
+    assert diff.returncode == 0, diff.stdout
