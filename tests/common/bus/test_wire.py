@@ -41,6 +41,9 @@ CLIENT_ATTRIBUTES = {
 }
 # Fields `wire` builds a `Msg` with (the first positional: the client).
 MSG_FIELDS = ["_client", "subject", "reply", "data", "headers", "_sid"]
+# How long a message may take to arrive: a lost one never does, and a machine busy with other
+# suites beside this one delays a local delivery by seconds.
+RECEIVE_TIMEOUT = 30.0
 
 HEADER_BLOCKS = {
     "one": b"NATS/1.0\r\ntraceparent: 00-ab-cd-01\r\n\r\n",
@@ -129,7 +132,10 @@ async def test_frames_sent_by_wire_arrive_as_publish_sends_them(infra: Infra) ->
             block = wire.header_block(headers.items()) if headers else b""
             frame = wire.pub_frame(f"{subject}.wire", payload, reply=reply, headers=block)
             await wire.send_frames(bus.nc, [frame])
-            by_publish, by_wire = await sub.next_msg(5), await sub.next_msg(5)
+            by_publish, by_wire = (
+                await sub.next_msg(RECEIVE_TIMEOUT),
+                await sub.next_msg(RECEIVE_TIMEOUT),
+            )
             assert by_wire.subject == f"{subject}.wire", f"case {i}: {NATS_PY}"
             assert (by_wire.reply, by_wire.data, by_wire.headers) == (
                 by_publish.reply,
@@ -154,8 +160,8 @@ async def test_direct_subscriptions_get_each_message_until_unsubscribed(infra: I
         await bus.nc.subscribe(subject, cb=by_callback.put)
         await bus.nc.flush()
         await plain.publish(subject, b"one", reply="r.1", headers={"k": " v "})
-        msg = await asyncio.wait_for(got.get(), 5)
-        expected = await asyncio.wait_for(by_callback.get(), 5)
+        msg = await asyncio.wait_for(got.get(), RECEIVE_TIMEOUT)
+        expected = await asyncio.wait_for(by_callback.get(), RECEIVE_TIMEOUT)
         assert (msg.subject, msg.reply, msg.data, msg.headers) == (
             expected.subject,
             expected.reply,
