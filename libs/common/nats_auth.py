@@ -67,6 +67,11 @@ DISRUPTION_CONTROLLER = "disruption-controller"
 CLUSTERROLE_AGGREGATION_CONTROLLER = "clusterrole-aggregation-controller"
 RESOURCEQUOTA_CONTROLLER = "resourcequota-controller"
 DEVICE_TAINT_EVICTION_CONTROLLER = "device-taint-eviction-controller"
+JOB_CONTROLLER = "job-controller"
+CRONJOB_CONTROLLER = "cronjob-controller"
+DAEMON_SET_CONTROLLER = "daemon-set-controller"
+STATEFULSET_CONTROLLER = "statefulset-controller"
+TTL_AFTER_FINISHED_CONTROLLER = "ttl-after-finished-controller"
 CONTROLLERS = (
     DEPLOYMENT_CONTROLLER,
     REPLICASET_CONTROLLER,
@@ -75,6 +80,11 @@ CONTROLLERS = (
     CLUSTERROLE_AGGREGATION_CONTROLLER,
     RESOURCEQUOTA_CONTROLLER,
     DEVICE_TAINT_EVICTION_CONTROLLER,
+    JOB_CONTROLLER,
+    CRONJOB_CONTROLLER,
+    DAEMON_SET_CONTROLLER,
+    STATEFULSET_CONTROLLER,
+    TTL_AFTER_FINISHED_CONTROLLER,
 )
 # The emulated DRA drivers' controller (attachment, device status), hosted by the
 # controller manager's process but acting as the drivers' own service account, which the

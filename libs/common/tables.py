@@ -129,6 +129,171 @@ def claim_state(claim: Any) -> str:
     return ",".join(parts)
 
 
+def format_label_selector(selector: Any) -> str:
+    """`metav1.FormatLabelSelector` without its `<none>`: `app=web,tier in (a,b),!gone`."""
+    if selector is None:
+        return ""
+    terms = [f"{k}={v}" for k, v in sorted(selector.match_labels.items())]
+    for req in selector.match_expressions:
+        if req.operator in ("In", "NotIn"):
+            terms.append(f"{req.key} {req.operator.lower()} ({','.join(req.values)})")
+        elif req.operator == "Exists":
+            terms.append(req.key)
+        else:
+            terms.append(f"!{req.key}")
+    return ",".join(terms)
+
+
+def _or_none(text: str) -> str:
+    return text or "<none>"
+
+
+def _container_names(template: Callable[[Any], Any]) -> Column:
+    return Column(
+        "Containers",
+        lambda o, now: ",".join(c.name for c in template(o).spec.containers),
+        priority=1,
+        description="Names of each container in the template.",
+    )
+
+
+def _container_images(template: Callable[[Any], Any]) -> Column:
+    return Column(
+        "Images",
+        lambda o, now: ",".join(c.image for c in template(o).spec.containers),
+        priority=1,
+        description="Images referenced by each container in the template.",
+    )
+
+
+def job_status(job: Any) -> str:
+    """The STATUS of upstream's `printJob`: the first true condition in its order."""
+    true = {c.type for c in job.status.conditions if c.status == "True"}
+    if "Complete" in true:
+        return "Complete"
+    if "Failed" in true:
+        return "Failed"
+    if job.metadata.deletion_timestamp:
+        return "Terminating"
+    for condition in ("Suspended", "FailureTarget", "SuccessCriteriaMet"):
+        if condition in true:
+            return condition
+    return "Running"
+
+
+def _job_completions(job: Any, now: datetime) -> str:
+    if job.spec.completions is not None:
+        return f"{job.status.succeeded}/{job.spec.completions}"
+    parallelism = job.spec.parallelism or 0
+    if parallelism > 1:
+        return f"{job.status.succeeded}/1 of {parallelism}"
+    return f"{job.status.succeeded}/1"
+
+
+def _job_duration(job: Any, now: datetime) -> str:
+    start = parse_time(job.status.start_time)
+    if start is None:
+        return ""
+    end = parse_time(job.status.completion_time) or now
+    return human_duration((end - start).total_seconds())
+
+
+def _workload_columns() -> dict[str, list[Column]]:
+    """Upstream's `daemonSetColumnDefinitions`, `jobColumnDefinitions`,
+    `cronJobColumnDefinitions` and `statefulSetColumnDefinitions`."""
+    pod_template = lambda o: o.spec.template  # noqa: E731
+    job_template = lambda o: o.spec.job_template.spec.template  # noqa: E731
+    return {
+        "daemonsets": [
+            NAME,
+            Column(
+                "Desired", lambda d, now: str(d.status.desired_number_scheduled), type="integer"
+            ),
+            Column(
+                "Current", lambda d, now: str(d.status.current_number_scheduled), type="integer"
+            ),
+            Column("Ready", lambda d, now: str(d.status.number_ready), type="integer"),
+            Column(
+                "Up-to-date", lambda d, now: str(d.status.updated_number_scheduled), type="integer"
+            ),
+            Column("Available", lambda d, now: str(d.status.number_available), type="integer"),
+            Column(
+                "Node Selector",
+                lambda d, now: _or_none(
+                    ",".join(
+                        f"{k}={v}" for k, v in sorted(d.spec.template.spec.node_selector.items())
+                    )
+                ),
+            ),
+            AGE,
+            _container_names(pod_template),
+            _container_images(pod_template),
+            Column(
+                "Selector",
+                lambda d, now: _or_none(format_label_selector(d.spec.selector)),
+                priority=1,
+            ),
+        ],
+        "statefulsets": [
+            NAME,
+            Column(
+                "Ready",
+                lambda s, now: (
+                    f"{s.status.ready_replicas}/{1 if s.spec.replicas is None else s.spec.replicas}"
+                ),
+                description="Number of the pod with ready state",
+            ),
+            AGE,
+            _container_names(pod_template),
+            _container_images(pod_template),
+        ],
+        "jobs": [
+            NAME,
+            Column("Status", lambda j, now: job_status(j), description="Status of the job."),
+            Column("Completions", _job_completions),
+            Column("Duration", _job_duration, description="Time required to complete the job."),
+            AGE,
+            _container_names(pod_template),
+            _container_images(pod_template),
+            Column(
+                "Selector",
+                lambda j, now: _or_none(format_label_selector(j.spec.selector)),
+                priority=1,
+            ),
+        ],
+        "cronjobs": [
+            NAME,
+            Column("Schedule", lambda c, now: c.spec.schedule),
+            Column(
+                "Timezone",
+                lambda c, now: c.spec.time_zone if c.spec.time_zone is not None else "<none>",
+            ),
+            Column(
+                "Suspend",
+                lambda c, now: "<unset>" if c.spec.suspend is None else str(c.spec.suspend),
+                type="boolean",
+            ),
+            Column("Active", lambda c, now: str(len(c.status.active)), type="integer"),
+            Column(
+                "Last Schedule",
+                lambda c, now: (
+                    since(c.status.last_schedule_time, now)
+                    if c.status.last_schedule_time
+                    else "<none>"
+                ),
+            ),
+            AGE,
+            _container_names(job_template),
+            _container_images(job_template),
+            Column(
+                "Selector",
+                lambda c, now: _or_none(format_label_selector(c.spec.job_template.spec.selector)),
+                priority=1,
+            ),
+        ],
+    }
+
+
 def _deployment_ready(d: Any, now: datetime) -> str:
     return f"{d.status.ready_replicas}/{d.spec.replicas if d.spec.replicas is not None else 1}"
 
@@ -279,6 +444,7 @@ COLUMNS: dict[str, list[Column]] = {
         Column("Ready", lambda r, now: str(r.status.ready_replicas), type="integer"),
         AGE,
     ],
+    **_workload_columns(),
     # Upstream's `podDisruptionBudgetColumnDefinitions`: an unset bound shows as N/A.
     "poddisruptionbudgets": [
         NAME,

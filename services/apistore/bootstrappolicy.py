@@ -69,8 +69,14 @@ _VIEW = [
             "replicasets",
             "replicasets/scale",
             "replicasets/status",
+            "daemonsets",
+            "daemonsets/status",
+            "statefulsets",
+            "statefulsets/scale",
+            "statefulsets/status",
         ],
     ),  # fmt: skip
+    _rule(_READ, ["batch"], ["cronjobs", "cronjobs/status", "jobs", "jobs/status"]),
     _rule(_READ, ["policy"], ["poddisruptionbudgets", "poddisruptionbudgets/status"]),
     _rule(
         _READ,
@@ -83,8 +89,19 @@ _EDIT = [
     _rule(_WRITE, [""], ["pods"]),
     _rule(["create"], [""], ["pods/eviction"]),
     _rule(
-        _WRITE, ["apps"], ["deployments", "deployments/scale", "replicasets", "replicasets/scale"]
-    ),
+        _WRITE,
+        ["apps"],
+        [
+            "daemonsets",
+            "deployments",
+            "deployments/scale",
+            "replicasets",
+            "replicasets/scale",
+            "statefulsets",
+            "statefulsets/scale",
+        ],
+    ),  # fmt: skip
+    _rule(_WRITE, ["batch"], ["cronjobs", "jobs"]),
     _rule(_WRITE, ["policy"], ["poddisruptionbudgets"]),
     _rule(_WRITE, ["resource.k8s.io"], ["resourceclaims", "resourceclaimtemplates"]),
     *_VIEW,
@@ -104,8 +121,8 @@ def _own(rules: list[dict[str, Any]], inherited: list[dict[str, Any]]) -> list[d
 
 # The control plane's own roles, upstream's (`policy.go`, `controller_policy.go`; as their
 # testdata `cluster-roles.yaml` and `controller-roles.yaml` list them) for the kinds drasim
-# serves: no services, endpoints, secrets, service accounts, volumes, statefulsets or
-# replication controllers, no `events.k8s.io`, and no `finalizers` subresources (upstream's
+# serves: no services, endpoints, secrets, service accounts, volumes, controller revisions
+# or replication controllers, no `events.k8s.io`, and no `finalizers` subresources (upstream's
 # OwnerReferencesPermissionEnforcement, which drasim does not have). Where a drasim
 # component needs more than upstream's role grants, a rule of its own follows, commented.
 _EVENTS = _rule(["create", "patch", "update"], [""], ["events"])
@@ -191,6 +208,45 @@ _CONTROLLER_ROLES: dict[str, list[dict[str, Any]]] = {
         _EVENTS,
         # drasim's own: its ReplicaSet controller writes the status as a patch.
         _rule(["patch"], ["apps"], ["replicasets/status"]),
+    ],
+    nats_auth.JOB_CONTROLLER: [
+        _rule(["get", "list", "patch", "update", "watch"], ["batch"], ["jobs"]),
+        _rule(["update"], ["batch"], ["jobs/status"]),
+        _rule(["create", "delete", "list", "patch", "watch"], [""], ["pods"]),
+        _EVENTS,
+        # drasim's own: its controllers write statuses as patches.
+        _rule(["patch"], ["batch"], ["jobs/status"]),
+    ],
+    nats_auth.CRONJOB_CONTROLLER: [
+        _rule(["get", "list", "update", "watch"], ["batch"], ["cronjobs"]),
+        _rule(["create", "delete", *_READ_UPDATE], ["batch"], ["jobs"]),
+        _rule(["update"], ["batch"], ["cronjobs/status"]),
+        _rule(["delete", "list", "watch"], [""], ["pods"]),
+        _EVENTS,
+        _rule(["patch"], ["batch"], ["cronjobs/status"]),
+    ],
+    nats_auth.DAEMON_SET_CONTROLLER: [
+        _rule(_READ, ["apps"], ["daemonsets"]),
+        _rule(["update"], ["apps"], ["daemonsets/status"]),
+        _rule(["list", "watch"], [""], ["nodes"]),
+        _rule(["create", "delete", "list", "patch", "watch"], [""], ["pods"]),
+        _rule(["create"], [""], ["pods/binding"]),
+        _EVENTS,
+        _rule(["patch"], ["apps"], ["daemonsets/status"]),
+    ],
+    nats_auth.STATEFULSET_CONTROLLER: [
+        _rule(["list", "watch"], [""], ["pods"]),
+        _rule(_READ, ["apps"], ["statefulsets"]),
+        _rule(["update"], ["apps"], ["statefulsets/status"]),
+        _rule(["create", "delete", "get", "patch", "update"], [""], ["pods"]),
+        _rule(["create", *_READ], [""], ["persistentvolumeclaims"]),
+        _rule(["delete", "update"], [""], ["persistentvolumeclaims"]),
+        _EVENTS,
+        _rule(["patch"], ["apps"], ["statefulsets/status"]),
+    ],
+    nats_auth.TTL_AFTER_FINISHED_CONTROLLER: [
+        _rule(["delete", *_READ], ["batch"], ["jobs"]),
+        _EVENTS,
     ],
     nats_auth.RESOURCEQUOTA_CONTROLLER: [
         # It counts whatever a quota names, so it may read every kind.

@@ -261,6 +261,9 @@ class Batch:
                 (c for c in candidates if not self.has(key_of(info, meta.namespace, c))),
                 candidates[0],
             )
+        # Upstream fills the uid before admission and PrepareForCreate (a Job's generated
+        # selector names it), and both run before validation.
+        meta.uid = objectmeta.new_uid()
         node_restriction.admit_create(ctx.actor, info, obj)
         strategy.admit_create(obj, self)
         strategy.drop_disabled_fields(obj, None, self.features)
@@ -270,7 +273,6 @@ class Batch:
         key = key_of(info, meta.namespace, meta.name)
         if info.namespaced and not self.has(("namespaces", "", key[1])):
             raise errors.not_found("namespaces", key[1])
-        meta.uid = objectmeta.new_uid()
         meta.creation_timestamp = objectmeta.now_rfc3339(ctx.now)
         meta.deletion_timestamp = None
         meta.deletion_grace_period_seconds = None

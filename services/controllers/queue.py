@@ -47,6 +47,9 @@ class WorkQueue(Generic[K]):
         self._workers: dict[K, asyncio.Task[None]] = {}
         self._retries: dict[K, asyncio.TimerHandle] = {}
         self._failures: dict[K, int] = {}
+        # Keys whose pending wake-up is a failure's retry (a success makes it moot), not a
+        # wake-up the reconcile asked for (`add_after` from a sync: a deadline, a back-off).
+        self._retrying: set[K] = set()
         self._running = False
         self._idle = asyncio.Event()
         self._idle.set()
@@ -91,6 +94,7 @@ class WorkQueue(Generic[K]):
 
     def _wake(self, key: K) -> None:
         self._retries.pop(key, None)
+        self._retrying.discard(key)
         self.add(key)
 
     async def _work(self, key: K) -> None:
@@ -125,7 +129,11 @@ class WorkQueue(Generic[K]):
                 exc_info=not isinstance(exc, errors.ApiError),  # a bug: show where
             )
             self.add_after(key, delay)
+            if key in self._retries:
+                self._retrying.add(key)
         else:
             self._failures.pop(key, None)
-            with contextlib.suppress(KeyError):
-                self._retries.pop(key).cancel()
+            if key in self._retrying:
+                self._retrying.discard(key)
+                with contextlib.suppress(KeyError):
+                    self._retries.pop(key).cancel()

@@ -19,7 +19,7 @@ from typing import Any
 
 from drasim.common import features as gates
 from drasim.common import nats_auth
-from drasim.common.api import apps_v1, core_v1, policy_v1, rbac_v1, resource_v1
+from drasim.common.api import apps_v1, batch_v1, core_v1, policy_v1, rbac_v1, resource_v1
 from drasim.common.bus.client import Bus
 from drasim.common.client import ApiClient
 from drasim.common.cluster_file import DriverBehaviour
@@ -31,6 +31,7 @@ from drasim.controllers.deployment import DeploymentController
 from drasim.controllers.devicetainteviction import DeviceTaintEvictionController
 from drasim.controllers.disruption import DisruptionController
 from drasim.controllers.dradriver import DriverController
+from drasim.controllers.job import JobController
 from drasim.controllers.metrics import ControllerMetrics
 from drasim.controllers.queue import WorkQueue
 from drasim.controllers.replicaset import ReplicaSetController
@@ -47,7 +48,7 @@ def _client(bus: Bus, controller: str) -> ApiClient:
 
 
 class ControllerManager:
-    """Deployment, ReplicaSet, ResourceClaim, disruption, ClusterRole aggregation,
+    """Deployment, ReplicaSet, Job, ResourceClaim, disruption, ClusterRole aggregation,
     ResourceQuota and device taint eviction controllers over shared informers; with
     `drivers` (a cluster file's), the emulated DRA drivers' controller too."""
 
@@ -77,6 +78,7 @@ class ControllerManager:
             if features.enabled(gates.DRA_DEVICE_TAINT_RULES)
             else None
         )
+        self.jobs = Informer(informer_client, batch_v1.Job)
         pods_by_replica_set = owners.attached_pod_index(self.pods)
         self.deployment = DeploymentController(
             _client(bus, nats_auth.DEPLOYMENT_CONTROLLER),
@@ -90,6 +92,9 @@ class ControllerManager:
             pods=self.pods,
             replica_sets=self.replica_sets,
             pods_by_owner=pods_by_replica_set,
+        )
+        self.job = JobController(
+            _client(bus, nats_auth.JOB_CONTROLLER), jobs=self.jobs, pods=self.pods
         )
         self.resource_claim = ResourceClaimController(
             _client(bus, nats_auth.RESOURCE_CLAIM_CONTROLLER),
@@ -167,6 +172,7 @@ class ControllerManager:
             self.device_classes,
             self.resource_slices,
             *([self.device_taint_rules] if self.device_taint_rules is not None else []),
+            self.jobs,
         ]
 
     @property
@@ -179,6 +185,8 @@ class ControllerManager:
             self.cluster_role_aggregation.queue,
             *(self.device_taint_eviction.queues if self.device_taint_eviction else []),
             *([self.dra_driver.queue] if self.dra_driver is not None else []),
+            self.job.queue,
+            self.job.orphans,
         ]
 
     @property
@@ -189,6 +197,7 @@ class ControllerManager:
             self.resource_claim.events,
             self.disruption.events,
             *([self.device_taint_eviction.events] if self.device_taint_eviction else []),
+            self.job.events,
         ]
 
     async def start(self) -> None:

@@ -313,6 +313,11 @@ def test_cluster_users_name_every_service() -> None:
         "system:serviceaccount:kube-system:clusterrole-aggregation-controller",
         "system:serviceaccount:kube-system:resourcequota-controller",
         "system:serviceaccount:kube-system:device-taint-eviction-controller",
+        "system:serviceaccount:kube-system:job-controller",
+        "system:serviceaccount:kube-system:cronjob-controller",
+        "system:serviceaccount:kube-system:daemon-set-controller",
+        "system:serviceaccount:kube-system:statefulset-controller",
+        "system:serviceaccount:kube-system:ttl-after-finished-controller",
         # The emulated DRA drivers' controller, as the drivers' own service account.
         "system:serviceaccount:kube-system:dra-driver",
     )

@@ -89,7 +89,7 @@ async def test_discovery(http):
     by_name = {g["metadata"]["name"]: g for g in groups["items"]}
     assert sorted(by_name) == [
         "admissionregistration.k8s.io", "apiextensions.k8s.io", "apps",
-        "authentication.k8s.io", "authorization.k8s.io", "coordination.k8s.io",
+        "authentication.k8s.io", "authorization.k8s.io", "batch", "coordination.k8s.io",
         "discovery.k8s.io", "networking.k8s.io", "policy", "rbac.authorization.k8s.io",
         "resource.k8s.io", "scheduling.k8s.io",
     ]  # fmt: skip

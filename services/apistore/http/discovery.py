@@ -28,7 +28,11 @@ SUBRESOURCE_VERBS = {"status": ["get", "patch", "update"], "scale": ["get", "pat
 SUBRESOURCE_KINDS = {"scale": ("autoscaling", "v1", "Scale"), "binding": ("", "v1", "Binding"),
                      "eviction": ("policy", "v1", "Eviction")}  # fmt: skip
 # `kubectl get all` lists the resources in the `all` category.
-CATEGORIES = {"pods": ["all"], "deployments": ["all"], "replicasets": ["all"]}
+CATEGORIES = {
+    plural: ["all"]
+    for plural in ("pods", "deployments", "replicasets", "daemonsets", "statefulsets", "jobs",
+                   "cronjobs")
+}  # fmt: skip
 
 _encoder = msgspec.json.Encoder()
 

@@ -36,6 +36,7 @@ _PACKAGES = {
     "drasim.common.api.apiextensions_v1": (
         "io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.v1"
     ),
+    "drasim.common.api.batch_v1": "io.k8s.api.batch.v1",
     "drasim.common.api.coordination_v1": "io.k8s.api.coordination.v1",
     "drasim.common.api.policy_v1": "io.k8s.api.policy.v1",
     "drasim.common.api.rbac_v1": "io.k8s.api.rbac.v1",
@@ -249,6 +250,66 @@ DESCRIPTIONS: dict[str, str] = {
     "Deployment": "Deployment enables declarative updates for Pods and ReplicaSets.",
     "ReplicaSet": (
         "ReplicaSet ensures that a specified number of pod replicas are running at any given time."
+    ),
+    "DaemonSet": "DaemonSet represents the configuration of a daemon set.",
+    "StatefulSet": (
+        "StatefulSet represents a set of pods with consistent identities. Identities are "
+        "defined as:\n  - Network: A single stable DNS and hostname.\n  - Storage: As many "
+        "VolumeClaims as requested.\n\nThe StatefulSet guarantees that a given network "
+        "identity will always map to the same storage identity."
+    ),
+    "Job": "Job represents the configuration of a single job.",
+    "CronJob": "CronJob represents the configuration of a single cron job.",
+    "JobSpec.parallelism": (
+        "Specifies the maximum desired number of pods the job should run at any given time. "
+        "The actual number of pods running in steady state will be less than this number "
+        "when ((.spec.completions - .status.successful) < .spec.parallelism), i.e. when the "
+        "work left to do is less than max parallelism."
+    ),
+    "JobSpec.completions": (
+        "Specifies the desired number of successfully finished pods the job should be run "
+        "with.  Setting to null means that the success of any pod signals the success of all "
+        "pods, and allows parallelism to have any positive value.  Setting to 1 means that "
+        "parallelism is limited to 1 and the success of that pod signals the success of the "
+        "job."
+    ),
+    "JobSpec.backoffLimit": (
+        "Specifies the number of retries before marking this job failed. Defaults to 6, "
+        "unless backoffLimitPerIndex (only Indexed Job) is specified."
+    ),
+    "JobSpec.ttlSecondsAfterFinished": (
+        "ttlSecondsAfterFinished limits the lifetime of a Job that has finished execution "
+        "(either Complete or Failed). If this field is set, ttlSecondsAfterFinished after the "
+        "Job finishes, it is eligible to be automatically deleted."
+    ),
+    "JobSpec.suspend": (
+        "suspend specifies whether the Job controller should create Pods or not. If a Job is "
+        "created with suspend set to true, no Pods are created by the Job controller. If a "
+        "Job is suspended after creation (i.e. the flag goes from false to true), the Job "
+        "controller will delete all active Pods associated with this Job."
+    ),
+    "CronJobSpec.schedule": (
+        "The schedule in Cron format, see https://en.wikipedia.org/wiki/Cron."
+    ),
+    "CronJobSpec.timeZone": (
+        "The time zone name for the given schedule, see "
+        "https://en.wikipedia.org/wiki/List_of_tz_database_time_zones. If not specified, "
+        "this will default to the time zone of the kube-controller-manager process."
+    ),
+    "CronJobSpec.concurrencyPolicy": (
+        "Specifies how to treat concurrent executions of a Job. Valid values are:\n\n- "
+        '"Allow" (default): allows CronJobs to run concurrently; - "Forbid": forbids '
+        "concurrent runs, skipping next run if previous run hasn't finished yet; - "
+        '"Replace": cancels currently running job and replaces it with a new one'
+    ),
+    "StatefulSetSpec.podManagementPolicy": (
+        "podManagementPolicy controls how pods are created during initial scale up, when "
+        "replacing pods on nodes, or when scaling down. The default policy is `OrderedReady`, "
+        "where pods are created in increasing order (pod-0, then pod-1, etc) and the "
+        "controller will wait until each pod is ready before continuing. When scaling down, "
+        "the pods are removed in the opposite order. The alternative policy is `Parallel` "
+        "which will create pods in parallel to match the desired scale without waiting, and "
+        "on scale down will delete all pods at once."
     ),
     "DeviceClass": (
         "DeviceClass is a vendor- or admin-provided resource that contains device "

@@ -1,9 +1,10 @@
 """Request bodies in Kubernetes' protobuf encoding (`application/vnd.kubernetes.protobuf`).
 
 kubectl's typed clients send some bodies only as protobuf: `kubectl create namespace`,
-`kubectl create deployment`, `kubectl create quota`, `kubectl create poddisruptionbudget`,
-`kubectl create priorityclass`, `kubectl create configmap` (secret generic, serviceaccount,
-service), `kubectl create role` (clusterrole, rolebinding,
+`kubectl create deployment`, `kubectl create job`, `kubectl create cronjob`,
+`kubectl create quota`, `kubectl create poddisruptionbudget`, `kubectl create priorityclass`,
+`kubectl create configmap` (secret generic, serviceaccount, service),
+`kubectl create role` (clusterrole, rolebinding,
 clusterrolebinding), the SelfSubjectAccessReview of `kubectl auth can-i` (and the
 SelfSubjectRulesReview of its `--list`),
 and the DeleteOptions and Evictions of `kubectl drain`. There is no fallback to JSON for
@@ -293,6 +294,40 @@ MESSAGES: dict[str, dict[int, F]] = {
     },
     "DeploymentStrategy": {1: F("type", "str"), 2: F("rollingUpdate", "RollingUpdateDeployment")},
     "RollingUpdateDeployment": {1: F("maxUnavailable", "intstr"), 2: F("maxSurge", "intstr")},
+    # batch/v1: `kubectl create job` and `kubectl create cronjob`.
+    "Job": {1: F("metadata", "ObjectMeta"), 2: F("spec", "JobSpec"), 3: F("status", "status")},
+    "JobSpec": {
+        1: F("parallelism", "int", keep=True),
+        2: F("completions", "int", keep=True),
+        3: F("activeDeadlineSeconds", "int", keep=True),
+        4: F("selector", "LabelSelector", keep=True),
+        5: F("manualSelector", "bool", keep=True),
+        6: F("template", "PodTemplateSpec"),
+        7: F("backoffLimit", "int", keep=True),
+        8: F("ttlSecondsAfterFinished", "int", keep=True),
+        9: F("completionMode", "str", keep=True),
+        10: F("suspend", "bool", keep=True),
+        12: F("backoffLimitPerIndex", "int", keep=True),
+        13: F("maxFailedIndexes", "int", keep=True),
+        14: F("podReplacementPolicy", "str", keep=True),
+        15: F("managedBy", "str", keep=True),
+    },
+    "CronJob": {
+        1: F("metadata", "ObjectMeta"),
+        2: F("spec", "CronJobSpec"),
+        3: F("status", "status"),
+    },
+    "CronJobSpec": {
+        1: F("schedule", "str"),
+        2: F("startingDeadlineSeconds", "int", keep=True),
+        3: F("concurrencyPolicy", "str"),
+        4: F("suspend", "bool", keep=True),
+        5: F("jobTemplate", "JobTemplateSpec"),
+        6: F("successfulJobsHistoryLimit", "int", keep=True),
+        7: F("failedJobsHistoryLimit", "int", keep=True),
+        8: F("timeZone", "str", keep=True),
+    },
+    "JobTemplateSpec": {1: F("metadata", "ObjectMeta"), 2: F("spec", "JobSpec")},
     "PodTemplateSpec": {1: F("metadata", "ObjectMeta"), 2: F("spec", "PodSpec")},
     "PodSpec": {
         2: F("containers", "Container", repeated=True),
@@ -365,6 +400,8 @@ TOP_LEVEL = frozenset(
     {
         "Namespace",
         "Deployment",
+        "Job",
+        "CronJob",
         "ResourceQuota",
         "DeleteOptions",
         "Eviction",

@@ -1,15 +1,16 @@
-"""The `scale` subresource of deployments and replicasets: an `autoscaling/v1` Scale view
-of the parent's `spec.replicas`, and the merge patch that writes a new count back."""
+"""The `scale` subresource of deployments, replicasets and statefulsets: an `autoscaling/v1`
+Scale view of the parent's `spec.replicas`, and the merge patch that writes a new count back."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from drasim.common import errors
+from drasim.common import errors, tables
 
 
 def to_scale(obj: Any) -> dict[str, Any]:
-    """The Scale of a Deployment or ReplicaSet (`status.selector` as a selector string)."""
+    """The Scale of a Deployment, ReplicaSet or StatefulSet (`status.selector` as a selector
+    string)."""
     meta = obj.metadata
     return {
         "kind": "Scale",
@@ -22,7 +23,10 @@ def to_scale(obj: Any) -> dict[str, Any]:
             "creationTimestamp": meta.creation_timestamp,
         },
         "spec": {"replicas": 1 if obj.spec.replicas is None else obj.spec.replicas},
-        "status": {"replicas": obj.status.replicas, "selector": _selector(obj.spec.selector)},
+        "status": {
+            "replicas": obj.status.replicas,
+            "selector": tables.format_label_selector(obj.spec.selector),
+        },
     }
 
 
@@ -69,17 +73,3 @@ def _json_type(value: Any) -> str:
     if isinstance(value, str):
         return "string"
     return "array" if isinstance(value, list) else "object"
-
-
-def _selector(selector: Any) -> str:
-    if selector is None:
-        return ""
-    terms = [f"{k}={v}" for k, v in sorted(selector.match_labels.items())]
-    for req in selector.match_expressions:
-        if req.operator in ("In", "NotIn"):
-            terms.append(f"{req.key} {req.operator.lower()} ({','.join(req.values)})")
-        elif req.operator == "Exists":
-            terms.append(req.key)
-        else:
-            terms.append(f"!{req.key}")
-    return ",".join(terms)

@@ -1,11 +1,11 @@
-"""Strategies of apps/v1: Deployments and ReplicaSets (upstream
-`pkg/registry/apps/{deployment,replicaset}/strategy.go`)."""
+"""Strategies of apps/v1: Deployments, ReplicaSets, DaemonSets and StatefulSets (upstream
+`pkg/registry/apps/{deployment,replicaset,daemonset,statefulset}/strategy.go`)."""
 
 from __future__ import annotations
 
 from drasim.apistore.strategies.base import Strategy
 
-__all__ = ["STRATEGIES"]
+__all__ = ["STRATEGIES", "WorkloadStrategy"]
 
 
 class WorkloadStrategy(Strategy):
@@ -19,4 +19,6 @@ class WorkloadStrategy(Strategy):
 STRATEGIES: dict[str, Strategy] = {
     "deployments": WorkloadStrategy(),
     "replicasets": WorkloadStrategy(),
+    "daemonsets": WorkloadStrategy(),
+    "statefulsets": WorkloadStrategy(),
 }

@@ -4,8 +4,8 @@ an object reads back as a real cluster stores it (`kubectl get -o yaml`) and a l
 
 `apply(obj)` defaults an object of any kind that has defaults, as upstream's scheme does
 when it decodes a request body, before admission and validation. One module per API group
-as upstream's `pkg/apis/<group>/v1/defaults.go` (`core`, `apps`, `resource`), each with its kinds'
-`DEFAULTERS`; a kind with defaults adds its function to its group's table.
+as upstream's `pkg/apis/<group>/v1/defaults.go` (`core`, `apps`, `batch`, `resource`), each
+with its kinds' `DEFAULTERS`; a kind with defaults adds its function to its group's table.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from drasim.common.api.defaults import apiextensions, apps, core, core_app, resource
+from drasim.common.api.defaults import apiextensions, apps, batch, core, core_app, resource
 
 __all__ = ["apply", "register"]
 
@@ -22,6 +22,7 @@ _DEFAULTERS: dict[type, Callable[[Any], None]] = {
     **core_app.DEFAULTERS,
     **apiextensions.DEFAULTERS,
     **apps.DEFAULTERS,
+    **batch.DEFAULTERS,
     **resource.DEFAULTERS,
 }
 

@@ -3,7 +3,7 @@
 `validate(obj, old=...)` checks a create or update of the main resource, `validate_status`
 a write to the `status` subresource, as the API server does before storing. Rules, field
 paths and messages follow upstream, so `str(error)` reads like `kubectl`'s output. One
-module per API group as upstream's `pkg/apis/<group>/validation` (`core`, `pod`, `apps`,
+module per API group as upstream's `pkg/apis/<group>/validation` (`core`, `pod`, `apps`, `batch`,
 `policy`, `scheduling`, `coordination`, `resource`, `rbac`), each with its kinds'
 `VALIDATORS` (and `STATUS_VALIDATORS`); apimachinery's name formats are in `names`, its
 ObjectMeta and label-selector rules in `meta`. A new kind adds its validator to its group's
@@ -18,6 +18,7 @@ from drasim.common.api.validation import (
     admissionregistration,
     apiextensions,
     apps,
+    batch,
     coordination,
     core,
     core_app,
@@ -40,6 +41,7 @@ _VALIDATORS: dict[type[KubeObject], meta.Validator] = {
     **pod.VALIDATORS,
     **coordination.VALIDATORS,
     **apps.VALIDATORS,
+    **batch.VALIDATORS,
     **policy.VALIDATORS,
     **scheduling.VALIDATORS,
     **resource.VALIDATORS,
@@ -49,6 +51,7 @@ _STATUS_VALIDATORS: dict[type[KubeObject], meta.Validator] = {
     **core.STATUS_VALIDATORS,
     **pod.STATUS_VALIDATORS,
     **apps.STATUS_VALIDATORS,
+    **batch.STATUS_VALIDATORS,
     **policy.STATUS_VALIDATORS,
     **resource.STATUS_VALIDATORS,
 }
