@@ -14,7 +14,7 @@ from drasim.common.client import ApiClient
 from drasim.controllers import ControllerManager
 from tests.controllers.conftest import Changes
 
-JOB = """
+JOB = """\
 apiVersion: batch/v1
 kind: Job
 metadata:

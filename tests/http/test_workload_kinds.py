@@ -12,26 +12,8 @@ import yaml
 
 from drasim.common.api import batch_v1, core_v1
 from tests.controllers.conftest import Changes, running_controllers
-from tests.controllers.test_job import finish
+from tests.controllers.test_job import JOB, finish
 
-JOB = """\
-apiVersion: batch/v1
-kind: Job
-metadata:
-  name: bench
-spec:
-  completions: 10
-  parallelism: 3
-  template:
-    spec:
-      restartPolicy: Never
-      containers:
-      - name: bench
-        image: registry.k8s.io/pause:3.10
-        resources:
-          limits:
-            example.com/gpu: 1
-"""
 CRON_JOB = """\
 apiVersion: batch/v1
 kind: CronJob
