@@ -313,7 +313,7 @@ async def test_the_disruption_controller_records_no_pods_missing_and_no_controll
     orphan = make_pod("web-x").labels(app="web").obj()
     orphan.metadata.owner_references = [
         meta_v1.OwnerReference(
-            api_version="apps/v1", kind="StatefulSet", name="db", uid="u-db", controller=True
+            api_version="v1", kind="ReplicationController", name="db", uid="u-db", controller=True
         )
     ]
     await api.create(orphan)
