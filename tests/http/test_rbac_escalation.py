@@ -80,13 +80,13 @@ async def test_a_role_may_hold_only_what_its_writer_holds_in_its_namespace(
         escalating = role(
             "node-reader",
             rule(["get", "list"], [""], ["nodes", "pods"]),
-            rule(["get"], ["apps"], ["daemonsets"], resourceNames=["fluentd"]),
+            rule(["get"], ["storage.k8s.io"], ["storageclasses"], resourceNames=["fast"]),
         )
         assert await _refused(jane, escalating) == (
             'roles.rbac.authorization.k8s.io "node-reader"'
             + GRANTING
             + '{APIGroups:[""], Resources:["nodes"], Verbs:["get" "list"]}\n'
-            '{APIGroups:["apps"], Resources:["daemonsets"], ResourceNames:["fluentd"], '
+            '{APIGroups:["storage.k8s.io"], Resources:["storageclasses"], ResourceNames:["fast"], '
             'Verbs:["get"]}'
         )
         # Updates are checked the same way (a merge patch adding a rule).
