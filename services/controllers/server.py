@@ -27,6 +27,8 @@ from drasim.common.featuregate import FeatureGate
 from drasim.common.informer import Informer
 from drasim.controllers import devicetainteviction, dradriver, events, owners
 from drasim.controllers.clusterroleaggregation import ClusterRoleAggregationController
+from drasim.controllers.cronjob import CronJobController
+from drasim.controllers.daemonset import DaemonSetController
 from drasim.controllers.deployment import DeploymentController
 from drasim.controllers.devicetainteviction import DeviceTaintEvictionController
 from drasim.controllers.disruption import DisruptionController
@@ -37,6 +39,8 @@ from drasim.controllers.queue import WorkQueue
 from drasim.controllers.replicaset import ReplicaSetController
 from drasim.controllers.resourceclaim import ResourceClaimController
 from drasim.controllers.resourcequota import ResourceQuotaController
+from drasim.controllers.statefulset import StatefulSetController
+from drasim.controllers.ttlafterfinished import TTLAfterFinishedController
 
 # Upstream's default `--resource-quota-sync-period`: how often every quota is recomputed.
 RESOURCE_QUOTA_SYNC_PERIOD = 300.0
@@ -48,9 +52,10 @@ def _client(bus: Bus, controller: str) -> ApiClient:
 
 
 class ControllerManager:
-    """Deployment, ReplicaSet, Job, ResourceClaim, disruption, ClusterRole aggregation,
-    ResourceQuota and device taint eviction controllers over shared informers; with
-    `drivers` (a cluster file's), the emulated DRA drivers' controller too."""
+    """Deployment, ReplicaSet, Job (and its TTL), CronJob, DaemonSet, StatefulSet,
+    ResourceClaim, disruption, ClusterRole aggregation, ResourceQuota and device taint
+    eviction controllers over shared informers; with `drivers` (a cluster file's), the
+    emulated DRA drivers' controller too."""
 
     def __init__(
         self,
@@ -79,6 +84,10 @@ class ControllerManager:
             else None
         )
         self.jobs = Informer(informer_client, batch_v1.Job)
+        self.nodes = Informer(informer_client, core_v1.Node)
+        self.daemon_sets = Informer(informer_client, apps_v1.DaemonSet)
+        self.stateful_sets = Informer(informer_client, apps_v1.StatefulSet)
+        self.cron_jobs = Informer(informer_client, batch_v1.CronJob)
         pods_by_replica_set = owners.attached_pod_index(self.pods)
         self.deployment = DeploymentController(
             _client(bus, nats_auth.DEPLOYMENT_CONTROLLER),
@@ -95,6 +104,23 @@ class ControllerManager:
         )
         self.job = JobController(
             _client(bus, nats_auth.JOB_CONTROLLER), jobs=self.jobs, pods=self.pods
+        )
+        self.cron_job = CronJobController(
+            _client(bus, nats_auth.CRONJOB_CONTROLLER), cron_jobs=self.cron_jobs, jobs=self.jobs
+        )
+        self.ttl_after_finished = TTLAfterFinishedController(
+            _client(bus, nats_auth.TTL_AFTER_FINISHED_CONTROLLER), jobs=self.jobs
+        )
+        self.daemon_set = DaemonSetController(
+            _client(bus, nats_auth.DAEMON_SET_CONTROLLER),
+            daemon_sets=self.daemon_sets,
+            nodes=self.nodes,
+            pods=self.pods,
+        )
+        self.stateful_set = StatefulSetController(
+            _client(bus, nats_auth.STATEFULSET_CONTROLLER),
+            stateful_sets=self.stateful_sets,
+            pods=self.pods,
         )
         self.resource_claim = ResourceClaimController(
             _client(bus, nats_auth.RESOURCE_CLAIM_CONTROLLER),
@@ -173,6 +199,10 @@ class ControllerManager:
             self.resource_slices,
             *([self.device_taint_rules] if self.device_taint_rules is not None else []),
             self.jobs,
+            self.nodes,
+            self.daemon_sets,
+            self.stateful_sets,
+            self.cron_jobs,
         ]
 
     @property
@@ -187,6 +217,10 @@ class ControllerManager:
             *([self.dra_driver.queue] if self.dra_driver is not None else []),
             self.job.queue,
             self.job.orphans,
+            self.cron_job.queue,
+            self.ttl_after_finished.queue,
+            self.daemon_set.queue,
+            self.stateful_set.queue,
         ]
 
     @property
@@ -198,6 +232,9 @@ class ControllerManager:
             self.disruption.events,
             *([self.device_taint_eviction.events] if self.device_taint_eviction else []),
             self.job.events,
+            self.daemon_set.events,
+            self.stateful_set.events,
+            self.cron_job.events,
         ]
 
     async def start(self) -> None:

@@ -133,3 +133,32 @@ async def kubelet(api, manager: ControllerManager) -> AsyncIterator[FakeKubelet]
     fake = FakeKubelet(api, manager.pods)
     yield fake
     await fake.stop()
+
+
+@pytest.fixture
+async def seen(api: ApiClient) -> AsyncIterator[Informer[core_v1.Event]]:
+    """Every Event written, as a watch sees them."""
+    informer = Informer(api, core_v1.Event)
+    informer.start()
+    try:
+        await informer.wait_synced(TIMEOUT)
+        yield informer
+    finally:
+        await informer.stop()
+
+
+@pytest.fixture
+def watch(manager: ControllerManager, seen: Informer[core_v1.Event]) -> Changes:
+    """Wakes on changes to the controllers' objects and to Events."""
+    return Changes(*manager.informers, seen)
+
+
+def about(seen: Informer[core_v1.Event], kind: str, name: str, reason: str) -> list[core_v1.Event]:
+    return sorted(
+        (
+            e
+            for e in seen.list()
+            if (e.involved_object.kind, e.involved_object.name, e.reason) == (kind, name, reason)
+        ),
+        key=lambda e: (e.metadata.creation_timestamp or "", e.metadata.name),
+    )

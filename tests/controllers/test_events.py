@@ -7,7 +7,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import re
-from collections.abc import AsyncIterator
 
 import pytest
 
@@ -19,7 +18,7 @@ from drasim.common.client import ApiClient
 from drasim.common.informer import Informer
 from drasim.controllers import ControllerManager, events
 from tests.builders import make_pod
-from tests.controllers.conftest import TIMEOUT, Changes, FakeKubelet
+from tests.controllers.conftest import TIMEOUT, Changes, FakeKubelet, about
 from tests.controllers.test_deployment import (
     SUFFIX,
     kep_deployment,
@@ -29,35 +28,6 @@ from tests.controllers.test_deployment import (
 )
 from tests.controllers.test_disruption import budget
 from tests.controllers.test_resourceclaim import make_template
-
-
-@pytest.fixture
-async def seen(api: ApiClient) -> AsyncIterator[Informer[core_v1.Event]]:
-    """Every Event written, as a watch sees them."""
-    informer = Informer(api, core_v1.Event)
-    informer.start()
-    try:
-        await informer.wait_synced(TIMEOUT)
-        yield informer
-    finally:
-        await informer.stop()
-
-
-@pytest.fixture
-def watch(manager: ControllerManager, seen: Informer[core_v1.Event]) -> Changes:
-    """Wakes on changes to the controllers' objects and to Events."""
-    return Changes(*manager.informers, seen)
-
-
-def about(seen: Informer[core_v1.Event], kind: str, name: str, reason: str) -> list[core_v1.Event]:
-    return sorted(
-        (
-            e
-            for e in seen.list()
-            if (e.involved_object.kind, e.involved_object.name, e.reason) == (kind, name, reason)
-        ),
-        key=lambda e: (e.metadata.creation_timestamp or "", e.metadata.name),
-    )
 
 
 def replica_set(name: str, replicas: int) -> apps_v1.ReplicaSet:

@@ -250,3 +250,12 @@ async def test_deleting_a_job_releases_and_removes_its_pods(
     await changes.until(lambda: len(active(manager, "bench")) == 2)
     await api.delete(batch_v1.Job, "bench", namespace="default", propagation_policy="Background")
     await changes.until(lambda: not pods_of(manager, "bench"))
+
+
+async def test_a_finished_job_is_deleted_after_its_ttl(
+    api: ApiClient, manager: ControllerManager, changes: Changes
+) -> None:
+    await api.create(make_job(completions=1, parallelism=1, ttlSecondsAfterFinished=0))
+    (pod,) = await changes.until(lambda: active(manager, "bench"))
+    await finish(api, pod, "Succeeded")
+    await changes.until(lambda: job_of(manager) is None and not pods_of(manager, "bench"))
