@@ -25,7 +25,7 @@ import re
 
 import msgspec
 
-from drasim.common import errors
+from drasim.common import codec, errors
 from drasim.common.api import apps_v1, core_v1, registry
 from drasim.common.client import ApiClient
 from drasim.common.informer import Informer, Key, key_of
@@ -270,7 +270,7 @@ class StatefulSetController:
             return
         for template in sts.spec.volume_claim_templates:
             name = claim_name(template.get("metadata", {}).get("name", ""), sts, ordinal)
-            claim = msgspec.convert(
+            claim = codec.convert(
                 {
                     **template,
                     "apiVersion": "v1",

@@ -4,7 +4,7 @@ OrderedReady and Parallel, scaling both ways, and a rolling update from the top 
 from __future__ import annotations
 
 from drasim.common import codec
-from drasim.common.api import apps_v1, core_v1
+from drasim.common.api import apps_v1, core_v1, registry
 from drasim.common.client import ApiClient
 from drasim.controllers import ControllerManager
 from drasim.controllers.statefulset import claim_name, new_pod, ordinal_of
@@ -85,6 +85,11 @@ async def test_ordered_ready_makes_one_at_a_time_and_scales_down_from_the_top(
 
     await changes.until(all_three)
     assert created_order == ["db-0", "db-1", "db-2"]
+    # Each pod's claim of the volume claim template was made for it.
+    claims, _ = await api.list(
+        registry.by_plural("persistentvolumeclaims").type, namespace="default"
+    )
+    assert sorted(c.metadata.name for c in claims) == ["data-db-0", "data-db-1", "data-db-2"]
     status = sts_status(manager)
     assert status.current_revision == status.update_revision
     assert (status.replicas, status.current_replicas, status.updated_replicas) == (3, 3, 3)
