@@ -12,6 +12,7 @@ import yaml
 
 from drasim.common.api import batch_v1, core_v1
 from tests.controllers.conftest import Changes, running_controllers
+from tests.controllers.test_daemonset import DAEMON_SET
 from tests.controllers.test_job import JOB, finish
 
 CRON_JOB = """\
@@ -30,23 +31,6 @@ spec:
           containers:
           - name: c
             image: registry.k8s.io/pause:3.10
-"""
-DAEMON_SET = """\
-apiVersion: apps/v1
-kind: DaemonSet
-metadata:
-  name: driver
-spec:
-  selector:
-    matchLabels: {app: driver}
-  template:
-    metadata:
-      labels: {app: driver}
-    spec:
-      nodeSelector: {gpu: "true"}
-      containers:
-      - name: plugin
-        image: registry.k8s.io/pause:3.10
 """
 STATEFUL_SET = """\
 apiVersion: apps/v1

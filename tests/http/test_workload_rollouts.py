@@ -18,6 +18,11 @@ from drasim.common.client import ApiClient
 from drasim.kubelet.run import KubeletProcess
 from drasim.scheduler.server import Scheduler
 from tests.controllers.conftest import Changes, running_controllers
+from tests.controllers.test_daemonset import DAEMON_SET as GPU_DAEMON_SET
+from tests.http.test_workload_kinds import STATEFUL_SET
+
+# The driver DaemonSet, on every node.
+DAEMON_SET = GPU_DAEMON_SET.replace('      nodeSelector: {gpu: "true"}\n', "")
 
 CLUSTER = """\
 apiVersion: drasim.io/v1alpha1
@@ -26,40 +31,6 @@ pools:
   - name: node
     count: 3
     profile: cpu-only
-"""
-DAEMON_SET = """\
-apiVersion: apps/v1
-kind: DaemonSet
-metadata:
-  name: driver
-spec:
-  selector:
-    matchLabels: {app: driver}
-  template:
-    metadata:
-      labels: {app: driver}
-    spec:
-      containers:
-      - name: plugin
-        image: registry.k8s.io/pause:3.10
-"""
-STATEFUL_SET = """\
-apiVersion: apps/v1
-kind: StatefulSet
-metadata:
-  name: db
-spec:
-  serviceName: db
-  replicas: 2
-  selector:
-    matchLabels: {app: db}
-  template:
-    metadata:
-      labels: {app: db}
-    spec:
-      containers:
-      - name: db
-        image: registry.k8s.io/pause:3.10
 """
 
 
