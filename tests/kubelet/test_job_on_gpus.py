@@ -62,3 +62,45 @@ async def test_a_gpu_job_of_ten_runs_three_at_a_time_and_completes(
         namespace="default",
     )
     assert (job.status.succeeded, job.status.failed) == (10, 0)
+
+
+async def test_pods_that_run_for_a_second_complete_the_job_and_free_their_gpus(
+    api: ApiClient,
+    kep_cluster: KubeletProcess,  # noqa: F811
+) -> None:
+    """The issue's test: the emulated containers exit 0 after `drasim.io/run-for`; the
+    Job completes, and every special claim its pods had is given back."""
+    [device_class] = codec.load_yaml_documents(KEP_DEVICE_CLASS_YAML)
+    await api.create(codec.convert(device_class, resource_v1.DeviceClass))
+    [document] = codec.load_yaml_documents(JOB)
+    document["spec"]["template"]["metadata"] = {
+        "annotations": {"drasim.io/run-for": "1s", "drasim.io/exit-code": "0"}
+    }
+    await api.create(codec.convert(document, batch_v1.Job))
+    job = await wait_for(
+        api,
+        batch_v1.Job,
+        "bench",
+        lambda j: (
+            j is not None
+            and any(c.type == "Complete" and c.status == "True" for c in j.status.conditions)
+        ),
+        namespace="default",
+        timeout=60,
+    )
+    assert (job.status.succeeded, job.status.failed) == (10, 0)
+    pods, _ = await api.list(core_v1.Pod, namespace="default")
+    ran = [p for p in pods if p.metadata.labels.get(batch_v1.JOB_NAME_LABEL) == "bench"]
+    assert len(ran) == 10 and all(p.status.phase == "Succeeded" for p in ran)
+    special = {
+        p.status.extended_resource_claim_status.resource_claim_name
+        for p in ran
+        if p.status.extended_resource_claim_status is not None
+    }
+    assert special  # some ran on the DRA node
+
+    def released(claims: list[resource_v1.ResourceClaim]) -> bool:
+        mine = [c for c in claims if c.metadata.name in special]
+        return all(c.status.allocation is None and not c.status.reserved_for for c in mine)
+
+    await wait_for_all(api, resource_v1.ResourceClaim, released, namespace="default")
