@@ -4,10 +4,10 @@ Two frameworks of the default profile share one cache and one DraManager: one re
 verdicts and scores of earlier attempts for pods of the same spec
 (`framework.VerdictCache`), the other filters and scores every node each time. Along a
 long random history of what a cluster produces (pods reserved, bound, failed and deleted;
-devices of node-local and shared pools taken and freed; nodes, DeviceClasses and
-ResourceSlices changing), every attempt must find the same feasible nodes, the same
-rejection of every other node and the same scores in both. No servers: informer events
-are the DraManager's and the cache's handlers called directly.
+devices of node-local and shared pools taken and freed; nodes, DeviceClasses,
+ResourceSlices and DeviceTaintRules changing), every attempt must find the same feasible
+nodes, the same rejection of every other node and the same scores in both. No servers:
+informer events are the DraManager's and the cache's handlers called directly.
 """
 
 from __future__ import annotations
@@ -284,6 +284,7 @@ class Cluster:
         self.nodes: dict[str, core_v1.Node] = {}
         self.slices: dict[str, resource_v1.ResourceSlice] = {}
         self.classes: dict[str, resource_v1.DeviceClass] = {}
+        self.rules: dict[str, resource_v1.DeviceTaintRule] = {}
         self.placed: list[Placed] = []
         self.specs = [random_pod_spec(rng) for _ in range(rng.randint(6, 10))]
         self.serial = 0
@@ -411,6 +412,32 @@ class Cluster:
         self.set_slice(raw)
 
     # -- the scheduling cycle --
+
+    def change_taint_rule(self) -> None:
+        """A DeviceTaintRule made (NoSchedule on a node's pool, or one device of it) or
+        deleted: the devices it taints are kept from the pods, none of which tolerates it."""
+        if self.rules and self.rng.random() < 0.5:
+            name = self.rng.choice(sorted(self.rules))
+            self.dra.on_taint_rule_delete(self.rules.pop(name))
+            return
+        pools = sorted(s.spec.pool.name for s in self.slices.values() if s.spec.driver == DRIVER)
+        if not pools:
+            return
+        selector = {"driver": DRIVER, "pool": self.rng.choice(pools)}
+        if self.rng.random() < 0.3:
+            selector["device"] = f"dev-{self.rng.randint(0, 5)}"
+        rule = codec.convert(
+            {
+                "metadata": {"name": f"rule-{self.next_serial()}"},
+                "spec": {
+                    "deviceSelector": selector,
+                    "taint": {"key": "maintenance", "effect": "NoSchedule"},
+                },
+            },
+            resource_v1.DeviceTaintRule,
+        )
+        self.rules[rule.metadata.name] = rule
+        self.dra.on_taint_rule_add(rule)
 
     async def schedule(self) -> None:
         """One attempt in both frameworks, compared; then Reserve on a feasible node."""
@@ -549,6 +576,7 @@ class Cluster:
             (1.2, self.update_node),
             (0.6, self.change_class),
             (0.8, self.change_slice),
+            (0.3, self.change_taint_rule),
         ]
         for placed in self.placed:
             if placed.stage == "reserved":
