@@ -55,10 +55,17 @@ RESOURCES = {
         Resource("policy/v1", "PodDisruptionBudget", "poddisruptionbudgets", True),
         Resource("scheduling.k8s.io/v1", "PriorityClass", "priorityclasses", False),
         Resource("coordination.k8s.io/v1", "Lease", "leases", True),
-        Resource("resource.k8s.io/v1", "DeviceClass", "deviceclasses", False),
-        Resource("resource.k8s.io/v1", "ResourceSlice", "resourceslices", False),
-        Resource("resource.k8s.io/v1", "ResourceClaim", "resourceclaims", True),
-        Resource("resource.k8s.io/v1", "ResourceClaimTemplate", "resourceclaimtemplates", True),
+        # resource.k8s.io in v1 and the betas both sides serve (`RUNTIME_CONFIG`).
+        *(
+            Resource(f"resource.k8s.io/{version}", kind, plural, namespaced)
+            for version in ("v1", "v1beta2", "v1beta1")
+            for kind, plural, namespaced in (
+                ("DeviceClass", "deviceclasses", False),
+                ("ResourceSlice", "resourceslices", False),
+                ("ResourceClaim", "resourceclaims", True),
+                ("ResourceClaimTemplate", "resourceclaimtemplates", True),
+            )
+        ),
     )
 }
 

@@ -113,7 +113,11 @@ async def test_v1beta1_claim_reads_back_in_every_version(kubectl) -> None:
     }  # fmt: skip
     assert spec_in("v1") == [{"name": "gpu", "exactly": exactly}, alternative]
     assert spec_in("v1beta2") == spec_in("v1")
-    assert spec_in("v1beta1") == [{"name": "gpu", **exactly}, alternative]
+    # v1beta1 writes a request's class name even when empty, as upstream's.
+    assert spec_in("v1beta1") == [
+        {"name": "gpu", **exactly},
+        {**alternative, "deviceClassName": ""},
+    ]
 
 
 async def test_v1beta1_slice_devices_move_out_of_basic(kubectl) -> None:
@@ -270,3 +274,43 @@ async def test_betas_off_by_default(kubectl, http) -> None:
     assert 'no matches for kind "ResourceClaim" in version "resource.k8s.io/v1beta1"' in (
         refused.stderr
     )
+
+
+async def test_v1beta1_writes_are_validated_as_v1(kubectl) -> None:
+    """Upstream validates the converted object: error paths are v1's (as v1.37.2 prints)."""
+    claim = """\
+apiVersion: resource.k8s.io/v1beta1
+kind: ResourceClaim
+metadata: {name: bad1, namespace: default}
+spec:
+  devices:
+    requests:
+    - {name: gpu, deviceClassName: gpu.example.com, count: -1}
+"""
+    refused = await kubectl("apply", "-f", "-", input=claim, check=False)
+    assert refused.stderr.splitlines()[1:] == [
+        'The ResourceClaim "bad1" is invalid: spec.devices.requests[0].exactly.count: '
+        "Invalid value: -1: must be greater than zero"
+    ]
+    # A field v1beta1 has at another place: the error names v1's.
+    slice_ = V1BETA1_SLICE.replace("{value: 40Gi}", "{value: -1}")
+    refused = await kubectl("apply", "-f", "-", input=slice_, check=False)
+    assert "spec.devices[0].capacity[memory].value: Invalid value" in refused.stderr
+
+
+async def test_status_written_in_v1beta1(kubectl) -> None:
+    await kubectl("apply", "-f", "-", input=V1BETA1_CLAIM)
+    allocation = {
+        "devices": {
+            "results": [
+                {"request": "gpu", "driver": "gpu.example.com", "pool": "node-0", "device": "gpu-0"}
+            ]
+        }
+    }
+    await kubectl("patch", "resourceclaims.v1beta1.resource.k8s.io", "gpu-claim",
+                  "--subresource=status", "--type=merge",
+                  "-p", json.dumps({"status": {"allocation": allocation}}))  # fmt: skip
+    got = json.loads((await kubectl("get", "resourceclaims", "gpu-claim", "-o", "json")).stdout)
+    assert got["status"]["allocation"]["devices"]["results"] == allocation["devices"]["results"]
+    table = await kubectl("get", "resourceclaims.v1beta1.resource.k8s.io", "gpu-claim")
+    assert table.stdout.split("\n")[1].split()[:2] == ["gpu-claim", "allocated"]

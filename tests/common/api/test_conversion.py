@@ -150,7 +150,7 @@ def test_v1beta1_shapes() -> None:
     claim = v1beta1.from_storage("ResourceClaim", V1_CLAIM)
     assert claim["spec"]["devices"]["requests"] == [
         {"name": "gpu", **V1_EXACTLY},
-        {"name": "alt", "firstAvailable": [V1_SUBREQUEST]},
+        {"name": "alt", "deviceClassName": "", "firstAvailable": [V1_SUBREQUEST]},
     ]
     assert claim["status"] == V1_CLAIM["status"]
 

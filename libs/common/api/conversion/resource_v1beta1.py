@@ -9,6 +9,7 @@
   a non-empty class name or mode, a non-zero count, any other field present, even empty),
   so that validation reports what is wrong with it.
 - ResourceSliceSpec's `nodeName: ""` and `allNodes: false` mean "unset" in v1beta1.
+- A v1beta1 request always has `deviceClassName`, `""` in a request of alternatives.
 
 Nothing is lost either way: every v1 field has a place in v1beta1. Which fields move is
 read from the v1 types (`resource_v1beta1.BASIC_DEVICE_FIELDS`, `EXACT_REQUEST_FIELDS`),
@@ -138,6 +139,9 @@ def _request_to_v1(request: dict[str, Any]) -> dict[str, Any]:
 
 
 def _request_from_v1(request: dict[str, Any]) -> dict[str, Any]:
+    """The request with its `exactly` fields inline; v1beta1 writes `deviceClassName` even
+    when empty (a request of alternatives), as its Go field has no `omitempty`."""
     out = {k: v for k, v in request.items() if k != "exactly"}
+    out["deviceClassName"] = ""
     out.update(_dict(request.get("exactly")))
     return out
