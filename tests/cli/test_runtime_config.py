@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from drasim.apistore import __main__ as apistore_main
 from drasim.cli.up import APISTORE, SERVICES
 from drasim.common import profiles
 from tests.cli.test_feature_gates import kubectl
@@ -136,3 +137,15 @@ def test_up_refuses_what_it_cannot_serve(
     assert done.returncode == code
     assert done.stderr.splitlines()[-1] == message.format(bad=bad)
     assert not (tmp_path / "data" / "cluster.json").exists()  # nothing started
+
+
+def test_the_apistore_alone_refuses_too(capsys: pytest.CaptureFixture[str]) -> None:
+    """`python -m drasim.apistore --runtime-config`, as compose runs it: refused before it
+    connects anywhere."""
+    argv = ["--nats-url", "nats://127.0.0.1:1", "--database-url", "postgresql://x@127.0.0.1:1/x",
+            "--runtime-config", "resource.k8s.io/v1beta3=true"]  # fmt: skip
+    assert apistore_main.main(argv) == 2
+    assert capsys.readouterr().err.strip() == (
+        "drasim-apistore: --runtime-config: group version resource.k8s.io/v1beta3 that has not "
+        "been registered"
+    )
