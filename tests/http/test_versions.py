@@ -314,3 +314,25 @@ async def test_status_written_in_v1beta1(kubectl) -> None:
     assert got["status"]["allocation"]["devices"]["results"] == allocation["devices"]["results"]
     table = await kubectl("get", "resourceclaims.v1beta1.resource.k8s.io", "gpu-claim")
     assert table.stdout.split("\n")[1].split()[:2] == ["gpu-claim", "allocated"]
+
+
+async def test_apply_again_and_edit_in_v1beta1(kubectl) -> None:
+    """Client-side apply computes its patch from the v1beta1 object and OpenAPI document;
+    a replace (kubectl edit, replace) sends the v1beta1 object back whole."""
+    await kubectl("apply", "-f", "-", input=V1BETA1_SLICE)
+    # "configured" as v1.37.2 says: the live device without attributes reads `basic: {}`,
+    # which the manifest lacks, and devices are an atomic list.
+    again = await kubectl("apply", "-f", "-", input=V1BETA1_SLICE)
+    assert again.stdout.strip() == "resourceslice.resource.k8s.io/node-0-gpu configured"
+    changed = await kubectl("apply", "-f", "-", input=V1BETA1_SLICE.replace("a100", "h100"))
+    assert changed.stdout.strip() == "resourceslice.resource.k8s.io/node-0-gpu configured"
+    read = await kubectl("get", "resourceslices.v1beta1.resource.k8s.io", "node-0-gpu", "-o",
+                         "json")  # fmt: skip
+    current = json.loads(read.stdout)
+    current["spec"]["devices"][1]["basic"] = {"attributes": {"model": {"string": "t4"}}}
+    await kubectl("replace", "-f", "-", input=json.dumps(current))
+    got = json.loads((await kubectl("get", "resourceslices", "node-0-gpu", "-o", "json")).stdout)
+    assert [d.get("attributes") for d in got["spec"]["devices"]] == [
+        {"model": {"string": "h100"}},
+        {"model": {"string": "t4"}},
+    ]

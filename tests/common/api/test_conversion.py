@@ -122,6 +122,15 @@ def _stored(obj: dict[str, Any]) -> dict[str, Any]:
     return msgspec.json.decode(codec.encode(codec.convert(obj, info.type)))
 
 
+def _without_empty_class_names(obj: Any) -> Any:
+    if isinstance(obj, dict):
+        return {k: _without_empty_class_names(v) for k, v in obj.items()
+                if (k, v) != ("deviceClassName", "")}  # fmt: skip
+    if isinstance(obj, list):
+        return [_without_empty_class_names(v) for v in obj]
+    return obj
+
+
 def test_every_field_of_the_samples_is_known_to_v1() -> None:
     """The samples lose nothing to v1's types, so the round trips below check them all."""
     for obj in OBJECTS:
@@ -134,9 +143,11 @@ def test_v1_round_trip_keeps_everything(conversion: Any, obj: dict[str, Any]) ->
     original = copy.deepcopy(obj)
     served = conversion.from_storage(obj["kind"], obj)
     assert served["apiVersion"] == conversion.GROUP_VERSION
-    # The served form is one its own types read without loss.
+    # The served form is one its own types read without loss (but for the empty class name
+    # v1beta1 writes, which its type leaves out as it leaves out every empty value).
     type_ = conversion.TYPES.get(obj["kind"], registry.by_kind(obj["kind"]).type)
-    assert msgspec.json.decode(codec.encode(codec.convert(served, type_))) == served
+    read = msgspec.json.decode(codec.encode(codec.convert(served, type_)))
+    assert read == _without_empty_class_names(served)
     assert _stored(conversion.to_storage(obj["kind"], served)) == obj
     assert obj == original  # the input is left alone
 
