@@ -57,9 +57,6 @@ __all__ = ["ADMIN_USER", "FAST_STAGES", "STAGES", "ReferenceCluster", "Reference
 ADMIN_USER = "kubernetes-admin"
 STOP_TIMEOUT = 10.0
 START_TIMEOUT = 300.0  # a first kube-apiserver start on two busy cores takes a minute or two
-# The beta versions of resource.k8s.io besides v1 (served by default), as the issue asks:
-# clients written against 1.32-1.33 still talk to such clusters.
-RUNTIME_CONFIG = "resource.k8s.io/v1beta1=true,resource.k8s.io/v1beta2=true"
 SERVICE_CIDR = "10.96.0.0/16"
 REGISTER_CONCURRENCY = 4
 STAGES, FAST_STAGES = "kwok-stages.yaml", "kwok-stages-fast.yaml"
@@ -181,7 +178,9 @@ class ReferenceCluster:
                 f"--service-account-key-file={creds['sa_key']}",
                 f"--service-account-signing-key-file={creds['sa_key']}",
                 f"--service-cluster-ip-range={SERVICE_CIDR}",
-                f"--runtime-config={RUNTIME_CONFIG}",
+                # The API versions the cluster file serves besides the stored ones, as
+                # `drasim up` serves them (the KEP example: resource.k8s.io's betas).
+                f"--runtime-config={self.cluster.runtime_config_flag()}",
                 "--disable-admission-plugins=ServiceAccount",
                 "--v=1",
             ],

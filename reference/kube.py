@@ -55,7 +55,7 @@ RESOURCES = {
         Resource("policy/v1", "PodDisruptionBudget", "poddisruptionbudgets", True),
         Resource("scheduling.k8s.io/v1", "PriorityClass", "priorityclasses", False),
         Resource("coordination.k8s.io/v1", "Lease", "leases", True),
-        # resource.k8s.io in v1 and the betas both sides serve (`RUNTIME_CONFIG`).
+        # resource.k8s.io in v1 and the betas (served as the cluster file's runtimeConfig says).
         *(
             Resource(f"resource.k8s.io/{version}", kind, plural, namespaced)
             for version in ("v1", "v1beta2", "v1beta1")
