@@ -336,3 +336,19 @@ async def test_apply_again_and_edit_in_v1beta1(kubectl) -> None:
         {"model": {"string": "h100"}},
         {"model": {"string": "t4"}},
     ]
+
+
+async def test_device_taint_rules_in_v1beta2_only_and_not_deprecated(http) -> None:
+    """DeviceTaintRule came to v1beta2 in 1.36 and is not deprecated there yet in 1.37;
+    v1beta1 never had it."""
+    async with http.get("/apis/resource.k8s.io/v1beta2/devicetaintrules") as response:
+        assert response.status == 200
+        assert "Warning" not in response.headers
+        assert (await response.json())["apiVersion"] == "resource.k8s.io/v1beta2"
+    async with http.get("/apis/resource.k8s.io/v1beta1/devicetaintrules") as response:
+        assert response.status == 404
+    async with http.get("/apis/resource.k8s.io/v1beta2/resourceclaims") as response:
+        assert response.headers["Warning"] == (
+            '299 - "resource.k8s.io/v1beta2 ResourceClaim is deprecated in v1.36+, '
+            'unavailable in v1.39+"'
+        )

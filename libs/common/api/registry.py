@@ -76,15 +76,15 @@ class ServedVersion:
         return msgspec.json.encode(self.conversion.from_storage(self.kind, obj))
 
     def deprecation_warning(self) -> str:
-        """What upstream's handlers warn on every request in a deprecated version
-        (`deprecation.WarningMessage`, k8s.io/apiserver/pkg/endpoints/deprecation); none
-        before the release that deprecates it."""
-        deprecated, removed = self.conversion.DEPRECATED, self.conversion.REMOVED
-        if (version.BINARY.major, version.BINARY.minor) < deprecated:
+        """What upstream's handlers warn on every request in a version deprecated by this
+        release (`deprecation.WarningMessage`, k8s.io/apiserver/pkg/endpoints/deprecation,
+        which compares with the binary's release, not the emulated one); "" if it is not."""
+        deprecated, removed = self.conversion.LIFECYCLE[self.kind]
+        if deprecated > version.BINARY:
             return ""
         return (
-            f"{self.api_version} {self.kind} is deprecated in v{deprecated[0]}.{deprecated[1]}+, "
-            f"unavailable in v{removed[0]}.{removed[1]}+"
+            f"{self.api_version} {self.kind} is deprecated in v{deprecated}+, "
+            f"unavailable in v{removed}+"
         )
 
 
@@ -152,22 +152,6 @@ def _info(
 _RESOURCE_BETAS = (resource_v1beta2_conversion, resource_v1beta1_conversion)
 
 
-@dataclass(frozen=True, slots=True)
-class _KindLifecycle:
-    """A version's conversion, for a kind that came to that version later than the others
-    and so is deprecated and removed later (upstream's per-type prerelease lifecycle)."""
-
-    conversion: Conversion
-    DEPRECATED: tuple[int, int]
-    REMOVED: tuple[int, int]
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.conversion, name)
-
-
-# DeviceTaintRule joined v1beta2 with its beta in 1.36 (v1alpha3's is not served by 1.37).
-_DEVICE_TAINT_RULE_V1BETA2 = _KindLifecycle(resource_v1beta2_conversion, (1, 39), (1, 42))
-
 RESOURCES: tuple[ResourceInfo, ...] = (
     _info(core_v1.Namespace, "namespaces", namespaced=False, short_names=("ns",),
           subresources=("status",)),
@@ -220,7 +204,7 @@ RESOURCES: tuple[ResourceInfo, ...] = (
     _info(resource_v1.ResourceClaimTemplate, "resourceclaimtemplates", namespaced=True,
           versions=_RESOURCE_BETAS),
     _info(resource_v1.DeviceTaintRule, "devicetaintrules", namespaced=False,
-          subresources=("status",), versions=(_DEVICE_TAINT_RULE_V1BETA2,)),
+          subresources=("status",), versions=(resource_v1beta2_conversion,)),
 )  # fmt: skip
 
 _BUILTIN = RESOURCES

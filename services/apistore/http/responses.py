@@ -52,9 +52,9 @@ def add_warnings(
 ) -> None:
     """`Warning` headers: the deprecation of the version asked for (first, as upstream's
     handlers add it before the request runs), then `texts`."""
-    if target.served is not None:
-        texts = [target.served.deprecation_warning(), *texts]
-    for text in filter(None, texts):
+    if target.served is not None and (deprecated := target.served.deprecation_warning()):
+        texts = [deprecated, *texts]
+    for text in texts:
         # Kubernetes' warning format: code 299, no agent, the text as a quoted string.
         response.headers.add("Warning", f"299 - {json.dumps(text)}")
 

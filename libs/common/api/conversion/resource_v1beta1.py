@@ -22,13 +22,16 @@ from collections.abc import Callable
 from typing import Any
 
 from drasim.common.api import resource_v1, resource_v1beta1
+from drasim.common.version import Version
 
-__all__ = ["DEPRECATED", "GROUP_VERSION", "REMOVED", "TYPES", "from_storage", "to_storage"]
+__all__ = ["GROUP_VERSION", "LIFECYCLE", "TYPES", "from_storage", "to_storage"]
 
 GROUP_VERSION = resource_v1beta1.GROUP_VERSION
-# The releases upstream's prerelease-lifecycle tags give (deprecated, then no longer served).
-DEPRECATED = (1, 35)
-REMOVED = (1, 38)
+# Deprecated in 1.35, no longer served from 1.38 (upstream's prerelease-lifecycle tags).
+LIFECYCLE = dict.fromkeys(
+    ("DeviceClass", "ResourceSlice", "ResourceClaim", "ResourceClaimTemplate"),
+    (Version(1, 35), Version(1, 38)),
+)
 TYPES: dict[str, type] = {
     "DeviceClass": resource_v1beta1.DeviceClass,
     "ResourceSlice": resource_v1beta1.ResourceSlice,

@@ -11,13 +11,20 @@ from __future__ import annotations
 from typing import Any
 
 from drasim.common.api import resource_v1
+from drasim.common.version import Version
 
-__all__ = ["DEPRECATED", "GROUP_VERSION", "REMOVED", "TYPES", "from_storage", "to_storage"]
+__all__ = ["GROUP_VERSION", "LIFECYCLE", "TYPES", "from_storage", "to_storage"]
 
 GROUP_VERSION = "resource.k8s.io/v1beta2"
-# The releases upstream's prerelease-lifecycle tags give (deprecated, then no longer served).
-DEPRECATED = (1, 36)
-REMOVED = (1, 39)
+# Deprecated in 1.36 and no longer served from 1.39; DeviceTaintRule, added to v1beta2 in
+# 1.36, in 1.39 and 1.42 (upstream's prerelease-lifecycle tags).
+LIFECYCLE = {
+    **dict.fromkeys(
+        ("DeviceClass", "ResourceSlice", "ResourceClaim", "ResourceClaimTemplate"),
+        (Version(1, 36), Version(1, 39)),
+    ),
+    "DeviceTaintRule": (Version(1, 39), Version(1, 42)),
+}
 # Kinds whose bodies another type describes than the stored one: none, v1's shape is v1beta2's.
 TYPES: dict[str, type] = {}
 
