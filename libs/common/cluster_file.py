@@ -85,6 +85,7 @@ __all__ = [
     "DeviceStatusReport",
     "DriverBehaviour",
     "Exposure",
+    "Partition",
     "NodeConfig",
     "NodePool",
     "NodeProfile",
@@ -115,8 +116,24 @@ AttributeValue = str | int | bool | resource_v1.DeviceAttribute
 """A plain scalar, or the typed form (`{version: 1.0.0}`) for what a scalar cannot say."""
 
 
+class Partition(_Struct, kw_only=True):
+    """`count` partitions of each device (MIG-like, KEP-4815), published beside it as
+    devices `<device>-<name>-<i>` consuming `counters` of the device's counter set."""
+
+    name: str
+    count: int = 1
+    counters: dict[str, Quantity] = {}
+    attributes: dict[str, AttributeValue] = {}
+    capacity: dict[str, Quantity] = {}
+
+
 class DeviceGroup(_Struct, kw_only=True):
-    """`count` identical devices of one kind, published by `driver` when exposed via DRA."""
+    """`count` identical devices of one kind, published by `driver` when exposed via DRA.
+
+    With `counters`, each device has a counter set `<device>-counters` holding them, which
+    the whole device consumes entirely and its `partitions` in part. With
+    `allowMultipleAllocations` each device is shared by many claims (KEP-5075), each
+    consuming of its `capacity` what its request asks, rounded by `requestPolicy`."""
 
     name: str
     driver: str
@@ -130,6 +147,10 @@ class DeviceGroup(_Struct, kw_only=True):
     binding_conditions: list[str] = []
     binding_failure_conditions: list[str] = []
     binds_to_node: bool = False
+    counters: dict[str, Quantity] = {}
+    partitions: list[Partition] = []
+    allow_multiple_allocations: bool = False
+    request_policy: dict[str, resource_v1.CapacityRequestPolicy] = {}
 
     def device_names(self) -> list[str]:
         prefix = self.device_name_prefix or f"{self.name}-"
@@ -414,6 +435,25 @@ def _check_profile(profile: NodeProfile) -> Iterator[tuple[str, str]]:
                 break
         for name in (*group.attributes, *group.capacity):
             yield from _each(f"{where}.attributes[{name}]", names.is_qualified_name(name))
+        yield from _check_partitions(group, where)
+
+
+def _check_partitions(group: DeviceGroup, where: str) -> Iterator[tuple[str, str]]:
+    for name in group.counters:
+        yield from _each(f"{where}.counters[{name}]", names.is_dns1123_label(name))
+    if group.partitions and not group.counters:
+        yield f"{where}.partitions", "requires counters for the partitions to consume"
+    for j, partition in enumerate(group.partitions):
+        at = f"{where}.partitions[{j}]"
+        yield from _each(f"{at}.name", names.is_dns1123_label(partition.name))
+        for name in partition.counters:
+            if name not in group.counters:
+                yield f"{at}.counters[{name}]", f"not a counter of device group {group.name}"
+    for name in group.request_policy:
+        if name not in group.capacity:
+            yield f"{where}.requestPolicy[{name}]", f"not a capacity of device group {group.name}"
+    if group.request_policy and not group.allow_multiple_allocations:
+        yield f"{where}.requestPolicy", "requires allowMultipleAllocations"
 
 
 def _check_pool(pool: NodePool, profile: NodeProfile) -> Iterator[tuple[str, str]]:

@@ -70,7 +70,8 @@ class DevicePlugin:
 
     # -- ListAndWatch ------------------------------------------------------------------
     def devices(self) -> list[ProbedDevice]:
-        return [d for d in self._probe.devices() if d.group.name == self.group]
+        """The group's whole devices: a device plugin knows no partitions."""
+        return [d for d in self._probe.devices() if d.group.name == self.group and d.parent is None]
 
     @property
     def capacity(self) -> int:

@@ -44,6 +44,7 @@ __all__ = [
     "DriverCheckpoint",
     "PreparedClaim",
     "new_slice",
+    "pool_counter_sets",
     "pool_devices",
     "slice_spec",
 ]
@@ -158,32 +159,60 @@ class DraDriver:
                 )
                 self._slices = {s.metadata.name: s for s in listed}
                 self._generation = max((s.spec.pool.generation for s in listed), default=0)
-            wanted = pool_devices(self.node, self.driver, self.devices()) if self.groups else {}
-            if self._published(wanted):
+            devices = self.devices()
+            wanted = pool_devices(self.node, self.driver, devices) if self.groups else {}
+            counters = pool_counter_sets(self.node, self.driver, devices) if self.groups else {}
+            if self._published(wanted, counters):
                 return
             self._generation += 1
-            for name, devices in wanted.items():
-                self._slices[name] = await self._write_slice(name, devices, len(wanted))
+            count = len(wanted) + len(counters)
+            for name, chunk in wanted.items():
+                self._slices[name] = await self._write_slice(name, chunk, [], count)
+            for name, sets in counters.items():
+                self._slices[name] = await self._write_slice(name, [], sets, count)
+            wanted = {**wanted, **dict.fromkeys(counters, [])}
             for name in [n for n in self._slices if n not in wanted]:
                 with contextlib.suppress(errors.NotFound):
                     await self.api.delete(resource_v1.ResourceSlice, name)
                 del self._slices[name]
 
-    def _published(self, wanted: dict[str, list[resource_v1.Device]]) -> bool:
+    def _published(
+        self,
+        wanted: dict[str, list[resource_v1.Device]],
+        counters: dict[str, list[resource_v1.CounterSet]],
+    ) -> bool:
         assert self._slices is not None
-        if self._slices.keys() != wanted.keys():
+        if self._slices.keys() != wanted.keys() | counters.keys():
             return False
         generations = {s.spec.pool.generation for s in self._slices.values()}
-        return len(generations) <= 1 and all(
-            codec.encode(self._slices[name].spec.devices) == codec.encode(devices)
-            for name, devices in wanted.items()
+        return (
+            len(generations) <= 1
+            and all(
+                codec.encode(self._slices[name].spec.devices) == codec.encode(devices)
+                for name, devices in wanted.items()
+            )
+            and all(
+                codec.encode(self._slices[name].spec.shared_counters) == codec.encode(sets)
+                for name, sets in counters.items()
+            )
         )
 
     async def _write_slice(
-        self, name: str, devices: list[resource_v1.Device], count: int
+        self,
+        name: str,
+        devices: list[resource_v1.Device],
+        counter_sets: list[resource_v1.CounterSet],
+        count: int,
     ) -> resource_v1.ResourceSlice:
         assert self._slices is not None
-        spec = slice_spec(self.node, self.driver, devices, generation=self._generation, count=count)
+        spec = slice_spec(
+            self.node,
+            self.driver,
+            devices,
+            generation=self._generation,
+            count=count,
+            shared_counters=counter_sets,
+        )
         current = self._slices.get(name)
         while True:
             if current is None:
@@ -314,7 +343,9 @@ class DraDriver:
         if allocation is None:
             raise _PrepareError(f"ResourceClaim {ref.namespace}/{ref.name} is not allocated")
         own = {d.name: d for d in self.devices()}
-        by_device: dict[str, dra_api.PreparedDevice] = {}
+        # One prepared device per device, or per share of a shared device (KEP-5075):
+        # each share is prepared, and gets its CDI device, on its own.
+        by_device: dict[tuple[str, str | None], dra_api.PreparedDevice] = {}
         for result in allocation.devices.results:
             if result.driver != self.driver:
                 continue
@@ -340,17 +371,19 @@ class DraDriver:
                     f"{ref.namespace}/{ref.name} is not a device of driver {self.driver} "
                     f"on node {self.node}"
                 )
-            if not device.healthy:
+            if not device.usable:
                 raise _PrepareError(f"device {self.driver}/{self.pool}/{device.name} is unhealthy")
-            prepared = by_device.get(device.name)
+            key = (device.name, result.share_id)
+            prepared = by_device.get(key)
             if prepared is None:
-                prepared = by_device[device.name] = dra_api.PreparedDevice(
+                name = f"{ref.uid}-{device.name}"
+                if result.share_id is not None:
+                    name += f"-{result.share_id}"
+                prepared = by_device[key] = dra_api.PreparedDevice(
                     pool_name=self.pool,
                     device_name=device.name,
                     request_names=[],
-                    cdi_device_ids=[
-                        cdi.device_id(self.driver, device.group.name, f"{ref.uid}-{device.name}")
-                    ],
+                    cdi_device_ids=[cdi.device_id(self.driver, device.group.name, name)],
                     share_id=result.share_id,
                 )
             prepared.request_names.append(result.request)
@@ -384,12 +417,30 @@ def pool_devices(
     A function of its own so that `reference/` publishes exactly these slices to upstream's
     control plane: the two clusters under comparison cannot drift apart here.
     """
-    healthy = [_slice_device(d) for d in devices if d.healthy]
-    chunks = [
-        healthy[i : i + MAX_DEVICES_PER_SLICE]
-        for i in range(0, len(healthy), MAX_DEVICES_PER_SLICE)
-    ] or [[]]
+    healthy = [_slice_device(d) for d in devices if d.usable]
+    # Upstream allows fewer devices per slice when they consume counters.
+    per_slice = MAX_DEVICES_PER_SLICE
+    if any(d.consumes_counters for d in healthy):
+        per_slice = resource_v1.RESOURCE_SLICE_MAX_DEVICES_WITH_ADVANCED_FEATURES
+    chunks = [healthy[i : i + per_slice] for i in range(0, len(healthy), per_slice)] or [[]]
     return {f"{node}-{driver}-{i}": chunk for i, chunk in enumerate(chunks)}
+
+
+def pool_counter_sets(
+    node: str, driver: str, devices: list[ProbedDevice]
+) -> dict[str, list[resource_v1.CounterSet]]:
+    """Slice name → the counter sets of the pool's healthy partitionable devices, published
+    in a slice of their own (1.37 keeps `sharedCounters` and `devices` apart); empty when
+    no device has counters."""
+    sets = [
+        resource_v1.CounterSet(
+            name=f"{d.name}-counters",
+            counters={n: resource_v1.Counter(value=v) for n, v in d.group.counters.items()},
+        )
+        for d in devices
+        if d.parent is None and d.group.counters and d.usable
+    ]
+    return {f"{node}-{driver}-counters": sets} if sets else {}
 
 
 def slice_spec(
@@ -399,13 +450,16 @@ def slice_spec(
     *,
     generation: int,
     count: int,
+    shared_counters: list[resource_v1.CounterSet] | None = None,
 ) -> resource_v1.ResourceSliceSpec:
-    """One slice of the pool named after `node` (node-local drivers publish one pool each)."""
+    """One slice of the pool named after `node` (node-local drivers publish one pool each):
+    devices, or the counter sets they consume."""
     return resource_v1.ResourceSliceSpec(
         driver=driver,
         pool=resource_v1.ResourcePool(name=node, generation=generation, resource_slice_count=count),
         node_name=node,
         devices=devices,
+        shared_counters=shared_counters or [],
     )
 
 
@@ -431,16 +485,32 @@ def _slice_device(device: ProbedDevice) -> resource_v1.Device:
     attributes = {name: _attribute(value) for name, value in device.attributes.items()}
     attributes["index"] = resource_v1.DeviceAttribute(int_value=device.index)
     group = device.group
-    return resource_v1.Device(
+    shared = group.allow_multiple_allocations and device.partition is None
+    published = resource_v1.Device(
         name=device.name,
         attributes=attributes,
         capacity={
-            name: resource_v1.DeviceCapacity(value=value) for name, value in device.capacity.items()
+            name: resource_v1.DeviceCapacity(
+                value=value, request_policy=group.request_policy.get(name) if shared else None
+            )
+            for name, value in device.capacity.items()
         },
         binds_to_node=group.binds_to_node or None,
         binding_conditions=list(group.binding_conditions),
         binding_failure_conditions=list(group.binding_failure_conditions),
+        allow_multiple_allocations=True if shared else None,
     )
+    counter_set = device.counter_set
+    if counter_set is not None:
+        # The whole device consumes all of its counters, a partition its share of them.
+        counters = group.counters if device.partition is None else device.partition.counters
+        published.consumes_counters = [
+            resource_v1.DeviceCounterConsumption(
+                counter_set=counter_set,
+                counters={n: resource_v1.Counter(value=v) for n, v in counters.items()},
+            )
+        ]
+    return published
 
 
 def _attribute(value: AttributeValue) -> resource_v1.DeviceAttribute:

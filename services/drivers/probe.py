@@ -12,7 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
 
-from drasim.common.cluster_file import AttributeValue, DeviceGroup, NodeProfile
+from drasim.common.cluster_file import AttributeValue, DeviceGroup, NodeProfile, Partition
 from drasim.common.quantity import Quantity
 
 __all__ = ["EmulatedProbe", "HealthListener", "Probe", "ProbedDevice"]
@@ -20,24 +20,43 @@ __all__ = ["EmulatedProbe", "HealthListener", "Probe", "ProbedDevice"]
 
 @dataclass(slots=True)
 class ProbedDevice:
-    """One device as found on the node; its group's attributes are shared, not copied."""
+    """One device as found on the node; its group's attributes are shared, not copied.
+
+    A partition (KEP-4815) is a device of its own with a `parent`: it is usable while the
+    parent is healthy, and it shares the parent's counters with the parent's other
+    partitions and the parent itself."""
 
     name: str
     group: DeviceGroup
     index: int  # position within its group, published as the `index` attribute
     healthy: bool = True
+    parent: ProbedDevice | None = None
+    partition: Partition | None = None
 
     @property
     def driver(self) -> str:
         return self.group.driver
 
     @property
+    def usable(self) -> bool:
+        return self.healthy and (self.parent is None or self.parent.healthy)
+
+    @property
     def attributes(self) -> dict[str, AttributeValue]:
-        return self.group.attributes
+        if self.partition is None:
+            return self.group.attributes
+        return {**self.group.attributes, **self.partition.attributes}
 
     @property
     def capacity(self) -> dict[str, Quantity]:
-        return self.group.capacity
+        return self.group.capacity if self.partition is None else self.partition.capacity
+
+    @property
+    def counter_set(self) -> str | None:
+        """The counter set the device consumes from: its own or its parent's."""
+        if not self.group.counters:
+            return None
+        return f"{(self.parent or self).name}-counters"
 
 
 HealthListener = Callable[[ProbedDevice], None]
@@ -66,11 +85,22 @@ class EmulatedProbe:
     _listeners: list[HealthListener] = field(init=False, default_factory=list)
 
     def __post_init__(self) -> None:
-        self._devices = [
-            ProbedDevice(name=name, group=group, index=i)
-            for group in self.profile.devices
-            for i, name in enumerate(group.device_names())
-        ]
+        self._devices = []
+        for group in self.profile.devices:
+            for i, name in enumerate(group.device_names()):
+                device = ProbedDevice(name=name, group=group, index=i)
+                self._devices.append(device)
+                for partition in group.partitions:
+                    self._devices += [
+                        ProbedDevice(
+                            name=f"{name}-{partition.name}-{j}",
+                            group=group,
+                            index=i,
+                            parent=device,
+                            partition=partition,
+                        )
+                        for j in range(partition.count)
+                    ]
 
     def machine(self) -> dict[str, Quantity]:
         found = {

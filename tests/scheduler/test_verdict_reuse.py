@@ -814,3 +814,66 @@ def test_kept_totals_belong_to_the_score_plugins_that_made_them() -> None:
     assert kept.unscored == [0, 2, 3] and kept.by_score == {} and kept.score_at == {}
     kept.forget(2)
     assert kept.unscored == [0, 3] and kept.unknown == [2] and kept.feasible == [0, 3]
+
+
+# --- partitions and shares ---------------------------------------------------------------
+
+
+def partitioned_device(index: int, rng: random.Random) -> dict[str, Any]:
+    """A device that may consume its pool's counters (KEP-4815) or be shared (KEP-5075)."""
+    found = _plain_device(index, rng)
+    roll = rng.random()
+    if roll < 0.4:
+        found["consumesCounters"] = [{"counterSet": "gpu", "counters": {"mem": {"value": "1"}}}]
+    elif roll < 0.6:
+        found["allowMultipleAllocations"] = True
+        found["capacity"] = {
+            "bw": {"value": "3", "requestPolicy": {"default": "1", "validRange": {"min": "1"}}}
+        }
+    return found
+
+
+def slice_with_counters(
+    name: str, driver: str, pool: str, devices: list[dict[str, Any]], **placement: Any
+) -> dict[str, Any]:
+    """`slice_dict`, with a counter set holding 2 of "mem" when some device consumes it."""
+    found = _plain_slice_dict(name, driver, pool, devices, **placement)
+    if any(d.get("consumesCounters") for d in devices):
+        found["spec"]["sharedCounters"] = [{"name": "gpu", "counters": {"mem": {"value": "2"}}}]
+    return found
+
+
+_plain_device = device
+_plain_slice_dict = slice_dict
+
+
+@pytest.mark.parametrize("seed", range(3))
+async def test_reuse_with_partitions_and_shares(seed: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The same, with devices that consume counters (one partition taken can leave another
+    unusable) and shared devices (taken by up to three pods): each decision must still be
+    the same with and without reuse."""
+    monkeypatch.setitem(globals(), "device", partitioned_device)
+    monkeypatch.setitem(globals(), "slice_dict", slice_with_counters)
+    reserved: list[resource_v1.DeviceRequestAllocationResult] = []
+    signal = DraManager.signal_claim_pending_allocation
+
+    def signal_and_keep(self: DraManager, uid: str, claim: resource_v1.ResourceClaim) -> None:
+        assert claim.status.allocation is not None
+        reserved.extend(claim.status.allocation.devices.results)
+        signal(self, uid, claim)
+
+    monkeypatch.setattr(DraManager, "signal_claim_pending_allocation", signal_and_keep)
+    cluster = Cluster(random.Random(seed))
+    for _ in range(STEPS):
+        await cluster.step()
+    assert cluster.attempts > 250 and cluster.reserved > 70
+    assert cluster.reused_feasible > 50
+    # The history exercised both: shares and partitions were reserved.
+    consumers = {
+        (s.spec.driver, s.spec.pool.name, d.name)
+        for s in cluster.slices.values()
+        for d in s.spec.devices
+        if d.consumes_counters
+    }
+    assert sum(r.share_id is not None for r in reserved) >= 2
+    assert sum((r.driver, r.pool, r.device) in consumers for r in reserved) >= 2

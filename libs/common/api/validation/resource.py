@@ -13,7 +13,14 @@ import re
 from drasim.common import codec, dra_cel
 from drasim.common.api import core_v1, resource_v1, resources
 from drasim.common.api.meta_v1 import KubeObject
-from drasim.common.api.validation import core, device_status, device_taints, meta, names
+from drasim.common.api.validation import (
+    core,
+    device_status,
+    device_taints,
+    meta,
+    names,
+    resource_capacity,
+)
 from drasim.common.errors import (
     FieldError,
     field_duplicate,
@@ -259,6 +266,7 @@ def _validate_device(device: resource_v1.Device, path: str, per_device: bool) ->
     errs += device_status.validate_binding_parameters(
         device.binding_conditions, device.binding_failure_conditions, path
     )
+    errs += resource_capacity.validate_device_capacity(device, path)
     placements = [
         p
         for p in (device.node_name, device.node_selector, device.all_nodes or None)
@@ -332,18 +340,20 @@ def _validate_resource_slice(
                 "spec", "{`nodeName`, `nodeSelector`, `allNodes`, `perDeviceNodeSelection`}", detail
             )
         )
-    if len(spec.devices) > resource_v1.RESOURCE_SLICE_MAX_DEVICES:
+    if spec.shared_counters and spec.devices:
         errs.append(
-            field_too_many(
-                "spec.devices", len(spec.devices), resource_v1.RESOURCE_SLICE_MAX_DEVICES
-            )
+            field_invalid("spec", "", "only one of `sharedCounters` or `devices` is allowed")
         )
+    max_devices = resource_capacity.max_devices(spec)
+    if len(spec.devices) > max_devices:
+        errs.append(field_too_many("spec.devices", len(spec.devices), max_devices))
     device_names = set()
     for i, device in enumerate(spec.devices):
         errs += _validate_device(device, f"spec.devices[{i}]", bool(spec.per_device_node_selection))
         if device.name in device_names:
             errs.append(field_duplicate(f"spec.devices[{i}].name", device.name))
         device_names.add(device.name)
+    errs += resource_capacity.validate_counter_sets(spec, "spec")
     if isinstance(old, resource_v1.ResourceSlice):
         if spec.driver != old.spec.driver:
             errs.append(field_invalid("spec.driver", spec.driver, "field is immutable"))
