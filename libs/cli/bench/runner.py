@@ -4,7 +4,9 @@
 (`Services`), creates the workload's namespaces, starts the `ClusterTracker`, lets a
 `Runner` run the ops, then checks the claims and bindings and builds the `Result`.
 `Runner` has one method per upstream opcode (`createNodes`, `createResourceDriver`,
-`createAny`, `createPods`); the measured `createPods` is where throughput is sampled.
+`createAny`, `allocResourceClaims`, `createPods`); the measured `createPods` is where
+throughput is sampled, in upstream's steady state too (`steadyState`: a pod is deleted
+once bound and another created, for `duration`).
 """
 
 from __future__ import annotations
@@ -24,13 +26,14 @@ import msgspec
 import psutil
 
 from drasim.cli import launch
-from drasim.cli.bench import objects, views
+from drasim.cli.bench import allocate, objects, views
 from drasim.cli.bench.collectors import ClusterTracker, ThroughputCollector, percentile
 from drasim.cli.bench.report import Result
 from drasim.cli.bench.templates import Template, resource_slice
 from drasim.cli.bench.workloads import DEFAULT_NODE_TEMPLATE, Workload
 from drasim.cli.launch import Launch, LaunchError, ServiceProcess
 from drasim.common import errors, service
+from drasim.common.api import core_v1
 from drasim.common.bus.client import Bus
 from drasim.common.client import ApiClient
 
@@ -106,6 +109,7 @@ class Runner:
         self.node_names: list[str] = []
         self.init_pods = 0
         self.measured: list[str] = []
+        self.steady = False  # the measured pods were created steadily (and deleted)
         self.samples: list[float] = []
         self.measure_start = 0.0
         self.measure_seconds = 0.0
@@ -158,6 +162,14 @@ class Runner:
                 generated=template.generated,
             )
 
+    async def _allocResourceClaims(self, op: dict[str, Any]) -> None:  # noqa: N802
+        namespace = op["namespace"]
+        with _phase(f"allocating the ResourceClaims of namespace {namespace}"):
+            try:
+                await allocate.allocate_claims(self.api, namespace)
+            except allocate.AllocationError as err:
+                raise BenchError(f"{self.workload.name}: {err}") from None
+
     async def _createPods(self, op: dict[str, Any]) -> None:  # noqa: N802
         count = self.workload.count(op)
         namespace = op["namespace"]
@@ -178,16 +190,30 @@ class Runner:
 
         collector = ThroughputCollector(lambda: self.tracker.bound_in(namespace))
         sampling = asyncio.create_task(collector.run(), name="bench-throughput")
-        with _phase(f"creating {count} measured pods in {namespace} and waiting until bound"):
+        steady = self.steady = self.workload.flag(op, "steadyState")
+        duration = self.workload.duration(op)
+        what = (
+            f"keeping {count} pods pending in {namespace} for {duration:.0f}s"
+            if steady
+            else f"creating {count} measured pods in {namespace} and waiting until bound"
+        )
+        with _phase(what):
             self.measure_start = time.monotonic()
             cpu_before = self.services.cpu_seconds()
             try:
-                self.measured = await objects.create_many(
-                    self.api, "pods", namespace, bodies, generated=template.generated
-                )
-                deadline = None if self.timeout is None else self.measure_start + self.timeout
-                # A run that stops early still reports what it measured, and fails.
-                self.incomplete = await self._wait_bound(namespace, count, deadline=deadline)
+                if steady:
+                    self.measured = await self._create_steadily(
+                        namespace, template, count, duration
+                    )
+                    if not self.measured:
+                        self.incomplete = "no pod at all got scheduled"
+                else:
+                    self.measured = await objects.create_many(
+                        self.api, "pods", namespace, bodies, generated=template.generated
+                    )
+                    deadline = None if self.timeout is None else self.measure_start + self.timeout
+                    # A run that stops early still reports what it measured, and fails.
+                    self.incomplete = await self._wait_bound(namespace, count, deadline=deadline)
             finally:
                 sampling.cancel()
                 with contextlib.suppress(asyncio.CancelledError):
@@ -201,6 +227,42 @@ class Runner:
                     if name in cpu_before
                 }
         self.samples = collector.samples
+
+    async def _create_steadily(
+        self, namespace: str, template: Template, count: int, duration: float
+    ) -> list[str]:
+        """Upstream's `createPodsSteadily`: `count` pods wait to be scheduled for
+        `duration` seconds; each pod seen bound is deleted and another created. The pods
+        seen bound, in order."""
+        created = 0
+
+        async def create(n: int) -> None:
+            nonlocal created
+            bodies = (template.render(created + i) for i in range(n))
+            await objects.create_many(
+                self.api, "pods", namespace, bodies, generated=template.generated
+            )
+            created += n
+
+        await create(count)
+        scheduled: list[str] = []
+        deadline = time.monotonic() + duration
+        while (left := deadline - time.monotonic()) > 0:
+            self.services.check_alive()
+            await self.tracker.changed(min(left, 1.0))
+            bound = self.tracker.bound.get(namespace, {})
+            fresh = list(bound)[len(scheduled) :]
+            if not fresh:
+                continue
+            scheduled += fresh
+            await asyncio.gather(
+                *(
+                    self.api.delete(core_v1.Pod, name, namespace=namespace, grace_period_seconds=0)
+                    for name in fresh
+                )
+            )
+            await create(len(fresh))
+        return scheduled
 
     async def _wait_bound(
         self, namespace: str, count: int, *, deadline: float | None = None
@@ -244,15 +306,18 @@ async def check_claims(api: ApiClient) -> tuple[int, int, int, int]:
             f"bench: claim {c.metadata.namespace}/{c.metadata.name} is not allocated",
             file=sys.stderr,
         )
-    holders: dict[tuple[str, str, str], list[str]] = {}
+    # A device's shares (KEP-5075) are held apart; admin access holds nothing.
+    holders: dict[tuple[str, str, str, str], list[str]] = {}
     for c in claims:
         for d in c.status.allocation.devices.results if c.status.allocation else ():
+            if d.admin_access:
+                continue
             name = f"{c.metadata.namespace}/{c.metadata.name}"
-            holders.setdefault((d.driver, d.pool, d.device), []).append(name)
+            holders.setdefault((d.driver, d.pool, d.device, d.share_id or ""), []).append(name)
     twice = [device for device, names in holders.items() if len(names) > 1]
     for device in twice[:10]:
         print(
-            f"bench: DEVICE ALLOCATED TWICE: {'/'.join(device)} in claims "
+            f"bench: DEVICE ALLOCATED TWICE: {'/'.join(device).rstrip('/')} in claims "
             + ", ".join(holders[device]),
             file=sys.stderr,
         )
@@ -325,7 +390,8 @@ async def run_workload(
         attempts = tracker.attempts_in(namespace)
         with _phase("checking claims and bindings"):
             claims, unallocated, devices, twice = await check_claims(api)
-            bound = await bound_measured(api, namespace)
+            # Pods created steadily were deleted once seen bound.
+            bound = len(runner.measured) if runner.steady else await bound_measured(api, namespace)
         times = sorted(tracker.bound.get(namespace, {}).values())
         overall = (
             len(times) / (times[-1] - runner.measure_start)
@@ -371,7 +437,7 @@ async def run_workload(
                 for name, seconds in runner.measure_cpu.items()
             },
             incomplete=runner.incomplete,
-            ok=twice == 0 and bound == measured,
+            ok=twice == 0 and bound == measured and measured > 0,
         )
         succeeded = result.ok
         report(result)

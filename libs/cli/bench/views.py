@@ -36,10 +36,12 @@ class EventView(msgspec.Struct, rename="camel"):
     count: int = 0
 
 
-class Device(msgspec.Struct):
+class Device(msgspec.Struct, rename={"share_id": "shareID", "admin_access": "adminAccess"}):
     driver: str = ""
     pool: str = ""
     device: str = ""
+    share_id: str | None = None
+    admin_access: bool | None = None
 
 
 class DeviceResults(msgspec.Struct):

@@ -8,6 +8,7 @@ stay plain dicts: `drasim.cli.bench.runner` runs each opcode as upstream does.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -25,7 +26,7 @@ class Workload:
 
     name: str  # "Test/workload"
     ops: list[dict[str, Any]]
-    params: dict[str, int]
+    params: dict[str, Any]  # counts; also steadyState (bool) and duration ("10s")
     threshold: float | None
     base: Path  # templates are relative to the config file
 
@@ -35,6 +36,23 @@ class Workload:
         if param is not None:
             return int(self.params[param.removeprefix("$")])
         return int(op.get(key, 1))
+
+    def flag(self, op: dict[str, Any], key: str) -> bool:
+        """An op's boolean: literal, or a `$param`; False when it has neither."""
+        param = op.get(f"{key}Param")
+        if param is not None:
+            return bool(self.params[param.removeprefix("$")])
+        return bool(op.get(key, False))
+
+    def duration(self, op: dict[str, Any]) -> float:
+        """An op's `duration` (Go's form: `10s`, `1m30s`, `500ms`) in seconds."""
+        param = op.get("durationParam")
+        text = str(self.params[param.removeprefix("$")] if param else op.get("duration", "0s"))
+        units = {"h": 3600.0, "m": 60.0, "s": 1.0, "ms": 0.001}
+        parts = re.findall(r"(\d+(?:\.\d+)?)(ms|h|m|s)", text)
+        if not parts or "".join(n + u for n, u in parts) != text:
+            raise ValueError(f"{self.name}: duration {text!r} is not like 10s or 1m30s")
+        return sum(float(n) * units[u] for n, u in parts)
 
     @property
     def measured_namespace(self) -> str:

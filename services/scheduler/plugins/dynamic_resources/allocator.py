@@ -19,8 +19,10 @@ Partitionable devices (KEP-4815) consume their pool's shared counters; devices w
 and the capacity it consumes; a request with `adminAccess` gets devices others use and
 takes nothing from anyone (module `search`).
 
-Not modelled: claim constraints and config (not copied into the result), the filter
-timeout. A device's binding conditions are copied into its result, for PreBind to wait on.
+Claim constraints (`matchAttribute`, `distinctAttribute`) are checked as devices are picked.
+
+Not modelled: claim config (not copied into the result), the filter timeout. A device's
+binding conditions are copied into its result, for PreBind to wait on.
 """
 
 from __future__ import annotations
@@ -32,7 +34,7 @@ from dataclasses import dataclass
 from drasim.common.api import core_v1, resource_v1
 from drasim.common.quantity import Quantity
 from drasim.scheduler.plugins import taint_toleration
-from drasim.scheduler.plugins.dynamic_resources import capacity, cel_env, search
+from drasim.scheduler.plugins.dynamic_resources import capacity, cel_env, constraints, search
 from drasim.scheduler.plugins.dynamic_resources.pools import (
     AllocatorError,
     Candidate,
@@ -89,6 +91,7 @@ class _Plan:
     # One claim with one ExactCount request: no search needed, the first free devices win.
     simple: _AlternativePlan | None
     any_all: bool  # some alternative is All: the device limit depends on the node
+    constrained: bool  # some claim has constraints
 
 
 @dataclass(slots=True)
@@ -183,6 +186,8 @@ class Allocator:
         ledger = search.Ledger(
             self._state, self._snapshot, self._available_counters, self._consumable_capacity
         )
+        if plan.constrained:
+            ledger.constraints = [constraints.claim_constraints(c, _ref(c)) for c in claims]
         found = search.Search(requests, [[] for _ in claims], ledger)
         if not search.allocate_request(found, 0):
             return None
@@ -259,12 +264,13 @@ class Allocator:
         any_all = any(not a.exact for r in requests for a in r.alternatives)
         if not any_all:
             _check_device_limit(claims, requests)
+        constrained = any(claim.spec.devices.constraints for claim in claims)
         simple = None
         if len(requests) == 1 and len(requests[0].alternatives) == 1 and not any_all:
             only = requests[0].alternatives[0]
-            if not only.admin_access and only.capacity is None:
+            if not only.admin_access and only.capacity is None and not constrained:
                 simple = only
-        plan = _Plan(requests, list(claims), simple, any_all)
+        plan = _Plan(requests, list(claims), simple, any_all, constrained)
         self._plans[key] = plan
         return plan
 

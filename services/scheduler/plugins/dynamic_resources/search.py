@@ -1,6 +1,7 @@
 """The backtracking search of the allocator and what one tentative pick takes: the device
 itself (unless shared or for admin access), counters of its pool, capacity of a shared
-device. Every pick is undone exactly when the search backs out of it.
+device, a place in its claim's constraints. Every pick is undone exactly when the search
+backs out of it.
 
 What the search sees as already taken (`AllocatedState`): devices allocated exclusively
 (stored claims and in-flight allocations), devices with shares and the capacity their
@@ -23,6 +24,7 @@ from typing import TYPE_CHECKING
 from drasim.common.api import resource_v1
 from drasim.common.quantity import Quantity
 from drasim.scheduler.plugins.dynamic_resources import capacity
+from drasim.scheduler.plugins.dynamic_resources.constraints import Constraint
 from drasim.scheduler.plugins.dynamic_resources.pools import (
     AllocatorError,
     Candidate,
@@ -68,6 +70,7 @@ class Pick:
     claim_index: int
     marked: bool = False  # in `Ledger.in_use` (not shared)
     counters: bool = False  # its counters were charged
+    constraints: int = 0  # how many of its claim's constraints took it
     consumed: capacity.ConsumedCapacity | None = None  # a share's consumption
 
 
@@ -83,6 +86,7 @@ class Ledger:
     allocating_capacity: dict[DeviceID, capacity.ConsumedCapacity] = field(default_factory=dict)
     allocating_shares: dict[DeviceID, int] = field(default_factory=dict)
     counters: dict[PoolID, Counters] = field(default_factory=dict)
+    constraints: list[list[Constraint]] = field(default_factory=list)  # per claim
 
     def take(self, plan: _AlternativePlan, candidate: Candidate, claim_index: int) -> Pick | None:
         """Take the device for the request if it can be had, or None (upstream
@@ -104,6 +108,18 @@ class Ledger:
             if not self._charge_counters(candidate):
                 return None
             pick.counters = True
+        if self.constraints:
+            for constraint in self.constraints[claim_index]:
+                if not constraint.add(plan.name, candidate.device, device):
+                    self.give_back(pick)
+                    if not plan.exact:
+                        # "All" must have every device: a constraint in its way is an error.
+                        raise AllocatorError(
+                            f"{plan.where}: cannot add device {'/'.join(device)} because a "
+                            "claim constraint would not be satisfied"
+                        )
+                    return None
+                pick.constraints += 1
         if not multi:
             self.in_use.setdefault(device, []).append(claim_index)
             pick.marked = True
@@ -141,6 +157,9 @@ class Ledger:
                 del self.allocating_capacity[device]
         if pick.marked:
             self.in_use[device].remove(pick.claim_index)
+        if pick.constraints:
+            for constraint in self.constraints[pick.claim_index][: pick.constraints]:
+                constraint.remove(pick.plan.name)
         if pick.counters:
             self._add_counters(pick.candidate, -1)
 

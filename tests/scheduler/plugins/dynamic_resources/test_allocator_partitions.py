@@ -14,7 +14,8 @@ from __future__ import annotations
 import itertools
 import math
 import random
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from fractions import Fraction
 from typing import Any
 
 import pytest
@@ -49,6 +50,7 @@ class DeviceSpec:
     multi: bool
     capacity: int | None  # "bw" capacity of a shared device
     step: int | None  # its requestPolicy validRange step (min = step)
+    group: int | None = None  # attribute "g", for claim constraints
 
 
 @dataclass
@@ -58,12 +60,14 @@ class RequestSpec:
     count: int
     mode: str  # ExactCount or All
     admin: bool
-    bw: int | None  # capacity.requests["bw"]
+    bw: int | Fraction | None  # capacity.requests["bw"]
     subs: list[RequestSpec] | None = None
 
 
 def _device_wire(d: DeviceSpec) -> dict[str, Any]:
     wire: dict[str, Any] = {"name": d.name, "attributes": {"part": {"bool": d.part}}}
+    if d.group is not None:
+        wire["attributes"]["g"] = {"int": d.group}
     if d.counters:
         wire["consumesCounters"] = [
             {"counterSet": "s", "counters": {k: {"value": str(v)} for k, v in d.counters.items()}}
@@ -124,7 +128,7 @@ def _request_wire(r: RequestSpec) -> dict[str, Any]:
     if r.admin:
         body["adminAccess"] = True
     if r.bw is not None:
-        body["capacity"] = {"requests": {"bw": str(r.bw)}}
+        body["capacity"] = {"requests": {"bw": str(float(r.bw))}}
     if r.subs is not None:
         subs = []
         for s in r.subs:
@@ -135,11 +139,23 @@ def _request_wire(r: RequestSpec) -> dict[str, Any]:
     return {"name": r.name, "exactly": body}
 
 
-def _claim(name: str, requests: list[RequestSpec]) -> resource_v1.ResourceClaim:
+@dataclass
+class ConstraintSpec:
+    distinct: bool
+    requests: list[str]  # empty: all of the claim's
+
+
+def _claim(
+    name: str, requests: list[RequestSpec], constraint: ConstraintSpec | None = None
+) -> resource_v1.ResourceClaim:
+    devices: dict[str, Any] = {"requests": [_request_wire(r) for r in requests]}
+    if constraint is not None:
+        kind = "distinctAttribute" if constraint.distinct else "matchAttribute"
+        devices["constraints"] = [{"requests": constraint.requests, kind: f"{DRIVER}/g"}]
     return codec.convert(
         {
             "metadata": {"name": name, "namespace": "default", "uid": name},
-            "spec": {"devices": {"requests": [_request_wire(r) for r in requests]}},
+            "spec": {"devices": devices},
         },
         resource_v1.ResourceClaim,
     )
@@ -174,9 +190,37 @@ class World:
     counters: dict[str, int]
     exclusive: set[str]  # allocated to other claims
     shared: dict[str, int]  # device → "bw" its existing shares consume
+    constraints: dict[int, ConstraintSpec] = field(default_factory=dict)  # per claim index
 
 
-def _feasible(world: World, picks: list[tuple[int, RequestSpec, DeviceSpec]]) -> bool:
+def _constraints_hold(
+    world: World, picks: list[tuple[int, RequestSpec, DeviceSpec]], names: dict[int, str]
+) -> bool:
+    for claim, constraint in world.constraints.items():
+        groups = [
+            d.group
+            for c, r, d in picks
+            if c == claim
+            and (
+                not constraint.requests
+                or names[id(r)] in constraint.requests
+                or names[id(r)].split("/")[0] in constraint.requests
+            )
+        ]
+        if None in groups:
+            return False
+        if constraint.distinct and len(set(groups)) != len(groups):
+            return False
+        if not constraint.distinct and len(set(groups)) > 1:
+            return False
+    return True
+
+
+def _feasible(
+    world: World, picks: list[tuple[int, RequestSpec, DeviceSpec]], names: dict[int, str]
+) -> bool:
+    if not _constraints_hold(world, picks, names):
+        return False
     in_use: list[tuple[str, int]] = []  # (device, claim) picked exclusively
     shares: dict[str, int] = {}
     charged: list[DeviceSpec] = []  # devices whose counters the picks charge
@@ -232,15 +276,17 @@ def brute_force(
     world: World, claims: list[list[RequestSpec]]
 ) -> list[list[tuple[str, str]]] | None:
     """The first feasible assignment in search order: per claim, (request, device)."""
+    names = {id(q): q.name for requests in claims for q in requests}
+    names |= {
+        id(s): f"{q.name}/{s.name}" for requests in claims for q in requests for s in q.subs or []
+    }
     per_request = [_options(world, i, r) for i, requests in enumerate(claims) for r in requests]
     for choice in itertools.product(*per_request):
         picks = [p for option in choice for p in option]
-        if _feasible(world, picks):
+        if _feasible(world, picks, names):
             found: list[list[tuple[str, str]]] = [[] for _ in claims]
             for claim, r, d in picks:
-                parent = next(q.name for q in claims[claim] if q is r or (q.subs and r in q.subs))
-                name = parent if parent == r.name else f"{parent}/{r.name}"
-                found[claim].append((name, d.name))
+                found[claim].append((names[id(r)], d.name))
             return found
     return None
 
@@ -288,6 +334,14 @@ def _random_case(rng: random.Random) -> tuple[World, list[list[RequestSpec]]]:
     claims = [
         [request(f"r{j}", True) for j in range(rng.randint(1, 2))] for _ in range(rng.randint(1, 2))
     ]
+    # Drawn last, so that the cases above stay those of earlier seeds.
+    for d in devices:
+        d.group = rng.choice([0, 0, 0, 1, None])
+    for i, requests in enumerate(claims):
+        alternatives = [a for q in requests for a in (q.subs or [q])]
+        if rng.random() < 0.5 and all(a.mode != "All" for a in alternatives):
+            named = [q.name for q in requests if rng.random() < 0.5]
+            world.constraints[i] = ConstraintSpec(rng.random() < 0.6, named)
     return world, claims
 
 
@@ -309,7 +363,9 @@ def test_allocator_agrees_with_brute_force(seed: int) -> None:
         shared=_stored_shares(world),
     )
     node = core_v1.Node(metadata=meta_v1.ObjectMeta(name=NODE))
-    resource_claims = [_claim(f"c{i}", requests) for i, requests in enumerate(claims)]
+    resource_claims = [
+        _claim(f"c{i}", requests, world.constraints.get(i)) for i, requests in enumerate(claims)
+    ]
     want = brute_force(world, claims)
     try:
         got = alloc.allocate(node, resource_claims)
@@ -444,3 +500,62 @@ def test_gates_off() -> None:
         no_capacity.allocate(
             node, [_claim("c", [RequestSpec("r", "gpu", 1, "ExactCount", False, 2)])]
         )
+
+
+def test_claim_constraints() -> None:
+    """distinctAttribute skips a device whose value is taken; matchAttribute skips devices
+    until a pair agrees; a constraint naming one request leaves the other free."""
+    devices = [
+        DeviceSpec("d0", True, {}, False, None, None, group=0),
+        DeviceSpec("d1", True, {}, False, None, None, group=0),
+        DeviceSpec("d2", True, {}, False, None, None, group=1),
+        DeviceSpec("d3", True, {}, False, None, None, group=1),
+    ]
+    node = core_v1.Node(metadata=meta_v1.ObjectMeta(name=NODE))
+    alloc = Allocator(_slices(devices, {"mem": 1}), CLASSES, frozenset())
+    two = [RequestSpec("r", "gpu", 2, "ExactCount", False, None)]
+
+    def picked(constraint: ConstraintSpec, requests: list[RequestSpec] = two) -> list[str]:
+        got = alloc.allocate(node, [_claim("c", requests, constraint)])
+        assert got is not None
+        return [r.device for r in got[0].devices.results]
+
+    assert picked(ConstraintSpec(distinct=True, requests=[])) == ["d0", "d2"]
+    alloc_taken = Allocator(
+        _slices(devices, {"mem": 1}), CLASSES, frozenset({(DRIVER, NODE, "d0")})
+    )
+    got = alloc_taken.allocate(node, [_claim("c", two, ConstraintSpec(False, []))])
+    assert got is not None and [r.device for r in got[0].devices.results] == ["d2", "d3"]
+    one_each = [
+        RequestSpec("a", "gpu", 1, "ExactCount", False, None),
+        RequestSpec("b", "gpu", 1, "ExactCount", False, None),
+    ]
+    assert picked(ConstraintSpec(True, ["a"]), one_each) == ["d0", "d1"]
+    assert picked(ConstraintSpec(True, ["a", "b"]), one_each) == ["d0", "d2"]
+
+
+def test_distinct_shares_as_the_consumable_capacity_benchmark() -> None:
+    """Upstream's ConsumableCapacity workload: four shared devices of 10 units, claims of
+    two distinct devices at 2.5 units each: eight claims fit on the node, a ninth not."""
+    devices = [DeviceSpec(f"d{i}", False, {}, True, 10, None, group=i) for i in range(4)]
+    node = core_v1.Node(metadata=meta_v1.ObjectMeta(name=NODE))
+    shared: dict = {}
+    for i in range(9):
+        alloc = Allocator(_slices(devices, {"mem": 1}), CLASSES, frozenset(), shared=shared)
+        claim = _claim(
+            f"c{i}",
+            [RequestSpec("r", "gpu", 2, "ExactCount", False, Fraction(5, 2))],
+            ConstraintSpec(distinct=True, requests=["r"]),
+        )
+        got = alloc.allocate(node, [claim])
+        if i == 8:
+            assert got is None
+            break
+        assert got is not None
+        results = got[0].devices.results
+        assert len({r.device for r in results}) == 2
+        for r in results:
+            device = (DRIVER, NODE, r.device)
+            used = shared.get(device, {}).get("bw", Quantity())
+            shared[device] = {"bw": used + r.consumed_capacity["bw"]}
+    assert all(v == {"bw": Quantity(10)} for v in shared.values())
