@@ -47,3 +47,30 @@ def test_pod_templates_request_one_unit(template, index, want):
     pod = json.loads(templates.Template(workloads.CONFIG / "templates" / template).render(index))
     resources = pod["spec"]["containers"][0]["resources"]
     assert resources["requests"] == resources["limits"] == {want: "1"}
+
+
+def test_steady_state_params_of_the_dra_suites():
+    """Upstream's steadyState and duration params, in Go's duration form."""
+    loaded = workloads.load_workloads(workloads.CONFIG / workloads.CONFIG_FILE)
+    for suite in ("Partitionable", "PartitionableBacktracking", "ConsumableCapacity"):
+        fast, full = loaded[f"{suite}/fast"], loaded[f"{suite}/full_500nodes"]
+        (fast_op,) = [op for op in fast.ops if op.get("collectMetrics")]
+        assert not fast.flag(fast_op, "steadyState")
+        assert fast.duration(fast_op) == 0.0
+        (op,) = [op for op in full.ops if op.get("collectMetrics")]
+        assert full.flag(op, "steadyState") and full.duration(op) == 10.0
+        assert full.count(op) == 10
+
+
+@pytest.mark.parametrize(
+    ("text", "seconds"), [("10s", 10.0), ("1m30s", 90.0), ("500ms", 0.5), ("1h", 3600.0)]
+)
+def test_go_durations(text, seconds):
+    w = workloads.Workload("T/w", [], {"d": text}, None, workloads.CONFIG)
+    assert w.duration({"durationParam": "$d"}) == seconds
+
+
+def test_a_bad_duration_is_refused():
+    w = workloads.Workload("T/w", [], {"d": "10"}, None, workloads.CONFIG)
+    with pytest.raises(ValueError, match="duration '10' is not like 10s"):
+        w.duration({"durationParam": "$d"})
