@@ -305,6 +305,18 @@ class Cluster:
         self.set_slice(
             slice_dict("nic-zone", NIC_DRIVER, "nic-zone", devices(2, rng), nodeSelector=zone_a)
         )
+        if PER_DEVICE_SLICE:
+            # Each device says which nodes reach it: one node, a zone, every node.
+            each = [
+                {"name": "dev-0", "nodeName": "node-0"},
+                {"name": "dev-1", "nodeSelector": zone_a},
+                {"name": "dev-2", "allNodes": True},
+            ]
+            self.set_slice(
+                slice_dict(
+                    "nic-a-each", NIC_DRIVER, "nic-a-each", each, perDeviceNodeSelection=True
+                )
+            )
 
     def next_serial(self) -> int:
         self.serial += 1
@@ -602,6 +614,8 @@ class Cluster:
 
 SEEDS = range(6)
 STEPS = 800
+# Whether the history has a perDeviceNodeSelection pool too (its own test below).
+PER_DEVICE_SLICE = False
 
 
 @pytest.mark.parametrize("seed", SEEDS)
@@ -877,3 +891,30 @@ async def test_reuse_with_partitions_and_shares(seed: int, monkeypatch: pytest.M
     }
     assert sum(r.share_id is not None for r in reserved) >= 2
     assert sum((r.driver, r.pool, r.device) in consumers for r in reserved) >= 2
+
+
+# Histories that give out the per-device pool's devices and reuse verdicts (decisions agree
+# with and without reuse for every seed tried; most histories never reach for the pool).
+@pytest.mark.parametrize("seed", [1, 3, 5])
+async def test_reuse_with_devices_placed_one_by_one(
+    seed: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The same, with a perDeviceNodeSelection pool beside the others: a device reachable
+    from one node, one reachable from a zone's nodes, one from every node."""
+    monkeypatch.setitem(globals(), "PER_DEVICE_SLICE", True)
+    reserved: list[resource_v1.DeviceRequestAllocationResult] = []
+    signal = DraManager.signal_claim_pending_allocation
+
+    def signal_and_keep(self: DraManager, uid: str, claim: resource_v1.ResourceClaim) -> None:
+        assert claim.status.allocation is not None
+        reserved.extend(claim.status.allocation.devices.results)
+        signal(self, uid, claim)
+
+    monkeypatch.setattr(DraManager, "signal_claim_pending_allocation", signal_and_keep)
+    cluster = Cluster(random.Random(seed))
+    for _ in range(STEPS):
+        await cluster.step()
+    assert cluster.attempts > 200 and cluster.reserved > 50
+    assert cluster.reused_feasible > 50
+    # The history gave out devices of the per-device pool.
+    assert sum(r.pool == "nic-a-each" for r in reserved) >= 2
