@@ -861,7 +861,9 @@ _plain_device = device
 _plain_slice_dict = slice_dict
 
 
-@pytest.mark.parametrize("seed", range(3))
+# Histories that reuse enough verdicts to prove something (decisions agree for seeds 0-7;
+# seeds 2 and 7 reuse too few since the history also changes DeviceTaintRules).
+@pytest.mark.parametrize("seed", [0, 1, 3])
 async def test_reuse_with_partitions_and_shares(seed: int, monkeypatch: pytest.MonkeyPatch) -> None:
     """The same, with devices that consume counters (one partition taken can leave another
     unusable) and shared devices (taken by up to three pods): each decision must still be
