@@ -132,6 +132,9 @@ async def test_frames_sent_by_wire_arrive_as_publish_sends_them(infra: Infra) ->
             block = wire.header_block(headers.items()) if headers else b""
             frame = wire.pub_frame(f"{subject}.wire", payload, reply=reply, headers=block)
             await wire.send_frames(bus.nc, [frame])
+            # Both through the connection's own flush: what is compared is how the frames
+            # arrive, not when nats-py's flusher gets to them.
+            await bus.nc.flush()
             by_publish, by_wire = (
                 await sub.next_msg(RECEIVE_TIMEOUT),
                 await sub.next_msg(RECEIVE_TIMEOUT),
@@ -160,6 +163,7 @@ async def test_direct_subscriptions_get_each_message_until_unsubscribed(infra: I
         await bus.nc.subscribe(subject, cb=by_callback.put)
         await bus.nc.flush()
         await plain.publish(subject, b"one", reply="r.1", headers={"k": " v "})
+        await plain.flush()
         msg = await asyncio.wait_for(got.get(), RECEIVE_TIMEOUT)
         expected = await asyncio.wait_for(by_callback.get(), RECEIVE_TIMEOUT)
         assert (msg.subject, msg.reply, msg.data, msg.headers) == (
