@@ -861,15 +861,10 @@ _plain_device = device
 _plain_slice_dict = slice_dict
 
 
-# Histories that reuse enough verdicts to prove something (decisions agree for seeds 0-7;
-# seeds 2 and 7 reuse too few since the history also changes DeviceTaintRules).
-@pytest.mark.parametrize("seed", [0, 1, 3])
-async def test_reuse_with_partitions_and_shares(seed: int, monkeypatch: pytest.MonkeyPatch) -> None:
-    """The same, with devices that consume counters (one partition taken can leave another
-    unusable) and shared devices (taken by up to three pods): each decision must still be
-    the same with and without reuse."""
-    monkeypatch.setitem(globals(), "device", partitioned_device)
-    monkeypatch.setitem(globals(), "slice_dict", slice_with_counters)
+async def run_history(
+    seed: int, monkeypatch: pytest.MonkeyPatch
+) -> tuple[Cluster, list[resource_v1.DeviceRequestAllocationResult]]:
+    """A seed's history, and every device result Reserve gave out along it."""
     reserved: list[resource_v1.DeviceRequestAllocationResult] = []
     signal = DraManager.signal_claim_pending_allocation
 
@@ -882,6 +877,19 @@ async def test_reuse_with_partitions_and_shares(seed: int, monkeypatch: pytest.M
     cluster = Cluster(random.Random(seed))
     for _ in range(STEPS):
         await cluster.step()
+    return cluster, reserved
+
+
+# Histories that reuse enough verdicts to prove something (decisions agree for seeds 0-7;
+# seeds 2 and 7 reuse too few since the history also changes DeviceTaintRules).
+@pytest.mark.parametrize("seed", [0, 1, 3])
+async def test_reuse_with_partitions_and_shares(seed: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The same, with devices that consume counters (one partition taken can leave another
+    unusable) and shared devices (taken by up to three pods): each decision must still be
+    the same with and without reuse."""
+    monkeypatch.setitem(globals(), "device", partitioned_device)
+    monkeypatch.setitem(globals(), "slice_dict", slice_with_counters)
+    cluster, reserved = await run_history(seed, monkeypatch)
     assert cluster.attempts > 250 and cluster.reserved > 70
     assert cluster.reused_feasible > 50
     # The history exercised both: shares and partitions were reserved.
@@ -904,18 +912,7 @@ async def test_reuse_with_devices_placed_one_by_one(
     """The same, with a perDeviceNodeSelection pool beside the others: a device reachable
     from one node, one reachable from a zone's nodes, one from every node."""
     monkeypatch.setitem(globals(), "PER_DEVICE_SLICE", True)
-    reserved: list[resource_v1.DeviceRequestAllocationResult] = []
-    signal = DraManager.signal_claim_pending_allocation
-
-    def signal_and_keep(self: DraManager, uid: str, claim: resource_v1.ResourceClaim) -> None:
-        assert claim.status.allocation is not None
-        reserved.extend(claim.status.allocation.devices.results)
-        signal(self, uid, claim)
-
-    monkeypatch.setattr(DraManager, "signal_claim_pending_allocation", signal_and_keep)
-    cluster = Cluster(random.Random(seed))
-    for _ in range(STEPS):
-        await cluster.step()
+    cluster, reserved = await run_history(seed, monkeypatch)
     assert cluster.attempts > 200 and cluster.reserved > 50
     assert cluster.reused_feasible > 50
     # The history gave out devices of the per-device pool.
