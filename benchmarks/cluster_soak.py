@@ -49,6 +49,7 @@ import psutil
 from drasim.cli import cluster, launch
 from drasim.common import codec
 from drasim.common.api import apps_v1, core_v1, resource_v1
+from drasim.common.bus import subjects
 from drasim.common.bus.client import Bus
 from drasim.common.client import ApiClient
 
@@ -67,7 +68,8 @@ pools:
   - {{name: dp-gpu, count: {dp}, profile: gpu-2, devices: {{gpu: {{exposure: device-plugin,
       extendedResourceName: example.com/gpu}}}}}}
 """
-GPUS_PER_DRA_NODE, GPUS_PER_DP_NODE = 8, 2
+GPUS_PER_DRA_NODE = 8
+DP_PROFILES = (2, 8)  # the built-in profiles a device-plugin node can take: gpu-2, gpu-8
 NAME = "soak"
 NAMESPACE = "default"
 _PROBLEM = re.compile(r"WARNING|ERROR|Traceback")
@@ -78,10 +80,10 @@ def split_nodes(nodes: int) -> tuple[int, int]:
     return nodes - nodes // 2, nodes // 2
 
 
-def gpus(nodes: int) -> int:
+def gpus(nodes: int, dp_gpus: int = 2) -> int:
     """GPUs in a cluster of `nodes`: the most pods asking for one that can run."""
     dra, dp = split_nodes(nodes)
-    return dra * GPUS_PER_DRA_NODE + dp * GPUS_PER_DP_NODE
+    return dra * GPUS_PER_DRA_NODE + dp * dp_gpus
 
 
 def deployment(replicas: int) -> apps_v1.Deployment:
@@ -141,6 +143,48 @@ class Services:
                         total += times.user + times.system
             found[role] = total
         return found
+
+    def pss_mib(self) -> dict[str, float]:
+        """Resident memory of each role in MiB (Postgres: the postmaster and its backends,
+        which share buffers: their sum overstates, the shared buffers counted once each)."""
+        found = {}
+        for role, procs in self.roles.items():
+            total = 0
+            for proc in procs:
+                members = [proc]
+                if role == "postgres":
+                    with contextlib.suppress(psutil.Error):
+                        members += proc.children(recursive=True)
+                for member in members:
+                    with contextlib.suppress(psutil.Error):
+                        total += member.memory_full_info().pss
+            found[role] = round(total / 2**20, 1)
+        return found
+
+
+async def store_sizes(info: cluster.ClusterInfo) -> dict[str, float]:
+    """How big the cluster's state has grown: the event log's and the projection's rows
+    and MiB on disk (indexes included), and the JetStream event stream's."""
+    import asyncpg  # only here: the benchmark's other parts need no database driver
+
+    conn = await asyncpg.connect(info.database_url)
+    try:
+        found: dict[str, float] = {}
+        for table in ("events", "objects"):
+            found[f"{table}_rows"] = await conn.fetchval(f"SELECT count(*) FROM {table}")
+            size = await conn.fetchval("SELECT pg_total_relation_size($1)", table)
+            found[f"{table}_mib"] = round(size / 2**20, 1)
+    finally:
+        await conn.close()
+    credentials = Path(info.nats_credentials) if info.nats_credentials else None
+    bus = await Bus.connect(info.nats_url, prefix=info.prefix, name="soak", credentials=credentials)
+    try:
+        state = (await bus.js.stream_info(subjects.stream(info.prefix))).state
+        found["stream_msgs"] = state.messages
+        found["stream_mib"] = round(state.bytes / 2**20, 1)
+    finally:
+        await bus.close()
+    return found
 
 
 def process_role(cmdline: list[str]) -> str:
@@ -330,13 +374,22 @@ class RunningUp:
 
 @contextlib.asynccontextmanager
 async def running_up(
-    workdir: Path, *, nodes: int, kubelets: int, timeout: float, api_timeout: float = 30.0
+    workdir: Path,
+    *,
+    nodes: int,
+    kubelets: int,
+    timeout: float,
+    api_timeout: float = 30.0,
+    dp_gpus: int = 2,
 ) -> AsyncIterator[RunningUp]:
     """`drasim up` (embedded NATS and Postgres) with `nodes` of `CLUSTER`, connected to as
     its admin; SIGTERM once the block ends."""
     path = workdir / "cluster.yaml"
     dra, dp = split_nodes(nodes)
-    path.write_text(CLUSTER.format(dra=dra, dp=dp))
+    # `CLUSTER` as others use it (reference/lifecycle_compare.py), its device-plugin nodes'
+    # profile swapped for `dp_gpus`.
+    text = CLUSTER.format(dra=dra, dp=dp).replace("profile: gpu-2,", f"profile: gpu-{dp_gpus},")
+    path.write_text(text)
     data_dir = workdir / "data"
     spec = launch.Launch.up(data_dir, "--cluster", str(path), "--kubelets", str(kubelets))
     log = UpLog(workdir / "up.log")
@@ -368,16 +421,23 @@ async def running_up(
 
 
 async def soak(args: argparse.Namespace, workdir: Path) -> dict:
-    replicas = args.replicas or gpus(args.nodes)
+    replicas = args.replicas or gpus(args.nodes, args.dp_gpus)
     results: dict = {"nodes": args.nodes, "kubelet_processes": args.kubelets}
     results["replicas"] = replicas
     async with running_up(
-        workdir, nodes=args.nodes, kubelets=args.kubelets, timeout=args.timeout
+        workdir,
+        nodes=args.nodes,
+        kubelets=args.kubelets,
+        timeout=args.timeout,
+        dp_gpus=args.dp_gpus,
     ) as up:
         results["ready_s"] = round(up.ready_s, 1)
         results["nodes_ready_s"] = round(up.nodes_ready_s, 1)
         api = up.api
         services = Services(psutil.Process(up.process.pid))
+        results["pss_mib_nodes_up"] = services.pss_mib()
+        results["store_nodes_up"] = await store_sizes(up.info)
+        print(json.dumps({"nodes_up": results}), flush=True)
         cpu0 = services.cpu()
         await api.create(deployment(replicas))
         up_s = await wait_ready_replicas(api, replicas, args.timeout)
@@ -388,9 +448,13 @@ async def soak(args: argparse.Namespace, workdir: Path) -> dict:
             role: round((cpu1[role] - cpu0[role]) / replicas * 1000, 2) for role in cpu1
         }
         results["cpu_ms_per_pod_total"] = round(sum(results["cpu_ms_per_pod"].values()), 2)
+        results["pss_mib_pods_up"] = services.pss_mib()
+        results["store_pods_up"] = await store_sizes(up.info)
+        print(json.dumps({"pods_up": results}), flush=True)
         results["checks"] = await check_allocations(api, replicas)
         await scale(api, 0)
         results["scale_down_s"] = round(await wait_empty(api, args.timeout), 1)
+        results["store_scaled_down"] = await store_sizes(up.info)
     results["log_problems"] = sum(bool(_PROBLEM.search(line)) for _, line in up.log.lines)
     return results
 
@@ -402,11 +466,21 @@ def main() -> int:
         "--replicas", type=int, default=0, help="pods (default: one per GPU in the cluster)"
     )
     parser.add_argument("--kubelets", type=int, default=2, help="kubelet processes")
+    parser.add_argument(
+        "--dp-gpus", type=int, choices=DP_PROFILES, default=2, help="GPUs per device-plugin node"
+    )
     parser.add_argument("--timeout", type=float, default=900.0, help="seconds per phase")
     parser.add_argument("--json", type=Path, help="also write the results here")
+    parser.add_argument(
+        "--workdir", type=Path, help="keep the cluster's data and up.log here (default: a temp dir)"
+    )
     args = parser.parse_args()
-    with tempfile.TemporaryDirectory(prefix="drasim-soak-") as tmp:
-        results = asyncio.run(soak(args, Path(tmp)))
+    with contextlib.ExitStack() as stack:
+        workdir = args.workdir or Path(
+            stack.enter_context(tempfile.TemporaryDirectory(prefix="drasim-soak-"))
+        )
+        workdir.mkdir(parents=True, exist_ok=True)
+        results = asyncio.run(soak(args, workdir))
     text = json.dumps(results, indent=2)
     print(text)
     if args.json:

@@ -45,7 +45,7 @@ import msgspec
 
 from drasim.cli import apply, cluster, demo, kubeconfig, launch, supervisor
 from drasim.cli.launch import Launch
-from drasim.common import cluster_file, features, nats_auth, runtime_config, service
+from drasim.common import cluster_file, duration, features, nats_auth, runtime_config, service
 from drasim.common.api import registry
 from drasim.common.bus.client import Bus
 from drasim.common.client import ApiClient
@@ -92,6 +92,13 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
     )
     service.add_feature_gate_flags(parser, version_flag="--kubernetes-version")
     runtime_config.add_flag(parser)
+    parser.add_argument(
+        "--compaction-interval",
+        type=duration.non_negative_duration,
+        metavar="DURATION",
+        help="compact the event log and stream this often, keeping at least this much "
+        "history (default 5m, env DRASIM_COMPACTION_INTERVAL; 0: never; docs/apistore.md)",
+    )
     # Tests substitute fake services here; users have no reason to.
     parser.add_argument(
         "--services",
@@ -135,6 +142,11 @@ def run(args: argparse.Namespace) -> int:
             with_demo=args.demo,
             feature_gates=gates,
             runtime=served,
+            apistore_args=(
+                ["--compaction-interval", duration.format_go_duration(args.compaction_interval)]
+                if args.compaction_interval is not None
+                else []
+            ),
         )
     )
 
@@ -149,6 +161,7 @@ async def _up(
     http_port: int = 0,
     feature_gates: FeatureGate = features.DEFAULT,
     runtime: RuntimeConfig = DEFAULT_RUNTIME_CONFIG,
+    apistore_args: Sequence[str] = (),
 ) -> int:
     stopping = asyncio.Event()
     loop = asyncio.get_running_loop()
@@ -201,6 +214,7 @@ async def _up(
         }
         if runtime.flag:
             own_args[APISTORE] += ["--runtime-config", runtime.flag]
+        own_args[APISTORE] += apistore_args
 
         def service(module: str, user: str, args: list[str], name: str | None = None) -> Launch:
             """Where the service connects, as whom (`drasim.common.nats_auth`), and its

@@ -7,9 +7,10 @@ and refuse what Go refuses, with Go's messages.
 
 from __future__ import annotations
 
+import argparse
 import re
 
-__all__ = ["format_go_duration", "parse_go_duration"]
+__all__ = ["format_go_duration", "non_negative_duration", "parse_go_duration"]
 
 _UNITS = {
     "ns": 1e-9,
@@ -74,3 +75,14 @@ def format_go_duration(seconds: float) -> str:
     if minutes:
         return f"{sign}{int(minutes)}m{text}"
     return sign + text
+
+
+def non_negative_duration(text: str) -> float:
+    """A flag's Go duration (`5m`, `90s`, `0`) as seconds: argparse's `type` for it."""
+    try:
+        seconds = parse_go_duration(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    if seconds < 0:
+        raise argparse.ArgumentTypeError(f"must not be negative: {text!r}")
+    return seconds

@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 import argparse
+import os
 import ssl
 import sys
 from pathlib import Path
 
+from drasim.apistore.compaction import DEFAULT_COMPACTION_INTERVAL
 from drasim.apistore.event_ttl import DEFAULT_EVENT_TTL
 from drasim.apistore.http import authn
 from drasim.apistore.server import ApiServer
 from drasim.common import runtime_config, service
+from drasim.common.duration import format_go_duration, non_negative_duration
 
 
 def _apistore_options(parser: argparse.ArgumentParser) -> None:
@@ -36,6 +39,16 @@ def _apistore_options(parser: argparse.ArgumentParser) -> None:
         type=float,
         default=DEFAULT_EVENT_TTL,
         help="seconds an Event is kept after its last write (0: forever)",
+    )
+    parser.add_argument(
+        "--compaction-interval",
+        type=non_negative_duration,
+        default=os.environ.get("DRASIM_COMPACTION_INTERVAL")
+        or format_go_duration(DEFAULT_COMPACTION_INTERVAL),
+        metavar="DURATION",
+        help="how often the event log and stream are compacted, keeping at least this much "
+        "history (kube-apiserver's --etcd-compaction-interval; 0: never; "
+        "env DRASIM_COMPACTION_INTERVAL)",
     )
 
 
@@ -82,6 +95,7 @@ def main(argv: list[str] | None = None) -> int:
             http_tokens=tokens,
             http_tls=tls,
             event_ttl=args.event_ttl,
+            compaction_interval=args.compaction_interval,
             features=args.feature_gates,
             runtime_config=served,
         )

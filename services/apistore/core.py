@@ -298,6 +298,11 @@ class ApiCore:
             last_seq=selected.last_seq,
             continue_after=rows[-1].seq if selected.more else 0,
         )
+        compaction = selected.compaction
+        if compaction is not None and compaction.revision:
+            result.compacted = compaction.revision
+            if compaction.compacted_at is not None:
+                result.compacted_at = objectmeta.now_rfc3339(compaction.compacted_at)
         return messages.encoder.encode(result)
 
     # -- writes ---------------------------------------------------------------------

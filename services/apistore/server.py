@@ -14,6 +14,7 @@ from pathlib import Path
 from nats.aio.msg import Msg
 
 from drasim.apistore import faults, health, limits
+from drasim.apistore.compaction import DEFAULT_COMPACTION_INTERVAL, Compactor
 from drasim.apistore.core import ApiCore
 from drasim.apistore.event_ttl import DEFAULT_EVENT_TTL, EventTtl
 from drasim.apistore.http import HttpApi, build_app
@@ -47,6 +48,8 @@ class ApiServer:
     http: HttpApi | None = None
     metrics: ApiStoreMetrics | None = None
     event_ttl_task: asyncio.Task[None] | None = None
+    compactor: Compactor | None = None
+    compaction_task: asyncio.Task[None] | None = None
 
     @classmethod
     async def start(
@@ -65,11 +68,13 @@ class ApiServer:
         http_tokens: Tokens | None = None,
         http_tls: ssl.SSLContext | None = None,
         event_ttl: float = DEFAULT_EVENT_TTL,
+        compaction_interval: float = DEFAULT_COMPACTION_INTERVAL,
         features: FeatureGate = gates.DEFAULT,
         runtime_config: RuntimeConfig = DEFAULT_RUNTIME_CONFIG,
     ) -> ApiServer:
         """With `http_port` (0 picks a free one) the HTTP API serves too, for `http_token`.
-        Events expire `event_ttl` seconds after their last write (0: never). Fault plans
+        Events expire `event_ttl` seconds after their last write (0: never). The event log
+        and stream are compacted every `compaction_interval` seconds (0: never). Fault plans
         can be installed at run time (`drasim.apistore.faults`, over the control subject)
         only with `fault_injection`, and NATS lets only admins publish there. `features`
         are the feature gates and the release they are of: writes drop what a disabled gate
@@ -123,6 +128,11 @@ class ApiServer:
             server.event_ttl_task = asyncio.create_task(
                 EventTtl(core, event_ttl).run(), name="apistore-event-ttl"
             )
+        if compaction_interval > 0:
+            server.compactor = Compactor(store, bus, compaction_interval)
+            server.compaction_task = asyncio.create_task(
+                server.compactor.run(), name="apistore-compaction"
+            )
         if fault_injection:
             server._control_sub = await bus.nc.subscribe(
                 subjects.control(prefix, "apistore", "faults"), cb=server._on_fault_plan
@@ -142,10 +152,11 @@ class ApiServer:
     async def stop(self) -> None:
         if self.http is not None:
             await self.http.stop()
-        if self.event_ttl_task is not None:
-            self.event_ttl_task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self.event_ttl_task
+        for task in (self.event_ttl_task, self.compaction_task):
+            if task is not None:
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
         await self.api.stop()
         await self.core.stop()
         self.outbox_task.cancel()

@@ -141,6 +141,44 @@ SELECT_OUTBOX_SEQ = "SELECT seq FROM outbox WHERE id = 1"
 # Guarded so that a slower replica never moves the position backwards.
 UPDATE_OUTBOX_SEQ = "UPDATE outbox SET seq = $1 WHERE id = 1 AND seq < $1"
 
+# Compaction (migration 0003, `drasim.apistore.compaction`). A round is taken by the replica
+# whose count of rounds is the table's (a compare-and-set: the others learn the count and
+# try again next interval); it records the log's end for the next round and gets back the
+# end the round before recorded, which it compacts up to.
+TAKE_COMPACTION_ROUND = """
+WITH last AS (SELECT rounds, next_revision FROM compaction WHERE id = 1 FOR UPDATE)
+UPDATE compaction SET rounds = last.rounds + 1,
+    next_revision = (SELECT coalesce(max(seq), 0) FROM events)
+FROM last WHERE compaction.id = 1 AND last.rounds = $1
+RETURNING last.next_revision"""
+SELECT_COMPACTION = "SELECT rounds, revision, compacted_at FROM compaction WHERE id = 1"
+# One step of a compaction: of the events after $1 up to $2, each object's last one
+# supersedes every earlier event of that object (those of earlier steps included), and is
+# itself dropped if it is a deletion, as etcd's compaction drops tombstones; what is left
+# at or before $2 is each live object's last version there, so the log still folds to the
+# state at $2. The mark moves in the same transaction, so it never claims more than is
+# done. The events' index on (resource, namespace, name, seq) finds each object's earlier
+# events.
+COMPACT_EVENTS = """
+WITH last AS (
+    SELECT DISTINCT ON (resource, namespace, name) resource, namespace, name, seq, type
+    FROM events WHERE seq > $1 AND seq <= $2
+    ORDER BY resource, namespace, name, seq DESC
+), latest AS (
+    SELECT max(created_at) AS at FROM events WHERE seq > $1 AND seq <= $2
+), removed AS (
+    DELETE FROM events e USING last l
+    WHERE e.resource = l.resource AND e.namespace = l.namespace AND e.name = l.name
+      AND (e.seq < l.seq OR (e.seq = l.seq AND l.type = 'DELETED'))
+    RETURNING 1
+), marked AS (
+    UPDATE compaction SET revision = $2,
+        compacted_at = coalesce((SELECT at FROM latest), compacted_at)
+    WHERE id = 1 AND revision < $2
+    RETURNING 1
+)
+SELECT (SELECT count(*) FROM removed), (SELECT count(*) FROM marked)"""
+
 CREATE_SCHEMA_MIGRATIONS = """
 CREATE TABLE IF NOT EXISTS schema_migrations (
     version    int         PRIMARY KEY,

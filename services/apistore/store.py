@@ -50,12 +50,22 @@ class EventRow(NamedTuple):
     created_at: Any = None
 
 
+class Compaction(NamedTuple):
+    """The compaction row (migration 0003): rounds taken so far, the seq the log is
+    compacted up to (0: never), and the latest write time among the compacted events."""
+
+    rounds: int
+    revision: int
+    compacted_at: datetime | None
+
+
 class SelectedEvents(NamedTuple):
     """A page of the event log as `Store.select_events` answers it."""
 
     events: list[EventRow]
     more: bool  # more events match after the page
     last_seq: int  # the log's last event in the page's snapshot
+    compaction: Compaction | None = None  # how far the log was compacted in that snapshot
 
 
 # Rows of the event log a page's cursor fetches per round trip (an event may hold an
@@ -485,6 +495,7 @@ class Store:
         events: list[EventRow] = []
         more, size = False, 0
         async with self._snapshot() as (conn, last_seq):
+            compaction = Compaction(*await conn.fetchrow(sql.SELECT_COMPACTION))
             prefetch = min(limit + 1, EVENT_PREFETCH)
             # One more than the page: whether more follow.
             async for row in conn.cursor(statement, *args, limit + 1, prefetch=prefetch):
@@ -501,10 +512,32 @@ class Store:
                     more = True
                     break
                 events.append(ev)
-        return SelectedEvents(events, more, last_seq)
+        return SelectedEvents(events, more, last_seq, compaction)
 
     async def select_outbox_seq(self) -> int:
         return await self._pool.fetchval(sql.SELECT_OUTBOX_SEQ)
 
     async def update_outbox_seq(self, seq: int) -> None:
         await self._pool.execute(sql.UPDATE_OUTBOX_SEQ, seq)
+
+    async def select_compaction(self) -> Compaction:
+        with _translated():
+            return Compaction(*await self._pool.fetchrow(sql.SELECT_COMPACTION))
+
+    async def take_compaction_round(self, rounds: int) -> int | None:
+        """Take the next compaction round if `rounds` is still the count taken (see
+        `sql.TAKE_COMPACTION_ROUND`): the seq the round before recorded, to compact up to;
+        None when another replica took it first."""
+        with _translated():
+            return await self._pool.fetchval(sql.TAKE_COMPACTION_ROUND, rounds)
+
+    async def compact_events(self, after: int, upto: int) -> int:
+        """One compaction step over the events after `after` up to `upto`, in a
+        transaction of its own (`sql.COMPACT_EVENTS`); answers how many events went."""
+        with _translated():
+            async with self._pool.acquire() as conn, conn.transaction():
+                # The sizes of a step's ranges vary: a plan made for a small one (prepared
+                # statements keep a generic plan) may scan the whole log.
+                await conn.execute(sql.PLAN_EACH_TIME)
+                removed, _ = await conn.fetchrow(sql.COMPACT_EVENTS, after, upto)
+        return removed

@@ -102,15 +102,20 @@ async def test_events_prints_the_log(fresh, api, capsys):
     assert all("default/p" in line and "test" in line for line in lines[1:])
 
 
-async def test_replay_shows_the_past_and_verifies_the_projection(fresh, api, capsys):
-    first = await api.create(make_pod("early").obj())
-    for i in range(30):  # a busy run: creates, updates, deletes, garbage collection
+async def write_busy_history(api, pods: int) -> None:  # noqa: ANN001
+    """A busy run: creates, updates, deletes, garbage collection."""
+    for i in range(pods):
         pod = await api.create(make_pod(f"p{i}").labels(i=str(i)).obj())
         await api.create(make_claim(f"c{i}", owner=pod))
         if i % 3 == 0:
             await api.bind(pod, "n1")
         if i % 2 == 0:
             await api.delete(core_v1.Pod, f"p{i}", namespace="default", grace_period_seconds=0)
+
+
+async def test_replay_shows_the_past_and_verifies_the_projection(fresh, api, capsys):
+    first = await api.create(make_pod("early").obj())
+    await write_busy_history(api, 30)
     code, out, _ = await drasim(fresh, capsys, "replay", "--verify")
     assert code == 0, out
     assert "equals the projection" in out

@@ -287,3 +287,16 @@ def test_the_cluster_state_survives_a_second_up(run_up: Callable[..., Up], tmp_p
     assert listed.stdout.split() == ["pod/kept"], listed.stderr
     again.process.send_signal(signal.SIGTERM)
     assert again.finish() == 0, again.output
+
+
+@pytest.mark.parametrize(
+    ("value", "problem"),
+    [("5x", 'time: unknown unit "x" in duration "5x"'), ("-1m", "must not be negative: '-1m'")],
+)
+def test_a_bad_compaction_interval_is_refused_with_gos_message(
+    capsys: pytest.CaptureFixture[str], value: str, problem: str
+) -> None:
+    with pytest.raises(SystemExit) as exited:
+        main(["up", f"--compaction-interval={value}"])
+    assert exited.value.code == 2
+    assert capsys.readouterr().err.endswith(f"argument --compaction-interval: {problem}\n")

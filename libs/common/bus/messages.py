@@ -119,11 +119,15 @@ class LoggedEvent(msgspec.Struct, kw_only=True):
 class EventLogResult(msgspec.Struct, kw_only=True):
     """A page of the event log. `last_seq`: the log's last event as the page was read.
     `continue_after`: when the page ended before the (filtered) log did, on its limit or
-    on the bus's payload limit, the `after` of the next page; 0 on the last page."""
+    on the bus's payload limit, the `after` of the next page; 0 on the last page.
+    `compacted`: the log is compacted up to this seq (0: never), so it folds to the state at
+    no earlier one; `compacted_at`: the latest write time among the compacted events."""
 
     events: list[LoggedEvent]
     last_seq: int
     continue_after: int = 0
+    compacted: int = 0
+    compacted_at: str = ""
 
 
 class WatchEvent(msgspec.Struct, kw_only=True):
