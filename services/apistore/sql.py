@@ -157,15 +157,18 @@ SELECT_COMPACTION = "SELECT rounds, revision, compacted_at FROM compaction WHERE
 # itself dropped if it is a deletion, as etcd's compaction drops tombstones; what is left
 # at or before $2 is each live object's last version there, so the log still folds to the
 # state at $2. The mark moves in the same transaction, so it never claims more than is
-# done. The events' index on (resource, namespace, name, seq) finds each object's earlier
-# events.
+# done. The step's rows are read once, by seq (a max(created_at) of its own would walk the
+# time index back from the newest event, past every event written since the step's); the
+# events' index on (resource, namespace, name, seq) finds each object's earlier events.
 COMPACT_EVENTS = """
-WITH last AS (
+WITH step AS MATERIALIZED (
+    SELECT resource, namespace, name, seq, type, created_at FROM events
+    WHERE seq > $1 AND seq <= $2
+), last AS (
     SELECT DISTINCT ON (resource, namespace, name) resource, namespace, name, seq, type
-    FROM events WHERE seq > $1 AND seq <= $2
-    ORDER BY resource, namespace, name, seq DESC
+    FROM step ORDER BY resource, namespace, name, seq DESC
 ), latest AS (
-    SELECT max(created_at) AS at FROM events WHERE seq > $1 AND seq <= $2
+    SELECT max(created_at) AS at FROM step
 ), removed AS (
     DELETE FROM events e USING last l
     WHERE e.resource = l.resource AND e.namespace = l.namespace AND e.name = l.name
