@@ -9,12 +9,13 @@ import uuid
 from collections.abc import AsyncIterator
 from typing import Any
 
+import nats.errors
 import pytest
 
 from drasim.apistore.outbox import ensure_stream
 from drasim.common import errors, watch
 from drasim.common.api import core_v1
-from drasim.common.bus import messages, subjects
+from drasim.common.bus import consumer, messages, subjects
 from drasim.common.bus.client import Bus
 from tests.builders import make_pod
 from tests.conftest import Infra
@@ -137,3 +138,41 @@ async def test_watch_forever_carries_on_after_an_error(bus: Bus, caplog) -> None
         assert await take(events, 1) == [("ADDED", "a1", 1)]
     finally:
         await events.aclose()
+
+
+async def test_a_watch_of_many_nodes_makes_consumers_a_few_at_a_time_and_tries_again(
+    bus: Bus, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A kubelet of thousands of nodes must not flood JetStream's API with consumer
+    requests, nor give up its whole watch when a busy server leaves one unanswered."""
+    monkeypatch.setattr(consumer, "_CREATE_CONCURRENCY", 4)
+    await ensure_stream(bus)
+    nodes = [f"n{i}" for i in range(40)]
+    for node in nodes:
+        await publish(bus, node, f"{node}-pod")
+    request = bus.request
+    in_flight, most, unanswered = 0, 0, consumer._CREATE_ATTEMPTS - 1
+
+    async def busy_server(subject: str, *args: Any, **kwargs: Any) -> Any:
+        nonlocal in_flight, most, unanswered
+        if not subject.startswith("$JS.API.CONSUMER.CREATE."):
+            return await request(subject, *args, **kwargs)
+        if unanswered:
+            unanswered -= 1
+            raise nats.errors.TimeoutError
+        in_flight += 1
+        most = max(most, in_flight)
+        try:
+            return await request(subject, *args, **kwargs)
+        finally:
+            in_flight -= 1
+
+    monkeypatch.setattr(bus, "request", busy_server)
+    starts = {subjects.events_of(bus.prefix, "pods", node=n): 0 for n in nodes}
+    events = watch.watch_once(bus=bus, starts=starts, type_=core_v1.Pod)
+    try:
+        got = {(await asyncio.wait_for(anext(events), 10))[1].object.metadata.name for _ in nodes}
+    finally:
+        await events.aclose()
+    assert got == {f"{node}-pod" for node in nodes}
+    assert unanswered == 0 and most == 4

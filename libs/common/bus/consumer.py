@@ -44,6 +44,13 @@ _INACTIVE_THRESHOLD_S = 30.0
 # Heartbeats missed before a consumer is taken for lost (nats-py's figure).
 _MISSED_HEARTBEATS = 2
 _CREATE_TIMEOUT_S = 5.0
+# Consumers one watch makes at once. A kubelet watches thousands of nodes, and nats-server
+# answers JetStream API requests from one queue: thousands at once left the last ones
+# unanswered past the timeout, the watch failed, and its retry listed and made them all
+# again, at 10,000 nodes for ever.
+_CREATE_CONCURRENCY = 32
+# Tries of a consumer whose request went unanswered (a busy server) before the watch fails.
+_CREATE_ATTEMPTS = 3
 _NANOS = 1_000_000_000
 
 
@@ -78,6 +85,7 @@ class _Watch:
         self._inbox = bus.nc.new_inbox()
         self._ids = itertools.count()
         self._tasks: set[asyncio.Task[None]] = set()
+        self._creating = asyncio.Semaphore(_CREATE_CONCURRENCY)
 
     async def start(self) -> None:
         """Make every consumer; raises `Expired` when the stream no longer holds the first
@@ -129,6 +137,22 @@ class _Watch:
                 self.queue.put_nowait(exc)
 
     async def _create(self, consumer: _Consumer, generation: int) -> None:
+        """Make `consumer` (at most `_CREATE_CONCURRENCY` at once), trying again when the
+        server did not answer in time; a try's consumer that the server made all the same
+        delivers to a subject nobody listens to any more, and expires."""
+        async with self._creating:
+            for attempt in range(1, _CREATE_ATTEMPTS + 1):
+                try:
+                    await self._create_once(consumer, generation)
+                    return
+                except nats.errors.TimeoutError:
+                    if consumer.sub is not None:
+                        self._unsubscribe(consumer.sub)
+                        consumer.sub = None
+                    if attempt == _CREATE_ATTEMPTS or generation != consumer.generation:
+                        raise
+
+    async def _create_once(self, consumer: _Consumer, generation: int) -> None:
         name = uuid.uuid4().hex
         deliver = f"{self._inbox}.{next(self._ids)}"
         sub = await self.bus.subscribe_direct(
