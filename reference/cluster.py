@@ -330,7 +330,7 @@ class ReferenceCluster:
             list(pool.map(register, self.cluster.nodes))
         self.say(
             f"registered {len(self.cluster.nodes)} nodes and "
-            f"{len(self.cluster.spec.device_classes)} DeviceClasses"
+            f"{len(self.cluster.device_classes())} DeviceClasses"
         )
 
     def ensure_slices(self) -> None:

@@ -36,7 +36,7 @@ def _json(obj: meta_v1.KubeObject) -> dict[str, Any]:
 
 def node_object(config: NodeConfig) -> dict[str, Any]:
     """The Node drasim's kubelet registers for `config`, marked for kwok."""
-    probe = EmulatedProbe(config.profile)
+    probe = EmulatedProbe.of(config)
     exposures = {g.name: config.exposure(g.name) for g in config.profile.devices}
     plugins = {
         e.extended_resource_name: DevicePlugin(
@@ -67,7 +67,7 @@ def node_object(config: NodeConfig) -> dict[str, Any]:
 def slice_objects(config: NodeConfig, *, node_uid: str) -> list[dict[str, Any]]:
     """The ResourceSlices drasim's DRA driver shims publish for the node: one pool per
     driver, named after the node, generation 1 (a fresh driver's first publication)."""
-    probe = EmulatedProbe(config.profile)
+    probe = EmulatedProbe.of(config)
     drivers: dict[str, set[str]] = {}
     for group in config.profile.devices:
         if config.exposure(group.name).exposure == DRA:
@@ -76,9 +76,14 @@ def slice_objects(config: NodeConfig, *, node_uid: str) -> list[dict[str, Any]]:
     for driver, groups in sorted(drivers.items()):
         devices = [d for d in probe.devices() if d.driver == driver and d.group.name in groups]
         wanted = dra_driver.pool_devices(config.name, driver, devices)
+        counters = dra_driver.pool_counter_sets(config.name, driver, devices)
+        count = len(wanted) + len(counters)
         for name, chunk in wanted.items():
+            spec = dra_driver.slice_spec(config.name, driver, chunk, generation=1, count=count)
+            found.append(_json(dra_driver.new_slice(name, spec, node_uid=node_uid)))
+        for name, sets in counters.items():
             spec = dra_driver.slice_spec(
-                config.name, driver, chunk, generation=1, count=len(wanted)
+                config.name, driver, [], generation=1, count=count, shared_counters=sets
             )
             found.append(_json(dra_driver.new_slice(name, spec, node_uid=node_uid)))
     return found
@@ -86,4 +91,4 @@ def slice_objects(config: NodeConfig, *, node_uid: str) -> list[dict[str, Any]]:
 
 def device_classes(cluster: Cluster) -> list[dict[str, Any]]:
     """The DeviceClasses `drasim up` creates before the nodes register."""
-    return [_json(c) for c in cluster.spec.device_classes]
+    return [_json(c) for c in cluster.device_classes()]

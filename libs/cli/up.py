@@ -310,8 +310,8 @@ async def _create_device_classes(api: ApiClient, nodes_file: cluster_file.Cluste
     updated) before any node registers, and with `drivers:` the RBAC of the drivers'
     service account, as a driver's manifests would bring it."""
     spec = nodes_file.spec
-    objects: list[Any] = [*spec.device_classes, *spec.resource_slices]
-    if spec.drivers:
+    objects: list[Any] = [*nodes_file.device_classes(), *spec.resource_slices]
+    if nodes_file.drivers():
         objects += dradriver.rbac()
     for obj in objects:
         info = registry.by_type(type(obj))

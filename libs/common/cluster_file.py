@@ -68,11 +68,11 @@ from typing import Any, Literal, TypeVar
 import msgspec
 import yaml
 
-from drasim.common import codec, labels, profiles, runtime_config
+from drasim.common import codec, driver_profiles, labels, profiles, runtime_config
 from drasim.common.api import core_v1, meta_v1, resource_v1, resources, validation
 from drasim.common.api.validation import meta, names
 from drasim.common.duration import parse_go_duration
-from drasim.common.quantity import Quantity
+from drasim.common.quantity import Quantity, parse_quantity
 
 __all__ = [
     "API_VERSION",
@@ -223,6 +223,10 @@ class Attachment(_Struct, kw_only=True):
 
     after_seconds: float = 1.0
     outcome: Literal["Attached", "Failed"] = "Attached"
+    # The conditions' reason and message; by default `Attached`/`AttachFailed` and
+    # "device attached by <driver>" (a driver profile sets its driver's own).
+    reason: str = ""
+    message: str = ""
 
 
 class DeviceStatusReport(_Struct, kw_only=True):
@@ -269,6 +273,8 @@ class NodeConfig:
     profile: NodeProfile
     # Drivers of the cluster's network-attached slices: every node prepares their devices.
     network_drivers: frozenset[str] = frozenset()
+    # The real driver whose contract the pool's devices follow (`profile: <driver profile>`).
+    driver_profile: driver_profiles.DriverProfile | None = None
 
     def exposure(self, group: str) -> DeviceExposure:
         return self.pool.devices.get(group) or DeviceExposure()
@@ -279,6 +285,26 @@ class Cluster:
     source: Path
     spec: ClusterSpec
     nodes: list[NodeConfig] = field(default_factory=list)
+    # The driver profile of each pool that names one, by pool name.
+    driver_profiles: dict[str, driver_profiles.DriverProfile] = field(default_factory=dict)
+
+    def device_classes(self) -> list[resource_v1.DeviceClass]:
+        """The file's DeviceClasses, then those its driver profiles' charts install (a class
+        the file defines itself wins)."""
+        found = {c.metadata.name: c for c in self.spec.device_classes}
+        for profile in self.driver_profiles.values():
+            for device_class in profile.device_classes():
+                found.setdefault(device_class.metadata.name, device_class)
+        return list(found.values())
+
+    def drivers(self) -> list[DriverBehaviour]:
+        """The file's `drivers:`, then what its driver profiles' controllers do (an entry
+        the file makes for a driver wins)."""
+        found = {d.name: d for d in self.spec.drivers}
+        for profile in self.driver_profiles.values():
+            for raw in profile.drivers():
+                found.setdefault(raw["name"], codec.convert(raw, DriverBehaviour))
+        return list(found.values())
 
     def runtime_config_flag(self) -> str:
         """`runtimeConfig` as `--runtime-config` writes it (`key=value,...`)."""
@@ -310,7 +336,9 @@ def parse_shard(text: str) -> tuple[int, int]:
 def load(path: Path | str | None = None) -> Cluster:
     """Read, decode and check a cluster file (the KEP example when `path` is None)."""
     source = Path(path) if path is not None else profiles.DEFAULT_CLUSTER
-    spec = _decode(source, ClusterSpec)
+    document = _read(source)
+    options = _take_driver_options(document)
+    spec = _convert(source, document, ClusterSpec)
     _check_kind(source, spec.api_version, spec.kind, "Cluster")
     errs = _check_device_classes(spec)
     cluster = Cluster(source=source, spec=spec)
@@ -326,9 +354,22 @@ def load(path: Path | str | None = None) -> Cluster:
     nodes: list[NodeConfig] = []
     seen: dict[str, str] = {}
     network = frozenset(s.spec.driver for s in spec.resource_slices)
+    by_pool: dict[str, driver_profiles.DriverProfile] = {}
     for i, pool in enumerate(spec.pools):
         where = f"pools[{i}]"
-        profile = _resolve_profile(source, pool.profile, inline, f"{where}.profile")
+        driver = None
+        if i in options:
+            driver, found = _driver_profile(pool.profile, options[i])
+            at = f"{where}.devices[{driver.group}]"
+            errs += [(f"{at}.{path}" if path else at, msg) for path, msg in found]
+            by_pool[pool.name] = driver
+            pool.devices[driver.group] = DeviceExposure(
+                exposure=driver.options.exposure,
+                extended_resource_name=driver.extended_resource_name(),
+            )
+            profile = _driver_node_profile(driver)
+        else:
+            profile = _resolve_profile(source, pool.profile, inline, f"{where}.profile")
         errs += [(f"{where}.{path}", msg) for path, msg in _check_pool(pool, profile)]
         for name in pool.node_names():
             if name in seen:
@@ -341,16 +382,21 @@ def load(path: Path | str | None = None) -> Cluster:
                     pool=pool,
                     profile=profile,
                     network_drivers=network,
+                    driver_profile=driver,
                 )
             )
     _raise(source, errs)
-    return Cluster(source=source, spec=spec, nodes=nodes)
+    return Cluster(source=source, spec=spec, nodes=nodes, driver_profiles=by_pool)
 
 
 # --- decoding --------------------------------------------------------------------------
 
 
 def _decode(source: Path, type_: type[T]) -> T:
+    return _convert(source, _read(source), type_)
+
+
+def _read(source: Path) -> dict[str, Any]:
     try:
         text = source.read_text()
     except OSError as exc:
@@ -361,11 +407,69 @@ def _decode(source: Path, type_: type[T]) -> T:
         raise ClusterFileError(f"{source}: not valid YAML: {exc}") from exc
     if len(documents) != 1 or not isinstance(documents[0], dict):
         raise ClusterFileError(f"{source}: expected one YAML mapping")
+    document: dict[str, Any] = documents[0]
+    return document
+
+
+def _convert(source: Path, document: dict[str, Any], type_: type[T]) -> T:
     try:
-        return codec.convert(documents[0], type_)
+        return codec.convert(document, type_)
     except msgspec.ValidationError as exc:
         _raise(source, [(e.field, e.message) for e in codec.decode_errors(exc)])
         raise  # unreachable: _raise always raises for a non-empty list
+
+
+# The fields of a device group's entry every exposure has; a driver profile's entry adds its
+# driver's options beside them.
+_EXPOSURE_FIELDS = ("exposure", "extendedResourceName")
+
+
+def _take_driver_options(document: dict[str, Any]) -> dict[int, dict[str, Any]]:
+    """Pool index → its driver profile's options (the entry under `devices:`), for pools
+    naming a driver profile; their entries keep only the exposure fields, so the rest of the
+    file decodes strictly as before."""
+    found: dict[int, dict[str, Any]] = {}
+    pools = document.get("pools")
+    for i, pool in enumerate(pools if isinstance(pools, list) else []):
+        if not isinstance(pool, dict) or not isinstance(pool.get("profile"), str):
+            continue
+        profile = driver_profiles.get(pool["profile"])
+        if profile is None:
+            continue
+        devices = pool.get("devices")
+        devices = devices if isinstance(devices, dict) else {}
+        entry = devices.get(profile.group)
+        found[i] = entry if isinstance(entry, dict) else {}
+        if isinstance(entry, dict):
+            devices[profile.group] = {k: v for k, v in entry.items() if k in _EXPOSURE_FIELDS}
+    return found
+
+
+def _driver_profile(
+    name: str, raw: dict[str, Any]
+) -> tuple[driver_profiles.DriverProfile, list[tuple[str, str]]]:
+    """The pool's driver profile built from its options, and what is wrong with them."""
+    profile = driver_profiles.get(name)
+    assert profile is not None
+    try:
+        options = codec.convert(raw, profile.Options)
+    except msgspec.ValidationError as exc:
+        errs = [(e.field, e.message) for e in codec.decode_errors(exc)]
+        return profile(profile.Options()), errs
+    return profile(options), list(options.check())
+
+
+def _driver_node_profile(driver: driver_profiles.DriverProfile) -> NodeProfile:
+    """The node a driver profile's pool gets: the profile's machine, and one device group
+    (the driver's) whose devices `driver.node_devices` describes per node."""
+    machine = driver.machine
+    return NodeProfile(
+        name=driver.name,
+        cpu=parse_quantity(machine.cpu),
+        memory=parse_quantity(machine.memory),
+        pods=machine.pods,
+        devices=[DeviceGroup(name=driver.group, driver=driver.driver, count=0)],
+    )
 
 
 def _check_kind(source: Path, api_version: str, kind: str, want: str) -> None:
@@ -387,7 +491,8 @@ def _resolve_profile(
     elif ref.endswith((".yaml", ".yml")):
         path = source.parent / ref
     else:
-        known = ", ".join(sorted({*inline, *profiles.builtin_profile_names()}))
+        builtin = {*profiles.builtin_profile_names(), *driver_profiles.names()}
+        known = ", ".join(sorted({*inline, *builtin}))
         _raise(source, [(where, f'unknown profile "{ref}" (known: {known}; or a .yaml path)')])
     return load_profile(path)
 

@@ -28,7 +28,7 @@ def _add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     config, args = service.parse_args("controllers", argv, add=_add_arguments)
-    drivers = cluster_file.load(args.cluster).spec.drivers if args.cluster else []
+    drivers = cluster_file.load(args.cluster).drivers() if args.cluster else []
     return service.run_on_bus(
         "controllers",
         config,

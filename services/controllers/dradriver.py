@@ -197,8 +197,9 @@ def _allocated_at(claim: resource_v1.ResourceClaim) -> float:
 def _attachment_conditions(
     result: resource_v1.DeviceRequestAllocationResult, behaviour: DriverBehaviour, now: datetime
 ) -> list[meta_v1.Condition]:
-    assert behaviour.attachment is not None
-    if behaviour.attachment.outcome == "Failed":
+    attachment = behaviour.attachment
+    assert attachment is not None
+    if attachment.outcome == "Failed":
         types, reason, message = result.binding_failure_conditions, "AttachFailed", "attach failed"
     else:
         types, reason, message = result.binding_conditions, "Attached", "device attached"
@@ -206,8 +207,8 @@ def _attachment_conditions(
         meta_v1.Condition(
             type=type_,
             status="True",
-            reason=reason,
-            message=f"{message} by {behaviour.name}",
+            reason=attachment.reason or reason,
+            message=attachment.message or f"{message} by {behaviour.name}",
             last_transition_time=tables.format_time(now),
         )
         for type_ in types

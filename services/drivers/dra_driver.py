@@ -34,6 +34,7 @@ from drasim.common.api import meta_v1, resource_v1
 from drasim.common.bus.client import Bus
 from drasim.common.client import ApiClient
 from drasim.common.cluster_file import AttributeValue
+from drasim.common.driver_profiles import DriverProfile, PrepareError, PrepareRequest
 from drasim.drivers import cdi, dra_api
 from drasim.drivers.checkpoint import Checkpoint
 from drasim.drivers.probe import Probe, ProbedDevice
@@ -62,6 +63,8 @@ class PreparedClaim(msgspec.Struct, kw_only=True):
     namespace: str
     name: str
     devices: list[dra_api.PreparedDevice]
+    # A driver profile's CDI specs: CDI device id → environment (else derived from devices).
+    cdi_edits: dict[str, dict[str, str]] = {}
 
 
 class DriverCheckpoint(msgspec.Struct, kw_only=True):
@@ -83,8 +86,10 @@ class DraDriver:
         cdi_registry: cdi.Registry,
         checkpoint_path: Path | None = None,
         network: bool = False,
+        profile: DriverProfile | None = None,
     ) -> None:
         self.api = api
+        self.profile = profile  # the real driver whose preparation this one plays
         self.network = network
         self.bus = bus
         self.node = node
@@ -302,11 +307,11 @@ class DraDriver:
                 results[claim.uid] = dra_api.NodePrepareResourceResponse(devices=prepared.devices)
                 continue
             try:
-                devices = await self._prepare(claim)
-            except _PrepareError as exc:
+                prepared = await self._prepare(claim)
+            except (_PrepareError, PrepareError) as exc:
                 results[claim.uid] = dra_api.NodePrepareResourceResponse(error=str(exc))
                 continue
-            prepared = PreparedClaim(namespace=claim.namespace, name=claim.name, devices=devices)
+            devices = prepared.devices
             self._state.prepared[claim.uid] = prepared
             self._add_cdi_specs(claim.uid, prepared)
             self.prepare_count += 1
@@ -321,15 +326,24 @@ class DraDriver:
         for claim in request.claims:
             prepared = self._state.prepared.pop(claim.uid, None)
             if prepared is not None:
+                # A CDI device may be common to claims (a driver's `common` one): it stays
+                # while another prepared claim names it.
+                kept = {
+                    cdi_id
+                    for other in self._state.prepared.values()
+                    for device in other.devices
+                    for cdi_id in device.cdi_device_ids
+                }
                 for device in prepared.devices:
                     for cdi_id in device.cdi_device_ids:
-                        self._cdi.remove(cdi_id)
+                        if cdi_id not in kept:
+                            self._cdi.remove(cdi_id)
         await self._checkpoint.save(self._state)
         return dra_api.NodeUnprepareResourcesResponse(
             claims={c.uid: dra_api.NodeUnprepareResourceResponse() for c in request.claims}
         )
 
-    async def _prepare(self, ref: dra_api.Claim) -> list[dra_api.PreparedDevice]:
+    async def _prepare(self, ref: dra_api.Claim) -> PreparedClaim:
         try:
             claim = await self.api.get(resource_v1.ResourceClaim, ref.name, namespace=ref.namespace)
         except errors.ApiError as exc:
@@ -346,6 +360,7 @@ class DraDriver:
         # One prepared device per device, or per share of a shared device (KEP-5075):
         # each share is prepared, and gets its CDI device, on its own.
         by_device: dict[tuple[str, str | None], dra_api.PreparedDevice] = {}
+        local: list[tuple[resource_v1.DeviceRequestAllocationResult, ProbedDevice]] = []
         for result in allocation.devices.results:
             if result.driver != self.driver:
                 continue
@@ -373,6 +388,7 @@ class DraDriver:
                 )
             if not device.usable:
                 raise _PrepareError(f"device {self.driver}/{self.pool}/{device.name} is unhealthy")
+            local.append((result, device))
             key = (device.name, result.share_id)
             prepared = by_device.get(key)
             if prepared is None:
@@ -388,9 +404,43 @@ class DraDriver:
                 )
             prepared.request_names.append(result.request)
             prepared.admin_access = prepared.admin_access or bool(result.admin_access)
-        return list(by_device.values())
+        if self.profile is not None:
+            return self._profile_prepare(claim, [r for r, _ in local])
+        return PreparedClaim(
+            namespace=ref.namespace, name=ref.name, devices=list(by_device.values())
+        )
+
+    def _profile_prepare(
+        self,
+        claim: resource_v1.ResourceClaim,
+        results: list[resource_v1.DeviceRequestAllocationResult],
+    ) -> PreparedClaim:
+        """The driver profile prepares what the shim has checked (its own, healthy)."""
+        assert self.profile is not None
+        done = self.profile.prepare(PrepareRequest(node=self.node, claim=claim, results=results))
+        devices = [
+            dra_api.PreparedDevice(
+                pool_name=d.result.pool,
+                device_name=d.result.device,
+                request_names=[d.result.request],
+                cdi_device_ids=d.cdi_device_ids,
+                share_id=d.result.share_id,
+                admin_access=bool(d.result.admin_access),
+            )
+            for d in done.devices
+        ]
+        return PreparedClaim(
+            namespace=claim.metadata.namespace,
+            name=claim.metadata.name,
+            devices=devices,
+            cdi_edits=done.cdi_edits,
+        )
 
     def _add_cdi_specs(self, uid: str, claim: PreparedClaim) -> None:
+        if claim.cdi_edits:
+            for cdi_id, env in claim.cdi_edits.items():
+                self._cdi.add(cdi_id, env)
+            return
         for device in claim.devices:
             env = {_env_name(request): "true" for request in device.request_names}
             if device.admin_access:  # as the example DRA driver tells its containers
@@ -432,15 +482,18 @@ def pool_counter_sets(
     """Slice name → the counter sets of the pool's healthy partitionable devices, published
     in a slice of their own (1.37 keeps `sharedCounters` and `devices` apart); empty when
     no device has counters."""
-    sets = [
-        resource_v1.CounterSet(
-            name=f"{d.name}-counters",
-            counters={n: resource_v1.Counter(value=v) for n, v in d.group.counters.items()},
-        )
-        for d in devices
-        if d.parent is None and d.group.counters and d.usable
-    ]
-    return {f"{node}-{driver}-counters": sets} if sets else {}
+    sets: dict[str, resource_v1.CounterSet] = {}
+    for d in devices:
+        if not d.usable:
+            continue
+        if d.shared_counters is not None:  # a driver profile's: as long as a user is healthy
+            sets.setdefault(d.shared_counters.name, d.shared_counters)
+        elif d.parent is None and d.group.counters:
+            sets[f"{d.name}-counters"] = resource_v1.CounterSet(
+                name=f"{d.name}-counters",
+                counters={n: resource_v1.Counter(value=v) for n, v in d.group.counters.items()},
+            )
+    return {f"{node}-{driver}-counters": list(sets.values())} if sets else {}
 
 
 def slice_spec(
@@ -482,6 +535,8 @@ def new_slice(
 
 
 def _slice_device(device: ProbedDevice) -> resource_v1.Device:
+    if device.published is not None:
+        return device.published
     attributes = {name: _attribute(value) for name, value in device.attributes.items()}
     attributes["index"] = resource_v1.DeviceAttribute(int_value=device.index)
     group = device.group

@@ -12,7 +12,15 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
 
-from drasim.common.cluster_file import AttributeValue, DeviceGroup, NodeProfile, Partition
+from drasim.common.api import resource_v1
+from drasim.common.cluster_file import (
+    AttributeValue,
+    DeviceGroup,
+    NodeConfig,
+    NodeProfile,
+    Partition,
+)
+from drasim.common.driver_profiles import NodeDevices
 from drasim.common.quantity import Quantity
 
 __all__ = ["EmulatedProbe", "HealthListener", "Probe", "ProbedDevice"]
@@ -32,6 +40,9 @@ class ProbedDevice:
     healthy: bool = True
     parent: ProbedDevice | None = None
     partition: Partition | None = None
+    # A driver profile's device: published as it is, with the counter set it consumes.
+    published: resource_v1.Device | None = None
+    shared_counters: resource_v1.CounterSet | None = None
 
     @property
     def driver(self) -> str:
@@ -54,6 +65,9 @@ class ProbedDevice:
     @property
     def counter_set(self) -> str | None:
         """The counter set the device consumes from: its own or its parent's."""
+        if self.published is not None:
+            consumed = self.published.consumes_counters
+            return consumed[0].counter_set if consumed else None
         if not self.group.counters:
             return None
         return f"{(self.parent or self).name}-counters"
@@ -78,15 +92,27 @@ class Probe(Protocol):
 
 @dataclass
 class EmulatedProbe:
-    """The hardware of a node profile; every device starts healthy."""
+    """The hardware of a node profile; every device starts healthy. With `hardware` (a
+    driver profile's devices on this node), its group's devices are those."""
 
     profile: NodeProfile
+    hardware: NodeDevices | None = None
     _devices: list[ProbedDevice] = field(init=False)
     _listeners: list[HealthListener] = field(init=False, default_factory=list)
+
+    @classmethod
+    def of(cls, config: NodeConfig) -> EmulatedProbe:
+        """The probe of one node of a cluster file."""
+        driver = config.driver_profile
+        hardware = driver.node_devices(config.name) if driver is not None else None
+        return cls(config.profile, hardware)
 
     def __post_init__(self) -> None:
         self._devices = []
         for group in self.profile.devices:
+            if self.hardware is not None:
+                self._devices += _driver_devices(group, self.hardware)
+                continue
             for i, name in enumerate(group.device_names()):
                 device = ProbedDevice(name=name, group=group, index=i)
                 self._devices.append(device)
@@ -103,7 +129,7 @@ class EmulatedProbe:
                     ]
 
     def machine(self) -> dict[str, Quantity]:
-        found = {
+        found: dict[str, Quantity] = {
             "cpu": self.profile.cpu,
             "memory": self.profile.memory,
             "pods": Quantity(self.profile.pods),
@@ -136,3 +162,28 @@ class EmulatedProbe:
             for listener in self._listeners:
                 listener(device)
         return device
+
+
+def _driver_devices(group: DeviceGroup, hardware: NodeDevices) -> list[ProbedDevice]:
+    """A driver profile's devices, in its order, each with the counter set it consumes."""
+    found = {
+        d.name: ProbedDevice(
+            name=d.name,
+            group=group,
+            index=_index(d),
+            published=d,
+        )
+        for d in hardware.devices
+    }
+    counter_sets = {s.name: s for s in hardware.counter_sets}
+    for name, parent in hardware.parents.items():
+        found[name].parent = found[parent]
+    for device in found.values():
+        if device.counter_set is not None:
+            device.shared_counters = counter_sets.get(device.counter_set)
+    return list(found.values())
+
+
+def _index(device: resource_v1.Device) -> int:
+    index = device.attributes.get("index")
+    return index.int_value if index is not None and index.int_value is not None else 0

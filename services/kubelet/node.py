@@ -104,7 +104,7 @@ class NodeAgent:
         self.crash_loop_backoff = crash_loop_backoff
         self.pod_defaults = pod_defaults or []
         self.node_dir = state_dir / config.name if state_dir is not None else None
-        self.probe = EmulatedProbe(config.profile)
+        self.probe = EmulatedProbe.of(config)
         self.cdi = cdi.Registry()
         self.events = EventRecorder(api, self.name)
         self.dra = DraManager(
@@ -217,6 +217,7 @@ class NodeAgent:
 
     def _driver(self, name: str) -> DraDriver:
         driver = self.drivers.get(name)
+        profile = self.config.driver_profile
         if driver is None:
             driver = self.drivers[name] = DraDriver(
                 api=self.api,
@@ -227,6 +228,7 @@ class NodeAgent:
                 cdi_registry=self.cdi,
                 checkpoint_path=self._path(f"plugins/{name}.json"),
                 network=name in self.config.network_drivers,
+                profile=profile if profile is not None and profile.driver == name else None,
             )
         return driver
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from drasim.apistore.http import logs
-from drasim.common import codec, errors
+from drasim.common import codec, container_devices, errors
 from drasim.common.api import core_v1
 from tests.builders import make_pod
 
@@ -64,3 +64,37 @@ def test_previous_without_a_restart_is_not_found() -> None:
     with pytest.raises(errors.BadRequest) as refused:
         logs.container_log(pod, previous=True)
     assert refused.value.message == 'previous terminated container "app" in pod "p" not found'
+
+
+def _exporting(command: list[str], args: list[str], env: dict[str, str]) -> core_v1.Pod:
+    pod = _ran({"containerStatuses": [{"name": "app", "state": {"running": {}}}]})
+    pod.spec.containers[0].command = command
+    pod.spec.containers[0].args = args
+    pod.spec.containers[0].env = [core_v1.EnvVar(name="MODE", value='say "hi" $x')]
+    pod.metadata.annotations = {
+        container_devices.CONTAINER_DEVICES_ANNOTATION: container_devices.encode_container_devices(
+            {"app": container_devices.ContainerDevices(cdi_devices=["k8s.x/gpu=a"], env=env)}
+        )
+    }
+    return pod
+
+
+def test_a_container_running_export_prints_its_environment_as_bash_does() -> None:
+    """The DRA drivers' demo containers run `export; sleep`: their log is the environment,
+    which the demos' `kubectl logs ... | grep GPU_DEVICE` read."""
+    env = {"GPU_DEVICE_3": "gpu-3", "DRA_ADMIN_ACCESS": "false"}
+    pod = _exporting(["bash", "-c"], ["export; trap 'exit 0' TERM; sleep 9999 & wait"], env)
+    lines = logs.container_log(pod).splitlines()
+    assert lines[1:] == [
+        "CDI device k8s.x/gpu=a",
+        'declare -x DRA_ADMIN_ACCESS="false"',
+        'declare -x GPU_DEVICE_3="gpu-3"',
+        'declare -x HOSTNAME="p"',
+        'declare -x MODE="say \\"hi\\" \\$x"',
+    ]
+    quiet = logs.container_log(_exporting(["sleep"], ["9999"], env)).splitlines()
+    assert quiet[1:] == [
+        "CDI device k8s.x/gpu=a",
+        "env DRA_ADMIN_ACCESS=false",
+        "env GPU_DEVICE_3=gpu-3",
+    ]

@@ -100,12 +100,12 @@ async def run_cluster_file(api: ApiClient, tmp_path: Path) -> AsyncIterator[RunC
         path.write_text(text)
         cluster = cluster_file.load(path)
         spec = cluster.spec
-        for obj in [*spec.device_classes, *spec.resource_slices, *dradriver.rbac()]:
+        for obj in [*cluster.device_classes(), *spec.resource_slices, *dradriver.rbac()]:
             await api.create(obj)
         components = (
             KubeletProcess(api=api, nodes=cluster.nodes, state_dir=tmp_path / "nodes"),
             Scheduler(ApiClient(api.bus, actor="system:kube-scheduler")),
-            ControllerManager(api.bus, drivers=spec.drivers),
+            ControllerManager(api.bus, drivers=cluster.drivers()),
         )
         for component in components:
             await component.start()

@@ -76,8 +76,8 @@ HEAD = "apiVersion: drasim.io/v1alpha1\nkind: Cluster\n"
         (HEAD + "pools: [{name: a}]\n", "field pools[0].profile: Required value"),
         (
             HEAD + "pools: [{name: a, profile: gpu-9}]\n",
-            'field pools[0].profile: unknown profile "gpu-9" (known: cpu-only, gpu-2, gpu-8;'
-            " or a .yaml path)",
+            'field pools[0].profile: unknown profile "gpu-9" (known: cpu-only, '
+            "dra-example-driver, gpu-2, gpu-8; or a .yaml path)",
         ),
         (
             HEAD

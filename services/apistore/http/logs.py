@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import re
 from dataclasses import dataclass
 
 import msgspec
@@ -80,7 +81,11 @@ def read_log(
         lines.append(f"resource {resource.name}: {devices}")
     given = _container_devices(pod).get(container, ContainerDevices())
     lines += [f"CDI device {cdi_device}" for cdi_device in given.cdi_devices]
-    lines += [f"env {key}={value}" for key, value in sorted(given.env.items())]
+    spec = next(c for c in [*pod.spec.containers, *pod.spec.init_containers] if c.name == container)
+    if _runs_export(spec):
+        lines += _exported(pod, spec, given.env)
+    else:
+        lines += [f"env {key}={value}" for key, value in sorted(given.env.items())]
     if ended is not None:
         lines.append(
             f"drasim: exited with code {ended.exit_code} ({ended.reason or 'Error'}) "
@@ -89,6 +94,33 @@ def read_log(
     if tail_lines is not None:
         lines = lines[-tail_lines:] if tail_lines > 0 else []
     return ContainerLog("".join(line + "\n" for line in lines), ended is not None)
+
+
+def _runs_export(container: core_v1.Container) -> bool:
+    """The container's shell runs `export` with no arguments, as the DRA drivers' demo
+    containers do (`bash -c "export; sleep 9999"`) to show what they were given."""
+    script = " ".join([*container.command, *container.args])
+    commands = (_SHELL_C.sub("", part.strip()) for part in re.split(r"[;&|\n]", script))
+    return any(command.strip() == "export" for command in commands)
+
+
+_SHELL_C = re.compile(r"^\S*\b(?:ba)?sh\s+-c\s+")  # `bash -c <script>`: the script
+
+
+def _exported(
+    pod: core_v1.Pod, container: core_v1.Container, devices_env: dict[str, str]
+) -> list[str]:
+    """What bash's `export` prints: `declare -x NAME="value"`, sorted by name, for the
+    container's environment (its own literal `env`, then what its devices' CDI specs set,
+    and the pod's hostname)."""
+    env = {"HOSTNAME": pod.spec.hostname or pod.metadata.name}
+    env.update({e.name: e.value for e in container.env if e.value_from is None})
+    env.update(devices_env)
+    return [f'declare -x {name}="{_bash_quoted(value)}"' for name, value in sorted(env.items())]
+
+
+def _bash_quoted(value: str) -> str:
+    return re.sub(r'(["\\$`])', r"\\\1", value)
 
 
 def _instance(

@@ -76,6 +76,7 @@ class _AlternativePlan:
     tolerations: list[resource_v1.DeviceToleration]
     admin_access: bool = False
     capacity: dict[str, Quantity] | None = None  # `capacity.requests`
+    device_class: resource_v1.DeviceClass | None = None  # its configs go into the result
 
 
 @dataclass(slots=True)
@@ -172,7 +173,7 @@ class Allocator:
         plan = self._plan(claims)
         view = self._snapshot.node_view(node)
         if plan.simple is not None and view.plain:
-            return self._find_first_free(view, plan.simple, node.metadata.name)
+            return self._find_first_free(view, plan.simple, node.metadata.name, claims[0])
         requests = [
             _Request(r.claim_index, [self._alternative(view, a) for a in r.alternatives])
             for r in plan.requests
@@ -191,7 +192,10 @@ class Allocator:
         found = search.Search(requests, [[] for _ in claims], ledger)
         if not search.allocate_request(found, 0):
             return None
-        return [Allocation(picks, node.metadata.name) for picks in found.picks]
+        return [
+            Allocation(picks, node.metadata.name, claim)
+            for picks, claim in zip(found.picks, claims, strict=True)
+        ]
 
     def find_one(
         self, node: core_v1.Node, claim: resource_v1.ResourceClaim
@@ -203,10 +207,14 @@ class Allocator:
         view = self._snapshot.node_view(node)
         if not view.plain:
             return self.find(node, [claim])
-        return self._find_first_free(view, plan.simple, node.metadata.name)
+        return self._find_first_free(view, plan.simple, node.metadata.name, claim)
 
     def _find_first_free(
-        self, view: NodeView, alternative: _AlternativePlan, node_name: str
+        self,
+        view: NodeView,
+        alternative: _AlternativePlan,
+        node_name: str,
+        claim: resource_v1.ResourceClaim,
     ) -> list[Allocation] | None:
         """The search for one ExactCount request: its first `count` free devices.
 
@@ -230,7 +238,8 @@ class Allocator:
                 devices = cached[1]
                 if devices is None:
                     return None
-                return [Allocation([search.Pick(alternative, c, 0) for c in devices], node_name)]
+                picks = [search.Pick(alternative, c, 0) for c in devices]
+                return [Allocation(picks, node_name, claim)]
         allocated, in_flight = self._taken
         tolerations = alternative.tolerations
         found: list[Candidate] | None = None
@@ -248,7 +257,7 @@ class Allocator:
             view.first_free[key] = (stamp, found)
         if found is None:
             return None
-        return [Allocation([search.Pick(alternative, c, 0) for c in found], node_name)]
+        return [Allocation([search.Pick(alternative, c, 0) for c in found], node_name, claim)]
 
     def _plan(self, claims: Sequence[resource_v1.ResourceClaim]) -> _Plan:
         """Resolve classes and compile selectors once per set of claims (Filter asks for
@@ -326,6 +335,7 @@ class Allocator:
             tolerations=spec.tolerations,
             admin_access=bool(admin_access),
             capacity=dict(spec.capacity.requests) if spec.capacity is not None else None,
+            device_class=cls,
         )
 
     def _matching(self, view: NodeView, alternative: _AlternativePlan) -> list[Candidate]:
@@ -390,11 +400,14 @@ class Allocation:
     """The devices the search picked for one claim; the `AllocationResult` is built on
     first use, each share getting its `shareID` then."""
 
-    __slots__ = ("_node_name", "_picks", "_result")
+    __slots__ = ("_claim", "_node_name", "_picks", "_result")
 
-    def __init__(self, picks: list[search.Pick], node_name: str) -> None:
+    def __init__(
+        self, picks: list[search.Pick], node_name: str, claim: resource_v1.ResourceClaim
+    ) -> None:
         self._picks = picks
         self._node_name = node_name  # the node allocated for
+        self._claim = claim
         self._result: resource_v1.AllocationResult | None = None
 
     def requests(self) -> set[str]:
@@ -403,7 +416,7 @@ class Allocation:
 
     def result(self) -> resource_v1.AllocationResult:
         if self._result is None:
-            self._result = _allocation_result(self._picks, self._node_name)
+            self._result = _allocation_result(self._picks, self._node_name, self._claim)
         return self._result
 
 
@@ -424,11 +437,58 @@ def _check_device_limit(
             )
 
 
-def _allocation_result(picks: list[search.Pick], node_name: str) -> resource_v1.AllocationResult:
+def _allocation_result(
+    picks: list[search.Pick], node_name: str, claim: resource_v1.ResourceClaim
+) -> resource_v1.AllocationResult:
     return resource_v1.AllocationResult(
-        devices=resource_v1.DeviceAllocationResult(results=[_device_result(p) for p in picks]),
+        devices=resource_v1.DeviceAllocationResult(
+            results=[_device_result(p) for p in picks], config=_configs(picks, claim)
+        ),
         node_selector=_result_node_selector([pick.candidate for pick in picks], node_name),
     )
+
+
+def _configs(
+    picks: list[search.Pick], claim: resource_v1.ResourceClaim
+) -> list[resource_v1.DeviceAllocationConfiguration]:
+    """The configs the drivers get with the result (upstream `Allocate`, "Populate
+    configs"): each class's configs once, for every (sub)request that used the class,
+    then the claim's configs that apply to all requests or to an allocated one."""
+    picked: dict[str, _AlternativePlan] = {}  # request → the alternative that got devices
+    for pick in picks:
+        picked.setdefault(pick.plan.name.split("/", 1)[0], pick.plan)
+    found: list[resource_v1.DeviceAllocationConfiguration] = []
+    by_class: dict[str, list[resource_v1.DeviceAllocationConfiguration]] = {}
+    for request in claim.spec.devices.requests:
+        plan = picked.get(request.name)
+        device_class = plan.device_class if plan is not None else None
+        if plan is None or device_class is None:
+            continue
+        added = by_class.get(device_class.metadata.name)
+        if added is not None:
+            for config in added:
+                config.requests.append(plan.name)
+            continue
+        added = by_class[device_class.metadata.name] = [
+            resource_v1.DeviceAllocationConfiguration(
+                source="FromClass", requests=[plan.name], opaque=config.opaque
+            )
+            for config in device_class.spec.config
+        ]
+        found += added
+    for config in claim.spec.devices.config:
+        copy = resource_v1.DeviceAllocationConfiguration(
+            source="FromClaim", requests=list(config.requests), opaque=config.opaque
+        )
+        if not config.requests:
+            found.append(copy)
+            continue
+        for request in claim.spec.devices.requests:
+            plan = picked.get(request.name)
+            subrequest = plan.name if plan is not None and plan.name != request.name else ""
+            if request.name in config.requests or (subrequest and subrequest in config.requests):
+                found.append(copy)
+    return found
 
 
 def _device_result(pick: search.Pick) -> resource_v1.DeviceRequestAllocationResult:
