@@ -236,6 +236,10 @@ class DeviceStatusReport(_Struct, kw_only=True):
 
     data: dict[str, Any] | None = None
     network_data: bool = False
+    # Data taken from the device's published attributes (`{uuid: {string: ...}}`), as
+    # dra-example-driver's `gpuDeviceStatus` reports them; merged over `data`.
+    attributes: list[str] = []
+    ready_condition: bool = True  # also the `Ready` condition
 
 
 class DriverBehaviour(_Struct, kw_only=True):

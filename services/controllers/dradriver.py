@@ -8,9 +8,10 @@ beside its kubelet plugins, for the drivers a cluster file's `drivers:` names.
   allocation up). This is what the dra-example-driver's binding-conditions controller
   does for fabric-attached devices.
 - Device status (KEP-4817): once a pod using the claim runs (its devices were prepared),
-  the driver reports each of its devices: a `Ready` condition, its `data`, and with
-  `networkData` an interface `net<i>`, an address `10.<i>.0.2/24` and a MAC derived from
-  the claim and device.
+  the driver reports each of its devices: a `Ready` condition, its `data` (and the
+  device's published `attributes` it names, as dra-example-driver's `gpuDeviceStatus`
+  does), and with `networkData` an interface `net<i>`, an address `10.<i>.0.2/24` and a
+  MAC derived from the claim and device.
 
 Entries of other drivers are left alone; an entry is written once and kept, as upstream's
 drivers do, until the allocation goes (the apistore then drops it). The controller acts as
@@ -24,11 +25,12 @@ import asyncio
 import hashlib
 import logging
 from datetime import UTC, datetime
+from typing import Any
 
 from drasim.common import codec, errors, nats_auth, tables
 from drasim.common.api import core_v1, meta_v1, rbac_v1, resource_v1
 from drasim.common.client import ApiClient
-from drasim.common.cluster_file import DriverBehaviour
+from drasim.common.cluster_file import DeviceStatusReport, DriverBehaviour
 from drasim.common.informer import Informer
 from drasim.controllers.queue import WorkQueue
 
@@ -86,11 +88,13 @@ class DriverController:
         *,
         claims: Informer[resource_v1.ResourceClaim],
         pods: Informer[core_v1.Pod],
+        slices: Informer[resource_v1.ResourceSlice] | None = None,
     ) -> None:
         self.api = api
         self.behaviours = {b.name: b for b in behaviours}
         self.claims = claims
         self.pods = pods
+        self.slices = slices  # the published devices, for attribute data
         self.queue: WorkQueue[ClaimKey] = WorkQueue("dra-driver", self.sync)
         self._attachments: dict[ClaimKey, asyncio.TimerHandle] = {}
         claims.add_handlers(
@@ -147,12 +151,15 @@ class DriverController:
                     continue
                 entry.conditions += _attachment_conditions(result, behaviour, now)
                 changed = True
+            report = behaviour.device_status
             if (
-                behaviour.device_status is not None
-                and READY not in reported
+                report is not None
+                and not _reported(entry, report)
                 and self._used_by_running_pod(claim)
             ):
                 _report(entry, behaviour, claim, index, now)
+                if report.attributes:
+                    entry.data = {**(entry.data or {}), **self._attribute_data(result, report)}
                 changed = True
             entries[device_key] = entry
         if not changed:
@@ -176,12 +183,37 @@ class DriverController:
         self._attachments.pop(key, None)
         self.queue.add(key)
 
+    def _attribute_data(
+        self,
+        result: resource_v1.DeviceRequestAllocationResult,
+        report: DeviceStatusReport,
+    ) -> dict[str, Any]:
+        """The device's published attributes `report` names, as the attributes' JSON."""
+        for resource_slice in self.slices.list() if self.slices is not None else []:
+            spec = resource_slice.spec
+            if (spec.driver, spec.pool.name) != (result.driver, result.pool):
+                continue
+            for device in spec.devices:
+                if device.name == result.device:
+                    return {
+                        name: codec.to_builtins(device.attributes[name])
+                        for name in report.attributes
+                        if name in device.attributes
+                    }
+        return {}
+
     def _used_by_running_pod(self, claim: resource_v1.ResourceClaim) -> bool:
         for ref in claim.status.reserved_for:
             pod = self.pods.get(ref.name, claim.metadata.namespace)
             if pod is not None and pod.metadata.uid == ref.uid and pod.status.phase == "Running":
                 return True
         return False
+
+
+def _reported(entry: resource_v1.AllocatedDeviceStatus, report: DeviceStatusReport) -> bool:
+    if report.ready_condition:
+        return any(c.type == READY for c in entry.conditions)
+    return entry.data is not None
 
 
 def _device_key(status: resource_v1.AllocatedDeviceStatus) -> tuple[str, str, str, str]:
@@ -225,15 +257,16 @@ def _report(
     """The device's Ready condition, data and network data."""
     report = behaviour.device_status
     assert report is not None
-    entry.conditions.append(
-        meta_v1.Condition(
-            type=READY,
-            status="True",
-            reason="Prepared",
-            message=f"prepared by {behaviour.name}",
-            last_transition_time=tables.format_time(now),
+    if report.ready_condition:
+        entry.conditions.append(
+            meta_v1.Condition(
+                type=READY,
+                status="True",
+                reason="Prepared",
+                message=f"prepared by {behaviour.name}",
+                last_transition_time=tables.format_time(now),
+            )
         )
-    )
     if report.data is not None:
         entry.data = report.data
     if report.network_data:

@@ -176,6 +176,7 @@ class ControllerManager:
                 list(drivers),
                 claims=self.resource_claims,
                 pods=self.pods,
+                slices=self.resource_slices,
             )
             if drivers
             else None

@@ -443,7 +443,10 @@ class NodeAgent:
             await self._run_containers(pod, record, record.assigned)
             return
         try:
-            claims = await self._prepare_resources(pod)
+            try:
+                claims = await self._prepare_resources(pod)
+            except TemporaryError as exc:  # wrapped as upstream's DRA manager wraps it
+                raise TemporaryError(f"prepare dynamic resources: {exc}", delay=exc.delay) from exc
             assigned = runtime.assign_devices(
                 pod,
                 claims=claims,

@@ -41,16 +41,27 @@ def alive(pids: list[int]) -> list[int]:
 
 
 class Up:
-    """`drasim up --services fake_service` in a subprocess, its output read line by line
-    by a thread so that waiting for a line can have a deadline."""
+    """`drasim up --services fake_service` (or the `services` given; all if none) in a
+    subprocess, its output read line by line by a thread so that waiting for a line can
+    have a deadline."""
 
-    def __init__(self, data_dir: Path, *flags: str, env: dict[str, str] | None = None) -> None:
+    def __init__(
+        self,
+        data_dir: Path,
+        *flags: str,
+        env: dict[str, str] | None = None,
+        services: str = "fake_service",
+        deadline: float = DEADLINE,
+    ) -> None:
         drasim = Path(sys.executable).parent / "drasim"
         env = {k: v for k, v in os.environ.items() if not k.startswith("DRASIM_")} | (env or {})
         env["PYTHONPATH"] = os.pathsep.join([str(FAKE_SERVICE_DIR), env.get("PYTHONPATH", "")])
+        self.deadline = deadline
         self.process = subprocess.Popen(
             [str(drasim) if drasim.exists() else str(shutil.which("drasim")), "up"]
-            + ["--data-dir", str(data_dir), "--services", "fake_service", *flags],
+            + ["--data-dir", str(data_dir)]
+            + (["--services", services] if services else [])
+            + list(flags),
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
             text=True,
@@ -67,7 +78,7 @@ class Up:
         self._queue.put(None)
 
     def wait_for(self, wanted: Callable[[str], bool]) -> str:
-        deadline = time.monotonic() + DEADLINE
+        deadline = time.monotonic() + self.deadline
         while True:
             line = self._queue.get(timeout=max(0.0, deadline - time.monotonic()))
             assert line is not None, f"drasim up ended early:\n{self.output}"

@@ -113,6 +113,21 @@ def test_partitions_publish_a_counter_slice_beside_the_devices(tmp_path: Path) -
     assert [s.name for s in counters["node-0-gpu.example.com-counters"]] == ["gpu-1-counters"]
 
 
+async def create_claim_and_pod(
+    api: ApiClient, name: str, config: list[dict[str, Any]] | None = None
+) -> None:
+    """A claim `name` for one gpu.example.com device (with `config`), and a pod `name`
+    whose container `ctr0` uses it."""
+    request = {"name": "gpu", "exactly": {"deviceClassName": "gpu.example.com"}}
+    claim = {
+        "metadata": {"name": name, "namespace": "default"},
+        "spec": {"devices": {"requests": [request], "config": config or []}},
+    }
+    await api.create(codec.convert(claim, resource_v1.ResourceClaim))
+    pod = builders.make_pod(name).container("ctr0", claims=[{"name": "gpu"}])
+    await api.create(pod.claim("gpu", claim_name=name).obj())
+
+
 def _running(pod: core_v1.Pod | None) -> bool:
     return pod is not None and pod.status.phase == "Running"
 
@@ -137,23 +152,9 @@ async def test_pods_get_the_drivers_env_and_its_errors(
     classes, _ = await api.list(resource_v1.DeviceClass)
     assert [c.metadata.name for c in classes] == ["gpu.example.com"]
     for name, strategy in (("good", "SpacePartitioning"), ("bad", "Foo")):
-        claim = codec.convert(
-            {
-                "metadata": {"name": name, "namespace": "default"},
-                "spec": {
-                    "devices": {
-                        "requests": [
-                            {"name": "gpu", "exactly": {"deviceClassName": "gpu.example.com"}}
-                        ],
-                        "config": [{"requests": ["gpu"], "opaque": _gpu_config(strategy)}],
-                    }
-                },
-            },
-            resource_v1.ResourceClaim,
+        await create_claim_and_pod(
+            api, name, [{"requests": ["gpu"], "opaque": _gpu_config(strategy)}]
         )
-        await api.create(claim)
-        pod = builders.make_pod(name).container("ctr0", claims=[{"name": "gpu"}])
-        await api.create(pod.claim("gpu", claim_name=name).obj())
 
     good = await wait_for(api, core_v1.Pod, "good", _running, namespace="default")
     assert good is not None
@@ -183,7 +184,8 @@ async def test_pods_get_the_drivers_env_and_its_errors(
     bad = await api.get(resource_v1.ResourceClaim, "bad", namespace="default")
     message = await wait_for_event(api, pod="bad", reason="FailedPrepareDynamicResources")
     assert message == (
-        "Failed to prepare dynamic resources: NodePrepareResources failed for ResourceClaim "
+        "Failed to prepare dynamic resources: prepare dynamic resources: "
+        "NodePrepareResources failed for ResourceClaim "
         f"bad: error preparing devices for claim {bad.metadata.uid}: prepare failed: error "
         "applying config: error validating GPU config: unknown GPU sharing strategy: Foo"
     )
@@ -193,23 +195,7 @@ async def test_binding_conditions_are_set_by_the_charts_controller(
     api: ApiClient, run_cluster_file: RunClusterFile
 ) -> None:
     await run_cluster_file(cluster_text(numDevices=1, bindingConditions=True))
-    await api.create(
-        codec.convert(
-            {
-                "metadata": {"name": "attach", "namespace": "default"},
-                "spec": {
-                    "devices": {
-                        "requests": [
-                            {"name": "gpu", "exactly": {"deviceClassName": "gpu.example.com"}}
-                        ]
-                    }
-                },
-            },
-            resource_v1.ResourceClaim,
-        )
-    )
-    pod = builders.make_pod("attach").container("ctr0", claims=[{"name": "gpu"}])
-    await api.create(pod.claim("gpu", claim_name="attach").obj())
+    await create_claim_and_pod(api, "attach")
     assert await wait_for(api, core_v1.Pod, "attach", _running, namespace="default")
     claim = await api.get(resource_v1.ResourceClaim, "attach", namespace="default")
     (status,) = claim.status.devices
@@ -220,3 +206,32 @@ async def test_binding_conditions_are_set_by_the_charts_controller(
         "True",
     )
     assert (condition.reason, condition.message) == ("Ready", "Device is ready")
+
+
+async def test_gpu_device_status_reports_the_devices_attributes(
+    api: ApiClient, run_cluster_file: RunClusterFile
+) -> None:
+    """gpuDeviceStatus: the prepared device's uuid, model and driverVersion in the claim's
+    status.devices[].data, as the driver's BuildDeviceStatus writes them (no conditions)."""
+    await run_cluster_file(cluster_text(numDevices=1, gpuDeviceStatus=True))
+    (published,) = await wait_for_all(api, resource_v1.ResourceSlice, lambda s: len(s) == 1)
+    await create_claim_and_pod(api, "status")
+
+    def reported(claim: resource_v1.ResourceClaim | None) -> bool:
+        return claim is not None and bool(claim.status.devices)
+
+    claim = await wait_for(api, resource_v1.ResourceClaim, "status", reported, namespace="default")
+    assert claim is not None
+    (status,) = claim.status.devices
+    (device,) = published.spec.devices
+    assert (status.driver, status.pool, status.device, status.conditions) == (
+        "gpu.example.com",
+        "node-0",
+        "gpu-0",
+        [],
+    )
+    assert status.data == {
+        "uuid": {"string": device.attributes["uuid"].string_value},
+        "model": {"string": "LATEST-GPU-MODEL"},
+        "driverVersion": {"version": "1.0.0"},
+    }

@@ -63,5 +63,7 @@ async def test_a_retried_prepare_failure_is_one_event_with_a_count(
 
     events = await wait_for_all(api, core_v1.Event, retried, namespace="default")
     [event] = _about(events, "f4", REASON)
-    assert event.message.startswith("Failed to prepare dynamic resources: pod f4 ")
+    assert event.message.startswith(
+        "Failed to prepare dynamic resources: prepare dynamic resources: pod f4 "
+    )
     assert event.source == core_v1.EventSource(component="kubelet", host=DRA_NODE)

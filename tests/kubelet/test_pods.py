@@ -200,8 +200,9 @@ async def test_a_claim_not_reserved_for_the_pod_is_not_prepared(
 
     message = await wait_for_event(api, pod="f4", reason="FailedPrepareDynamicResources")
     assert message == (
-        f"Failed to prepare dynamic resources: pod f4 ({pod.metadata.uid}) is not allowed to "
-        f"use ResourceClaim {claim.metadata.name} ({claim.metadata.uid})"
+        "Failed to prepare dynamic resources: prepare dynamic resources: "
+        f"pod f4 ({pod.metadata.uid}) is not allowed to use ResourceClaim "
+        f"{claim.metadata.name} ({claim.metadata.uid})"
     )
     assert (await api.get(core_v1.Pod, "f4", namespace="default")).status.phase == "Pending"
     assert kubelet.agents[DRA_NODE].drivers["gpu.example.com"].prepare_count == 0

@@ -79,8 +79,6 @@ class GpuOptions(DriverOptions, kw_only=True):
     device_class: DeviceClassValues = msgspec.field(default_factory=DeviceClassValues)
 
     def check(self) -> Iterator[tuple[str, str]]:
-        if self.gpu_device_status:
-            yield "gpuDeviceStatus", "not supported by drasim yet"
         if self.num_devices < 0:
             yield "numDevices", "must be greater than or equal to 0"
         if self.gpu_partitions < 0:
@@ -198,13 +196,20 @@ class ExampleGpuProfile(DriverProfile):
 
     def drivers(self) -> list[dict[str, Any]]:
         """`controller.plugins: [BindingConditions]`, which `bindingConditions` implies: the
-        plugin sets each binding condition True at once."""
+        plugin sets each binding condition True at once; and `gpuDeviceStatus`: the
+        prepared device's uuid, model and driverVersion as its status data
+        (`BuildDeviceStatus` in gpu.go)."""
         behaviour: dict[str, Any] = {"name": self.driver}
         if self.options.binding_conditions:
             behaviour["attachment"] = {
                 "afterSeconds": 0,
                 "reason": "Ready",
                 "message": "Device is ready",
+            }
+        if self.options.gpu_device_status:
+            behaviour["deviceStatus"] = {
+                "attributes": ["uuid", "model", "driverVersion"],
+                "readyCondition": False,
             }
         return [behaviour] if len(behaviour) > 1 else []
 

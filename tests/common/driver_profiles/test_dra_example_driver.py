@@ -148,6 +148,15 @@ def test_binding_conditions_on_every_device() -> None:
         }
     ]
     assert profile().drivers() == []
+    assert profile(gpuDeviceStatus=True).drivers() == [
+        {
+            "name": "gpu.example.com",
+            "deviceStatus": {
+                "attributes": ["uuid", "model", "driverVersion"],
+                "readyCondition": False,
+            },
+        }
+    ]
 
 
 def test_uuids_are_stable_per_node_and_distinct() -> None:
