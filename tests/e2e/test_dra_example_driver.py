@@ -33,6 +33,11 @@ DEFAULT = cluster_file(2, numDevices=8, deviceClass={"extendedResourceName": "ex
 PARTITIONS = cluster_file(1, numDevices=2, gpuPartitions=4, bindingConditions=True)
 SHARED = cluster_file(1, numDevices=1, gpuAllowMultipleAllocations=True)
 SHARED_PARTITIONS = cluster_file(1, numDevices=1, gpuPartitions=4, gpuAllowMultipleAllocations=True)
+# The taint demos' DeviceTaintRules are resource.k8s.io/v1beta2.
+TAINTS = cluster_file(1, numDevices=3).replace(
+    "pools:", 'runtimeConfig: {resource.k8s.io/v1beta2: "true"}\npools:'
+)
+TAINT_EXAMPLES = EXAMPLES / "device-taints-tolerations"
 
 DECLARE = re.compile(r'declare -x (?P<name>[A-Za-z_][A-Za-z0-9_]*)="(?P<value>.*)"')
 
@@ -252,3 +257,62 @@ def test_pods_share_one_partition_each_with_its_capacity(
             "8Gi",
             "10",
         )
+
+
+def test_device_taint_examples(up_clusters: dict[str, UpCluster]) -> None:
+    """device-taints-tolerations, one example after the other (they share a namespace and
+    a rule name), as Kubernetes 1.37 treats them: a device tainted NoSchedule or NoExecute
+    is not allocated to a claim that does not tolerate the taint, so the pods the READMEs
+    show scheduled and then evicted stay Pending instead (upstream's allocator refuses
+    such devices since the scheduler honours NoExecute at allocation)."""
+    cluster = up_clusters[TAINTS]
+    ns = "basic-resourceclaimtemplate"
+
+    def run(example: str, manifest: str, *pods: str) -> None:
+        cluster.kubectl("apply", "-f", str(TAINT_EXAMPLES / example / manifest))
+        for pod in pods:
+            cluster.kubectl("wait", "--for=condition=Ready", f"pod/{pod}", "-n", ns, WAIT)
+
+    def unschedulable(pod: str) -> None:
+        """The pod stays Pending: no device its claim tolerates."""
+        condition = '{.status.conditions[?(@.type=="PodScheduled")].message}'
+        message = (
+            "0/1 nodes are available: 1 cannot allocate all claims. preemption: 0/1 nodes are "
+            "available: 1 Preemption is not helpful for scheduling."
+        )
+        cluster.kubectl(
+            "wait", f"--for=jsonpath={condition}={message}", f"pod/{pod}", "-n", ns, WAIT
+        )
+        jsonpath = "jsonpath={.status.phase}"
+        assert cluster.kubectl("get", "pod", pod, "-n", ns, "-o", jsonpath).stdout == "Pending"
+
+    noexecute = "device-taint-pod-noexecute"
+    run(noexecute, "1-basic-resourceclaimtemplate.yaml")
+    run(noexecute, "2-pod-to-be-evicted.yaml", "pod-to-be-evicted")
+    run(noexecute, "3-device-taint-rule.yaml")
+    cluster.kubectl("wait", "--for=delete", "pod/pod-to-be-evicted", "-n", ns, WAIT)
+    events = cluster.kubectl("get", "events", "-n", ns).stdout
+    assert "DeviceTaintManagerEviction" in events and "Marking for deletion" in events
+    run(noexecute, "4-pod-no-execute.yaml")
+    unschedulable("pod-no-execute")
+    cluster.kubectl("delete", "-f", str(TAINT_EXAMPLES / noexecute / "3-device-taint-rule.yaml"))
+    cluster.kubectl("wait", "--for=condition=Ready", "pod/pod-no-execute", "-n", ns, WAIT)
+
+    noschedule = "device-taint-pod-noschedule"
+    run(noschedule, "2-pod-keeps-running.yaml", "pod-keeps-running")
+    run(noschedule, "3-device-taint-rule.yaml")
+    # The example's pod manifest has no apiVersion: kubectl refuses it, on any cluster.
+    refused = cluster.kubectl(
+        "apply", "-f", str(TAINT_EXAMPLES / noschedule / "4-pod-not-scheduled.yaml"), check=False
+    )
+    assert refused.returncode == 1
+    assert "error validating data: apiVersion not set" in refused.stderr
+    for pod in ("pod-keeps-running", "pod-no-execute"):  # NoSchedule evicts nobody
+        cluster.kubectl("wait", "--for=condition=Ready", f"pod/{pod}", "-n", ns, WAIT)
+
+    toleration = "device-taint-pod-toleration"
+    run(toleration, "1-device-taint-rule.yaml")  # the rule, now NoExecute: evicts the two
+    for pod in ("pod-keeps-running", "pod-no-execute"):
+        cluster.kubectl("wait", "--for=delete", f"pod/{pod}", "-n", ns, WAIT)
+    run(toleration, "2-basic-resourceclaimtemplate.yaml", "pod-with-toleration")
+    unschedulable("pod-without-toleration")
