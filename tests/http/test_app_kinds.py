@@ -281,19 +281,6 @@ async def test_server_side_apply_and_explain(kubectl):
     assert "ConfigMap holds configuration data" in (await kubectl("explain", "cm")).stdout
 
 
-async def test_api_resources_lists_the_kinds(kubectl):
-    listed = _table((await kubectl("api-resources")).stdout)
-    assert listed["configmaps"] == ["configmaps", "cm", "v1", "true", "ConfigMap"]
-    assert listed["services"] == ["services", "svc", "v1", "true", "Service"]
-    assert listed["persistentvolumeclaims"][1] == "pvc"
-    assert listed["endpointslices"] == ["endpointslices", "discovery.k8s.io/v1", "true",
-                                        "EndpointSlice"]  # fmt: skip
-    assert listed["ipaddresses"] == ["ipaddresses", "ip", "networking.k8s.io/v1", "false",
-                                     "IPAddress"]  # fmt: skip
-    for name in ("secrets", "serviceaccounts", "endpoints"):
-        assert name in listed
-
-
 async def test_python_client_reads_and_patches_the_kinds(cluster):
     """The official client: typed models of each kind, a strategic merge patch of a
     Service's ports merging by `port`, and a PVC bound at once."""

@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from drasim.common.api import batch_v1, core_v1
-from tests.http.whole_cluster import WholeCluster, open_whole_cluster
+from tests.http.whole_cluster import WITH_GPU_CLASS, WholeCluster, open_whole_cluster, ready
 
 CHARTS = Path(__file__).parents[1] / "charts"
 APP_BUNDLE = CHARTS / "app-bundle"
@@ -95,16 +95,9 @@ async def test_the_app_bundle_applies_and_reapplies_unchanged(kubectl):
 # The nodes the bundle runs on: GPUs through DRA, GPUs through a device plugin on a node
 # tainted for GPU workloads only, and a node without GPUs. The GPU nodes carry the label the
 # bundle's monitoring DaemonSet selects.
-BUNDLE_CLUSTER = """\
-apiVersion: drasim.io/v1alpha1
-kind: Cluster
-deviceClasses:
-  - apiVersion: resource.k8s.io/v1
-    kind: DeviceClass
-    metadata: {name: gpu.example.com}
-    spec:
-      selectors: [{cel: {expression: "device.driver == 'gpu.example.com'"}}]
-      extendedResourceName: example.com/gpu
+BUNDLE_CLUSTER = (
+    WITH_GPU_CLASS
+    + """\
 pools:
   - name: dra-gpu
     profile: gpu-8
@@ -118,10 +111,7 @@ pools:
   - name: cpu
     profile: cpu-only
 """
-
-
-def _ready(pod: core_v1.Pod) -> bool:
-    return any(c.type == "Ready" and c.status == "True" for c in pod.status.conditions)
+)
 
 
 def _complete(job: batch_v1.Job | None) -> bool:
@@ -153,7 +143,7 @@ async def test_every_workload_of_the_app_bundle_does_its_thing(kubectl, bundle_c
         name = pod.metadata.name
         if pod.metadata.labels.get("app") != "gpu-app-store":
             return
-        for step, happened in (("created", True), ("ready", _ready(pod))):
+        for step, happened in (("created", True), ("ready", ready(pod))):
             if happened and (step, name) not in store_order:
                 store_order.append((step, name))
 
@@ -169,7 +159,7 @@ async def test_every_workload_of_the_app_bundle_does_its_thing(kubectl, bundle_c
         await kubectl("rollout", "status", "-n", "gpu-team", workload, "--timeout=18s")
     monitors = whole.pods("gpu-team", app="gpu-app-gpu-monitor").values()
     assert sorted(p.spec.node_name for p in monitors) == ["dp-gpu-0", "dra-gpu-0"]
-    assert all(_ready(p) for p in monitors)
+    assert all(ready(p) for p in monitors)
     servers = whole.pods("gpu-team", app="gpu-app").values()
     assert [p.spec.node_name for p in servers] == ["dra-gpu-0"] * 2  # the untainted GPUs
     store = [f"gpu-app-store-{i}" for i in range(3)]
@@ -289,7 +279,7 @@ async def test_the_dra_example_driver_runs_one_pod_per_node(kubectl, driver_clus
 
     def ready_on(*nodes: str) -> bool:
         found = plugins()
-        return sorted(found) == sorted(nodes) and all(_ready(p) for p in found.values())
+        return sorted(found) == sorted(nodes) and all(ready(p) for p in found.values())
 
     daemon_set = "daemonset/dra-example-driver-kubeletplugin"
     status = ("rollout", "status", "-n", "dra-example-driver", daemon_set, "--timeout=18s")
@@ -314,7 +304,7 @@ async def test_the_dra_example_driver_runs_one_pod_per_node(kubectl, driver_clus
     # The chart's DeviceClass selects the GPUs: a pod's claim gets one.
     await kubectl("apply", "-f", "-", input=GPU_POD)
     await whole.changes.until(
-        lambda: (p := whole.pods("default").get("trainer")) is not None and _ready(p), timeout=30
+        lambda: (p := whole.pods("default").get("trainer")) is not None and ready(p), timeout=30
     )
     claims = await kubectl("get", "resourceclaims", "-o", "json")
     (claim,) = json.loads(claims.stdout)["items"]

@@ -78,3 +78,45 @@ async def test_rollout_status_of_a_stateful_set_and_its_update(kubectl, whole_cl
         "get", "pods", "-l", "app=db", "-o", "jsonpath={.items[*].spec.containers[0].image}"
     )
     assert images.stdout.split() == ["registry.k8s.io/pause:3.9"] * 2
+
+
+async def test_rollout_status_history_and_undo_of_a_deployment(kubectl, whole_cluster) -> None:
+    await whole_cluster.start("node-0", "node-1")
+    await kubectl("create", "deployment", "web", "--image=registry.k8s.io/pause:3.10",
+                  "--replicas=3")  # fmt: skip
+    rolled = await kubectl("rollout", "status", "deployment/web", "--timeout=18s")
+    assert rolled.stdout.strip().endswith('deployment "web" successfully rolled out')
+    await kubectl("set", "image", "deployment/web", "pause=registry.k8s.io/pause:3.9")
+    await kubectl("rollout", "status", "deployment/web", "--timeout=18s")
+    images = await kubectl(
+        "get", "pods", "-l", "app=web", "-o", "jsonpath={.items[*].spec.containers[0].image}"
+    )
+    assert images.stdout.split() == ["registry.k8s.io/pause:3.9"] * 3
+    history = await kubectl("rollout", "history", "deployment/web")
+    assert [line.split()[0] for line in history.stdout.splitlines()[2:] if line.strip()] == [
+        "1",
+        "2",
+    ]
+    await kubectl("rollout", "undo", "deployment/web")
+    await kubectl("rollout", "status", "deployment/web", "--timeout=18s")
+    images = await kubectl(
+        "get", "deploy", "web", "-o", "jsonpath={.spec.template.spec.containers[0].image}"
+    )
+    assert images.stdout == "registry.k8s.io/pause:3.10"
+
+
+async def test_rollout_status_of_a_daemon_set_update(kubectl, whole_cluster) -> None:
+    await whole_cluster.start("node-0", "node-1")
+    await kubectl("apply", "-f", "-", input=DAEMON_SET)
+    await kubectl("rollout", "status", "daemonset/driver", "--timeout=18s")
+    await kubectl("set", "image", "daemonset/driver", "plugin=registry.k8s.io/pause:3.9")
+    rolled = await kubectl("rollout", "status", "daemonset/driver", "--timeout=18s")
+    assert rolled.stdout.strip().endswith('daemon set "driver" successfully rolled out')
+    await whole_cluster.changes.until(
+        lambda: (
+            sorted(
+                (node, p.spec.containers[0].image) for node, p in daemon_pods(whole_cluster).items()
+            )
+            == [("node-0", "registry.k8s.io/pause:3.9"), ("node-1", "registry.k8s.io/pause:3.9")]
+        )
+    )

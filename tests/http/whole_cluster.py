@@ -19,6 +19,24 @@ from drasim.kubelet.run import KubeletProcess
 from drasim.scheduler.server import Scheduler
 from tests.controllers.conftest import Changes, running_controllers
 
+# A cluster file's start: KEP-5004's DeviceClass, mapping `example.com/gpu` to the GPUs of
+# the driver `gpu.example.com`. Its `pools:` follow.
+WITH_GPU_CLASS = """\
+apiVersion: drasim.io/v1alpha1
+kind: Cluster
+deviceClasses:
+  - apiVersion: resource.k8s.io/v1
+    kind: DeviceClass
+    metadata: {name: gpu.example.com}
+    spec:
+      selectors: [{cel: {expression: "device.driver == 'gpu.example.com'"}}]
+      extendedResourceName: example.com/gpu
+"""
+
+
+def ready(pod: core_v1.Pod) -> bool:
+    return any(c.type == "Ready" and c.status == "True" for c in pod.status.conditions)
+
 
 @dataclass
 class WholeCluster:

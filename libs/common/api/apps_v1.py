@@ -7,7 +7,7 @@ from typing import Any, ClassVar
 
 import msgspec
 
-from drasim.common.api.core_v1 import PodTemplateSpec
+from drasim.common.api.core_v1 import UNWRITTEN, PodTemplateSpec
 from drasim.common.api.meta_v1 import KubeObject, KubeStruct, LabelSelector
 
 __all__ = [
@@ -46,6 +46,15 @@ __all__ = [
 CONTROLLER_REVISION_HASH_LABEL = "controller-revision-hash"
 STATEFULSET_POD_NAME_LABEL = "statefulset.kubernetes.io/pod-name"
 POD_INDEX_LABEL = "apps.kubernetes.io/pod-index"
+
+
+def _always_written(status: KubeStruct, *fields: str) -> None:
+    """Fields upstream's Go types write even when 0 (no `omitempty`): clients that read
+    them as required (the official Python client's models) find them in a status nobody
+    filled in yet, such as the one a create answers with."""
+    for name in fields:
+        if getattr(status, name) is UNWRITTEN:
+            setattr(status, name, 0)
 
 
 class RollingUpdateDeployment(KubeStruct):
@@ -113,12 +122,15 @@ class ReplicaSetCondition(KubeStruct):
 
 
 class ReplicaSetStatus(KubeStruct):
-    replicas: int = 0
+    replicas: int = UNWRITTEN
     fully_labeled_replicas: int = 0
     ready_replicas: int = 0
     available_replicas: int = 0
     observed_generation: int = 0
     conditions: list[ReplicaSetCondition] = []
+
+    def __post_init__(self) -> None:
+        _always_written(self, "replicas")
 
 
 class ReplicaSet(KubeObject):
@@ -158,16 +170,25 @@ class DaemonSetCondition(KubeStruct):
 
 
 class DaemonSetStatus(KubeStruct):
-    current_number_scheduled: int = 0
-    number_misscheduled: int = 0
-    desired_number_scheduled: int = 0
-    number_ready: int = 0
+    current_number_scheduled: int = UNWRITTEN
+    number_misscheduled: int = UNWRITTEN
+    desired_number_scheduled: int = UNWRITTEN
+    number_ready: int = UNWRITTEN
     observed_generation: int = 0
     updated_number_scheduled: int = 0
     number_available: int = 0
     number_unavailable: int = 0
     collision_count: int | None = None
     conditions: list[DaemonSetCondition] = []
+
+    def __post_init__(self) -> None:
+        _always_written(
+            self,
+            "current_number_scheduled",
+            "number_misscheduled",
+            "desired_number_scheduled",
+            "number_ready",
+        )
 
 
 class DaemonSet(KubeObject):
@@ -226,7 +247,7 @@ class StatefulSetCondition(KubeStruct):
 
 class StatefulSetStatus(KubeStruct):
     observed_generation: int = 0
-    replicas: int = 0
+    replicas: int = UNWRITTEN
     ready_replicas: int = 0
     current_replicas: int = 0
     updated_replicas: int = 0
@@ -234,7 +255,10 @@ class StatefulSetStatus(KubeStruct):
     update_revision: str = ""
     collision_count: int | None = None
     conditions: list[StatefulSetCondition] = []
-    available_replicas: int = 0
+    available_replicas: int = UNWRITTEN
+
+    def __post_init__(self) -> None:
+        _always_written(self, "replicas", "available_replicas")
 
 
 class StatefulSet(KubeObject):

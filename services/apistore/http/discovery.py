@@ -27,12 +27,18 @@ SUBRESOURCE_VERBS = {"status": ["get", "patch", "update"], "scale": ["get", "pat
 # The kind a subresource answers with, when it is not the parent's (group, version, kind).
 SUBRESOURCE_KINDS = {"scale": ("autoscaling", "v1", "Scale"), "binding": ("", "v1", "Binding"),
                      "eviction": ("policy", "v1", "Eviction")}  # fmt: skip
-# `kubectl get all` lists the resources in the `all` category.
+# `kubectl get all` lists the resources in the `all` category; `api-extensions` holds the
+# kinds that extend the API, as upstream's storages declare them.
 CATEGORIES = {
-    plural: ["all"]
-    for plural in ("pods", "deployments", "replicasets", "daemonsets", "statefulsets", "jobs",
-                   "cronjobs")
+    **{plural: ["all"] for plural in ("pods", "services", "deployments", "replicasets",
+                                      "daemonsets", "statefulsets", "jobs", "cronjobs")},
+    **{plural: ["api-extensions"] for plural in ("customresourcedefinitions",
+                                                 "validatingadmissionpolicies",
+                                                 "validatingadmissionpolicybindings")},
 }  # fmt: skip
+# Namespaces are deleted one by one (upstream's namespace storage has no DeleteCollection:
+# deleting them all at once is too easy a mistake).
+WITHOUT_DELETECOLLECTION = frozenset({"namespaces"})
 
 _encoder = msgspec.json.Encoder()
 
@@ -122,6 +128,13 @@ def subresource_kind(info: registry.ResourceInfo, sub: str, version: str) -> tup
     return SUBRESOURCE_KINDS.get(sub, (info.group, version, info.kind))
 
 
+def verbs(info: registry.ResourceInfo) -> list[str]:
+    """The verbs discovery lists for the resource, which its collection answers."""
+    if info.plural in WITHOUT_DELETECOLLECTION:
+        return [v for v in VERBS if v != "deletecollection"]
+    return VERBS
+
+
 def _categories(info: registry.ResourceInfo) -> list[str]:
     return CATEGORIES.get(info.plural) or list(info.categories)
 
@@ -144,20 +157,21 @@ def resource_list(config: RuntimeConfig, group: str, version: str) -> bytes:
                 "singularName": info.singular,
                 "namespaced": info.namespaced,
                 "kind": info.kind,
-                "verbs": VERBS,
+                "verbs": verbs(info),
                 **({"shortNames": list(info.short_names)} if info.short_names else {}),
                 **({"categories": _categories(info)} if _categories(info) else {}),
             }
         )
         for sub in _subresources(info):
             sub_group, sub_version, sub_kind = subresource_kind(info, sub, version)
+            # Only a subresource answering in another group-version names it, as upstream's.
+            other = (sub_group, sub_version) != (group, version)
             resources.append(
                 {
                     "name": f"{info.plural}/{sub}",
                     "singularName": "",
                     "namespaced": info.namespaced,
-                    "group": sub_group,
-                    "version": sub_version,
+                    **({"group": sub_group, "version": sub_version} if other else {}),
                     "kind": sub_kind,
                     "verbs": SUBRESOURCE_VERBS[sub],
                 }
@@ -223,7 +237,7 @@ def _discovery_resource(info: registry.ResourceInfo, version: str) -> dict[str, 
         "responseKind": {"group": info.group, "version": version, "kind": info.kind},
         "scope": "Namespaced" if info.namespaced else "Cluster",
         "singularResource": info.singular,
-        "verbs": VERBS,
+        "verbs": verbs(info),
         **({"shortNames": list(info.short_names)} if info.short_names else {}),
         **({"categories": _categories(info)} if _categories(info) else {}),
         **({"subresources": subresources} if subresources else {}),

@@ -16,6 +16,7 @@ from aiohttp import web
 from drasim.apistore import eviction, patches
 from drasim.apistore.core import ApiCore
 from drasim.apistore.http import (
+    discovery,
     fields,
     keys,
     logs,
@@ -114,6 +115,10 @@ async def delete(request: web.Request) -> web.Response:
         await request.read(), request.query, negotiation.content_type(request)
     )
     if not target.name:
+        if "deletecollection" not in discovery.verbs(target.info):
+            raise errors.MethodNotAllowed(
+                "the server does not allow this method on the requested resource"
+            )
         return await delete_collection(request, target, delete_options)
     if target.subresource:
         raise _not_allowed(target, "DELETE")

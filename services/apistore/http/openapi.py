@@ -607,7 +607,11 @@ def _paths(
             "parameters": in_scope,
             "get": _operation("list", gvk, _LIST, None),
             "post": _operation("post", gvk, _WRITE, kind_schema),
-            "delete": _operation("deletecollection", gvk, _DELETE + _LIST, None),
+            **(
+                {"delete": _operation("deletecollection", gvk, _DELETE + _LIST, None)}
+                if "deletecollection" in discovery.verbs(info)
+                else {}
+            ),
         },
         f"{collection}/{{name}}": {
             "parameters": [*in_scope, _PATH_PARAMETERS["name"]],
