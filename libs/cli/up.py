@@ -209,9 +209,13 @@ async def _up(
         stack.callback(cluster.remove_cluster, config.data_dir, info.pid)
         own_args = {
             APISTORE: _write_kubeconfig(config, http_port or free_port()),
-            # The emulated DRA drivers' controller reads the file's `drivers:`.
-            "drasim.controllers": ["--cluster", str(nodes_file.source.resolve())],
-        }
+            # The emulated DRA drivers' controller reads the file's `drivers:`; the root
+            # CA publisher gives every namespace the CA that signed the API's certificate.
+            "drasim.controllers": [
+                "--cluster", str(nodes_file.source.resolve()),
+                "--root-ca-file", str(kubeconfig.ensure_serving_certs(config.data_dir).ca_cert),
+            ],
+        }  # fmt: skip
         if runtime.flag:
             own_args[APISTORE] += ["--runtime-config", runtime.flag]
         own_args[APISTORE] += apistore_args

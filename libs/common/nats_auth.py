@@ -72,6 +72,8 @@ CRONJOB_CONTROLLER = "cronjob-controller"
 DAEMON_SET_CONTROLLER = "daemon-set-controller"
 STATEFULSET_CONTROLLER = "statefulset-controller"
 TTL_AFTER_FINISHED_CONTROLLER = "ttl-after-finished-controller"
+SERVICE_ACCOUNT_CONTROLLER = "service-account-controller"
+ROOT_CA_CERT_PUBLISHER = "root-ca-cert-publisher"
 CONTROLLERS = (
     DEPLOYMENT_CONTROLLER,
     REPLICASET_CONTROLLER,
@@ -85,6 +87,8 @@ CONTROLLERS = (
     DAEMON_SET_CONTROLLER,
     STATEFULSET_CONTROLLER,
     TTL_AFTER_FINISHED_CONTROLLER,
+    SERVICE_ACCOUNT_CONTROLLER,
+    ROOT_CA_CERT_PUBLISHER,
 )
 # The emulated DRA drivers' controller (attachment, device status), hosted by the
 # controller manager's process but acting as the drivers' own service account, which the

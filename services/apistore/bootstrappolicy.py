@@ -121,7 +121,7 @@ def _own(rules: list[dict[str, Any]], inherited: list[dict[str, Any]]) -> list[d
 
 # The control plane's own roles, upstream's (`policy.go`, `controller_policy.go`; as their
 # testdata `cluster-roles.yaml` and `controller-roles.yaml` list them) for the kinds drasim
-# serves: no services, endpoints, secrets, service accounts, volumes, controller revisions
+# serves: no services, endpoints, secrets, volumes, controller revisions
 # or replication controllers, no `events.k8s.io`, and no `finalizers` subresources (upstream's
 # OwnerReferencesPermissionEnforcement, which drasim does not have). Where a drasim
 # component needs more than upstream's role grants, a rule of its own follows, commented.
@@ -246,6 +246,14 @@ _CONTROLLER_ROLES: dict[str, list[dict[str, Any]]] = {
     ],
     nats_auth.TTL_AFTER_FINISHED_CONTROLLER: [
         _rule(["delete", *_READ], ["batch"], ["jobs"]),
+        _EVENTS,
+    ],
+    nats_auth.SERVICE_ACCOUNT_CONTROLLER: [
+        _rule(["create"], [""], ["serviceaccounts"]),
+        _EVENTS,
+    ],
+    nats_auth.ROOT_CA_CERT_PUBLISHER: [
+        _rule(["create", "update"], [""], ["configmaps"]),
         _EVENTS,
     ],
     nats_auth.RESOURCEQUOTA_CONTROLLER: [

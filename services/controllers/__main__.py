@@ -24,6 +24,12 @@ def _add_arguments(parser: argparse.ArgumentParser) -> None:
         type=Path,
         help="cluster file whose `drivers:` the emulated DRA drivers' controller serves",
     )
+    parser.add_argument(
+        "--root-ca-file",
+        type=Path,
+        help="the cluster CA's certificate (PEM), which the root CA publisher puts in every "
+        "namespace's ConfigMap kube-root-ca.crt (kube-controller-manager's flag)",
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -38,6 +44,7 @@ def main(argv: list[str] | None = None) -> int:
             resource_quota_sync_period=args.resource_quota_sync_period,
             features=args.feature_gates,
             drivers=drivers,
+            root_ca=args.root_ca_file.read_text() if args.root_ca_file else None,
         ),
         f"controllers nats={config.nats_url} prefix={config.prefix}",
     )

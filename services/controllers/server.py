@@ -19,7 +19,15 @@ from typing import Any
 
 from drasim.common import features as gates
 from drasim.common import nats_auth
-from drasim.common.api import apps_v1, batch_v1, core_v1, policy_v1, rbac_v1, resource_v1
+from drasim.common.api import (
+    apps_v1,
+    batch_v1,
+    core_v1,
+    core_v1_app,
+    policy_v1,
+    rbac_v1,
+    resource_v1,
+)
 from drasim.common.bus.client import Bus
 from drasim.common.client import ApiClient
 from drasim.common.cluster_file import DriverBehaviour
@@ -39,6 +47,8 @@ from drasim.controllers.queue import WorkQueue
 from drasim.controllers.replicaset import ReplicaSetController
 from drasim.controllers.resourceclaim import ResourceClaimController
 from drasim.controllers.resourcequota import ResourceQuotaController
+from drasim.controllers.rootcacertpublisher import RootCACertPublisher
+from drasim.controllers.serviceaccounts import ServiceAccountsController
 from drasim.controllers.statefulset import StatefulSetController
 from drasim.controllers.ttlafterfinished import TTLAfterFinishedController
 
@@ -53,9 +63,10 @@ def _client(bus: Bus, controller: str) -> ApiClient:
 
 class ControllerManager:
     """Deployment, ReplicaSet, Job (and its TTL), CronJob, DaemonSet, StatefulSet,
-    ResourceClaim, disruption, ClusterRole aggregation, ResourceQuota and device taint
-    eviction controllers over shared informers; with `drivers` (a cluster file's), the
-    emulated DRA drivers' controller too."""
+    ResourceClaim, disruption, ClusterRole aggregation, ResourceQuota, ServiceAccounts and
+    device taint eviction controllers over shared informers; with `drivers` (a cluster
+    file's), the emulated DRA drivers' controller too, and with `root_ca` (the cluster CA's
+    PEM, as kube-controller-manager's `--root-ca-file`) the root CA publisher."""
 
     def __init__(
         self,
@@ -66,6 +77,7 @@ class ControllerManager:
         device_taint_rule_status_period: float = devicetainteviction.RULE_STATUS_PERIOD,
         features: FeatureGate = gates.DEFAULT,
         drivers: Sequence[DriverBehaviour] = (),
+        root_ca: str | None = None,
     ) -> None:
         informer_client = ApiClient(bus, actor=nats_auth.KUBE_CONTROLLER_MANAGER)
         self.pods = Informer(informer_client, core_v1.Pod)
@@ -88,6 +100,11 @@ class ControllerManager:
         self.daemon_sets = Informer(informer_client, apps_v1.DaemonSet)
         self.stateful_sets = Informer(informer_client, apps_v1.StatefulSet)
         self.cron_jobs = Informer(informer_client, batch_v1.CronJob)
+        self.namespaces = Informer(informer_client, core_v1.Namespace)
+        self.service_accounts = Informer(informer_client, core_v1_app.ServiceAccount)
+        self.config_maps = (
+            Informer(informer_client, core_v1_app.ConfigMap) if root_ca is not None else None
+        )
         pods_by_replica_set = owners.attached_pod_index(self.pods)
         self.deployment = DeploymentController(
             _client(bus, nats_auth.DEPLOYMENT_CONTROLLER),
@@ -181,6 +198,21 @@ class ControllerManager:
             if drivers
             else None
         )
+        self.service_account = ServiceAccountsController(
+            _client(bus, nats_auth.SERVICE_ACCOUNT_CONTROLLER),
+            namespaces=self.namespaces,
+            service_accounts=self.service_accounts,
+        )
+        self.root_ca_cert_publisher = (
+            RootCACertPublisher(
+                _client(bus, nats_auth.ROOT_CA_CERT_PUBLISHER),
+                root_ca=root_ca,
+                namespaces=self.namespaces,
+                config_maps=self.config_maps,
+            )
+            if root_ca is not None and self.config_maps is not None
+            else None
+        )
         self.metrics = ControllerMetrics(
             claims=self.resource_claim.gauge, creates=self.resource_claim.creates
         )
@@ -204,6 +236,9 @@ class ControllerManager:
             self.daemon_sets,
             self.stateful_sets,
             self.cron_jobs,
+            self.namespaces,
+            self.service_accounts,
+            *([self.config_maps] if self.config_maps is not None else []),
         ]
 
     @property
@@ -222,6 +257,8 @@ class ControllerManager:
             self.ttl_after_finished.queue,
             self.daemon_set.queue,
             self.stateful_set.queue,
+            self.service_account.queue,
+            *([self.root_ca_cert_publisher.queue] if self.root_ca_cert_publisher else []),
         ]
 
     @property

@@ -318,6 +318,8 @@ def test_cluster_users_name_every_service() -> None:
         "system:serviceaccount:kube-system:daemon-set-controller",
         "system:serviceaccount:kube-system:statefulset-controller",
         "system:serviceaccount:kube-system:ttl-after-finished-controller",
+        "system:serviceaccount:kube-system:service-account-controller",
+        "system:serviceaccount:kube-system:root-ca-cert-publisher",
         # The emulated DRA drivers' controller, as the drivers' own service account.
         "system:serviceaccount:kube-system:dra-driver",
     )

@@ -1,6 +1,7 @@
 """The core kinds applications ship, through kubectl as a user runs it: ConfigMaps,
 Secrets, ServiceAccounts, Services (cluster IPs allocated and released), Endpoints,
-EndpointSlices and PersistentVolumeClaims, answered and printed as upstream's."""
+EndpointSlices and PersistentVolumeClaims, answered and printed as upstream's; and what a
+new namespace is given (its `default` ServiceAccount, its `kube-root-ca.crt`)."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ import yaml
 
 from drasim.apistore import ipallocator
 from drasim.common.api import core_v1_app, networking_v1
+from tests.controllers.conftest import Changes, running_controllers
 
 BUNDLE = """\
 apiVersion: v1
@@ -339,3 +341,28 @@ async def test_python_client_reads_and_patches_the_kinds(cluster):
         )
         [made] = slices.items
         assert made.metadata.generation == 1 and made.ports[0].protocol == "TCP"
+
+
+async def test_a_new_namespace_gets_its_default_account_and_root_ca(cluster, fresh, kubectl):
+    """With the controllers running, as kube-controller-manager's with `--root-ca-file`:
+    what `kubectl create namespace` leads to, as upstream's service account controller
+    and root CA publisher make it."""
+    root_ca = cluster.ca_cert.read_text()
+    async with running_controllers(fresh, root_ca=root_ca) as manager:
+        changes = Changes(*manager.informers)
+        await kubectl("create", "namespace", "team-a")
+        await changes.until(
+            lambda: (
+                manager.service_accounts.get("default", "team-a")
+                and manager.config_maps is not None
+                and manager.config_maps.get("kube-root-ca.crt", "team-a")
+            )
+        )
+        listed = await kubectl("get", "sa,cm", "-n", "team-a", "-o", "name")
+        assert listed.stdout.split() == ["serviceaccount/default", "configmap/kube-root-ca.crt"]
+        ca = await kubectl("get", "cm", "kube-root-ca.crt", "-n", "team-a",
+                           "-o", "jsonpath={.data.ca\\.crt}")  # fmt: skip
+        assert ca.stdout == root_ca
+        # `kubectl create token` and pods naming no account rely on it, in every namespace.
+        accounts = await kubectl("get", "sa", "-A", "-o", "name")
+        assert accounts.stdout.split().count("serviceaccount/default") == 5
