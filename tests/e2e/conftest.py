@@ -46,12 +46,15 @@ class UpCluster:
         )
         self.up.wait_for_ready()
 
-    def kubectl(self, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+    def kubectl(
+        self, *args: str, check: bool = True, input: str | None = None
+    ) -> subprocess.CompletedProcess[str]:
         if KUBECTL is None:
             pytest.skip("kubectl is not installed on this machine")
         env = {k: v for k, v in os.environ.items() if k != "KUBECONFIG"}
         done = subprocess.run(
             [KUBECTL, "--kubeconfig", str(self.data_dir / "kubeconfig"), *args],
+            input=input,
             capture_output=True,
             text=True,
             env=env,

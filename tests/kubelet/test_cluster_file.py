@@ -77,7 +77,9 @@ HEAD = "apiVersion: drasim.io/v1alpha1\nkind: Cluster\n"
         (
             HEAD + "pools: [{name: a, profile: gpu-9}]\n",
             'field pools[0].profile: unknown profile "gpu-9" (known: cpu-only, '
-            "dra-example-driver, gpu-2, gpu-8; or a .yaml path)",
+            "dra-example-driver, gpu-2, gpu-8, nvidia-b200-8, nvidia-dgx-a100-40gb, "
+            "nvidia-dgx-a100-80gb, nvidia-dgx-h100, nvidia-gh200-2, nvidia-h200-8, nvidia-l40s, "
+            "nvidia-t4; or a .yaml path)",
         ),
         (
             HEAD

@@ -182,9 +182,9 @@ def opaque_configs(
 
 
 def _profiles() -> dict[str, type[DriverProfile]]:
-    from drasim.common.driver_profiles import dra_example_driver
+    from drasim.common.driver_profiles import dra_example_driver, nvidia_gpu
 
-    return {p.name: p for p in (dra_example_driver.ExampleGpuProfile,)}
+    return {p.name: p for p in (dra_example_driver.ExampleGpuProfile, *nvidia_gpu.PROFILES)}
 
 
 def names() -> list[str]:
