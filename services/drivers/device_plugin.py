@@ -8,7 +8,10 @@ ids each pod's containers hold, checkpointed like the kubelet's
 `kubelet_internal_checkpoint`, and never hands out an unhealthy or taken device.
 
 The environment follows NVIDIA's plugin (`NVIDIA_VISIBLE_DEVICES`): `example.com/gpu`
-sets `EXAMPLE_COM_GPU_VISIBLE_DEVICES=gpu-0,gpu-1`.
+sets `EXAMPLE_COM_GPU_VISIBLE_DEVICES=gpu-0,gpu-1`. A driver profile with a device plugin
+of its own (`DriverProfile.device_plugin`) says instead which devices a resource has, the
+ids they are handed out by and the variable, as NVIDIA's k8s-device-plugin does
+(`NVIDIA_VISIBLE_DEVICES=GPU-<uuid>,...`, no CDI ids with its default `envvar` strategy).
 """
 
 from __future__ import annotations
@@ -50,17 +53,22 @@ class DevicePlugin:
         probe: Probe,
         on_health_change: Callable[[], None],
         checkpoint_path: Path | None = None,
+        ids: dict[str, str] | None = None,
+        env_name: str = "",
     ) -> None:
         self.resource_name = resource_name
         self.group = group
         self._probe = probe
+        self._ids = ids  # device name → the id it is allocated by; None: all, by name
         self._on_health_change = on_health_change
         self._checkpoint = Checkpoint(
             checkpoint_path, DevicePluginCheckpoint, DevicePluginCheckpoint
         )
         self._state = self._checkpoint.load()
         self._unsaved = False  # allocations changed since the last `save`
-        self._env_name = re.sub(r"[^A-Za-z0-9]", "_", resource_name).upper() + "_VISIBLE_DEVICES"
+        self._env_name = (
+            env_name or re.sub(r"[^A-Za-z0-9]", "_", resource_name).upper() + "_VISIBLE_DEVICES"
+        )
         self._serving = True
         probe.watch(self._on_device_health)
 
@@ -70,8 +78,15 @@ class DevicePlugin:
 
     # -- ListAndWatch ------------------------------------------------------------------
     def devices(self) -> list[ProbedDevice]:
-        """The group's whole devices: a device plugin knows no partitions."""
-        return [d for d in self._probe.devices() if d.group.name == self.group and d.parent is None]
+        """The group's whole devices (a device plugin knows no partitions), or those the
+        vendor's plugin lists under this resource."""
+        mine = [d for d in self._probe.devices() if d.group.name == self.group]
+        if self._ids is not None:
+            return [d for d in mine if d.name in self._ids]
+        return [d for d in mine if d.parent is None]
+
+    def _id(self, device: ProbedDevice) -> str:
+        return self._ids[device.name] if self._ids is not None else device.name
 
     @property
     def capacity(self) -> int:
@@ -110,7 +125,7 @@ class DevicePlugin:
         if given is not None:
             return given
         in_use = self.in_use()
-        healthy = [d.name for d in self.devices() if d.healthy]
+        healthy = [self._id(d) for d in self.devices() if d.healthy]
         reuse = [d for d in healthy if d in reusable][:count]
         free = [d for d in healthy if d not in in_use and d not in reuse]
         if len(reuse) + len(free) < count:
@@ -123,9 +138,9 @@ class DevicePlugin:
         response = AllocateResponse(
             device_ids=device_ids,
             envs={self._env_name: ",".join(device_ids)},
-            cdi_device_ids=[
-                cdi.device_id(*self.resource_name.split("/", 1), d) for d in device_ids
-            ],
+            cdi_device_ids=[cdi.device_id(*self.resource_name.split("/", 1), d) for d in device_ids]
+            if self._ids is None
+            else [],
         )
         self._state.allocations.setdefault(pod_uid, {})[container] = response
         self._unsaved = True

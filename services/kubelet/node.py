@@ -43,6 +43,7 @@ from drasim.common.cluster_file import (
     NodeConfig,
     PodDefault,
 )
+from drasim.common.driver_profiles import DevicePluginView
 from drasim.common.quantity import Quantity
 from drasim.drivers import cdi
 from drasim.drivers.device_plugin import AllocateResponse, DevicePlugin
@@ -234,11 +235,20 @@ class NodeAgent:
 
     def _wanted_device_plugins(self) -> dict[str, str]:
         """Extended resource name → device group, for groups exposed by a device plugin."""
-        return {
-            e.extended_resource_name: group
-            for group, e in self.exposures.items()
-            if e.exposure == DEVICE_PLUGIN
-        }
+        wanted = {}
+        for group, e in self.exposures.items():
+            if e.exposure == DEVICE_PLUGIN:
+                view = self._vendor_plugin(group)
+                names = view.resources if view is not None else [e.extended_resource_name]
+                wanted.update(dict.fromkeys(names, group))
+        return wanted
+
+    def _vendor_plugin(self, group: str) -> DevicePluginView | None:
+        """The device plugin of the driver profile the group plays, if it has its own."""
+        profile = self.config.driver_profile
+        if profile is None or profile.group != group:
+            return None
+        return profile.device_plugin(self.name)
 
     def _close_device_plugins(self) -> None:
         """Stop the device plugins of groups no longer exposed that way."""
@@ -251,12 +261,15 @@ class NodeAgent:
         self._close_device_plugins()
         for name, group in self._wanted_device_plugins().items():
             if name not in self.plugins:
+                view = self._vendor_plugin(group)
                 self.plugins[name] = DevicePlugin(
                     resource_name=name,
                     group=group,
                     probe=self.probe,
                     on_health_change=self._on_plugin_health_change,
                     checkpoint_path=self._path(f"device-plugins/{name.replace('/', '_')}.json"),
+                    ids=view.resources[name] if view is not None else None,
+                    env_name=view.env if view is not None else "",
                 )
 
     def _on_plugin_health_change(self) -> None:

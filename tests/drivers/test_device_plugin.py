@@ -65,3 +65,24 @@ async def test_allocations_survive_a_restart_through_the_checkpoint(
     restarted, _ = make_plugin(gpu2, path)
     assert restarted.allocated("pod-a") == {"con0": given}
     assert restarted.allocate("pod-b", "con0", 1).device_ids == ["gpu-1"]
+
+
+def test_a_vendor_plugin_hands_out_its_own_ids_in_its_own_variable(gpu2: EmulatedProbe) -> None:
+    """NVIDIA's plugin: devices by UUID in NVIDIA_VISIBLE_DEVICES, no CDI ids, and only the
+    devices listed under its resource."""
+    plugin = DevicePlugin(
+        resource_name="nvidia.com/gpu",
+        group="gpu",
+        probe=gpu2,
+        on_health_change=lambda: None,
+        ids={"gpu-1": "GPU-1111"},
+        env_name="NVIDIA_VISIBLE_DEVICES",
+    )
+    assert [d.name for d in plugin.devices()] == ["gpu-1"]
+    response = plugin.allocate("pod-a", "con0", 1)
+    assert response.device_ids == ["GPU-1111"]
+    assert response.envs == {"NVIDIA_VISIBLE_DEVICES": "GPU-1111"}
+    assert response.cdi_device_ids == []
+    assert plugin.in_use() == {"GPU-1111": "pod-a"}
+    gpu2.set_health("gpu-1", healthy=False)
+    assert plugin.allocatable == 0

@@ -32,6 +32,11 @@ line in `_PROFILES` below. What each part is for:
   has already checked that each device is the driver's and healthy; the profile decides
   the rest, opaque configuration (claim and class, upstream's precedence) included.
 - `machine`: cpu, memory and pods of the node the pool's nodes get.
+- `device_plugin(node)`: for a pool exposing the group through the vendor's device plugin
+  (`exposure: device-plugin`, until `drasim node migrate` moves it to DRA), the extended
+  resources that plugin advertises, the id it hands out for each device and the variable
+  listing them; None (the default): each device without a parent, by name, under
+  `extendedResourceName`.
 """
 
 from __future__ import annotations
@@ -46,6 +51,7 @@ import msgspec
 from drasim.common.api import resource_v1
 
 __all__ = [
+    "DevicePluginView",
     "DriverOptions",
     "DriverProfile",
     "Machine",
@@ -118,6 +124,14 @@ class Prepared:
     cdi_edits: dict[str, dict[str, str]]  # CDI device id → the environment it sets
 
 
+@dataclass(frozen=True)
+class DevicePluginView:
+    """What a vendor's device plugin advertises on one node."""
+
+    resources: dict[str, dict[str, str]]  # extended resource name → device name → its id
+    env: str  # the variable an Allocate sets to the allocated ids, comma-separated
+
+
 class PrepareError(Exception):
     """The claim cannot be prepared; the message is the driver's own."""
 
@@ -156,6 +170,9 @@ class DriverProfile(abc.ABC):
 
     @abc.abstractmethod
     def prepare(self, request: PrepareRequest) -> Prepared: ...
+
+    def device_plugin(self, node: str) -> DevicePluginView | None:
+        return None
 
 
 def opaque_configs(

@@ -10,6 +10,7 @@ the chart's values under its `gpu` device group:
         resources: {gpus: {enabled: true}, computeDomains: {enabled: true}}
         migConfig:                       # what nvidia-mig-parted applied on the node
           - {devices: [0, 1], mig-enabled: true, mig-devices: {"1g.10gb": 7}}
+        migStrategy: none                # NVIDIA's device plugin's, with device-plugin
 
 What the kubelet plugin publishes (cmd/gpu-kubelet-plugin/deviceinfo.go, mig.go,
 partitions.go, driver.go): a device `gpu-<minor>` per GPU not in MIG mode, with NVML's
@@ -25,12 +26,13 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Iterator
-from typing import ClassVar
+from typing import ClassVar, Literal
 
 import msgspec
 
 from drasim.common.api import meta_v1, resource_v1
 from drasim.common.driver_profiles import (
+    DevicePluginView,
     DriverOptions,
     DriverProfile,
     Machine,
@@ -83,13 +85,15 @@ class Resources(msgspec.Struct, kw_only=True, forbid_unknown_fields=True, rename
 
 
 class NvidiaGpuOptions(DriverOptions, kw_only=True):
-    """The chart's values a pool sets, and the node's mig-parted config."""
+    """The chart's values a pool sets, the node's mig-parted config, and, for a pool still
+    on NVIDIA's device plugin, that plugin's `migStrategy`."""
 
     server: ClassVar[Server]
 
     feature_gates: dict[str, bool] = {}
     resources: Resources = msgspec.field(default_factory=Resources)
     mig_config: list[mig.MigConfigEntry] = []
+    mig_strategy: Literal["none", "single", "mixed"] = "none"
 
     def gates(self) -> dict[str, bool]:
         return {**FEATURE_GATES, **self.feature_gates}
@@ -101,6 +105,18 @@ class NvidiaGpuOptions(DriverOptions, kw_only=True):
         server = self.server
         _, errs = mig.layout(server.gpu, server.gpu_count, self.mig_config)
         yield from errs
+        if self.mig_strategy == "single":
+            layout = self.mig_layout()
+            profiles = {d.profile.name for devices in layout.values() for d in devices}
+            if len(profiles) > 1 or len(layout) not in (0, server.gpu_count):
+                found = ", ".join(sorted(profiles)) or "none"
+                yield (
+                    "migStrategy",
+                    (
+                        "single needs every GPU in MIG mode with devices of one profile "
+                        f"(found {found})"
+                    ),
+                )
 
     def mig_layout(self) -> dict[int, list[mig.MigDevice]]:
         return mig.layout(self.server.gpu, self.server.gpu_count, self.mig_config)[0]
@@ -210,6 +226,30 @@ class NvidiaGpuProfile(DriverProfile):
         gpu = self.server.gpu
         counters = mig.counters(mig.max_capacities(gpu), 0, mig.memory_slice_count(gpu))
         return resource_v1.CounterSet(name=mig.counter_set_name(minor), counters=counters)
+
+    # --- the NVIDIA device plugin, on pools not yet moved to DRA -------------------------
+
+    def device_plugin(self, node: str) -> DevicePluginView:
+        """What NVIDIA's k8s-device-plugin advertises, each device by its UUID (its default
+        `deviceIDStrategy`), listed in NVIDIA_VISIBLE_DEVICES (its default `envvar`
+        `deviceListStrategy`).
+
+        `migStrategy` none lists every GPU as `nvidia.com/gpu`; single lists the MIG
+        devices as `nvidia.com/gpu`; mixed lists them per profile as
+        `nvidia.com/mig-<profile>` (`+` becomes `.`) beside the GPUs not in MIG mode."""
+        static, strategy = self.options.mig_layout(), self.options.mig_strategy
+        found: dict[str, dict[str, str]] = {}
+        for minor in range(self.server.gpu_count):
+            migs = static.get(minor)
+            if migs is None or strategy == "none":
+                found.setdefault("nvidia.com/gpu", {})[f"gpu-{minor}"] = self.gpu_uuid(node, minor)
+                continue
+            for device in migs:
+                name = "nvidia.com/gpu"
+                if strategy == "mixed":
+                    name = "nvidia.com/mig-" + device.profile.name.replace("+", ".")
+                found.setdefault(name, {})[device.name] = device.uuid(node)
+        return DevicePluginView(resources=found, env="NVIDIA_VISIBLE_DEVICES")
 
     # --- what the chart installs --------------------------------------------------------
 

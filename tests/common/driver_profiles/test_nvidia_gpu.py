@@ -239,3 +239,43 @@ def test_unknown_feature_gates_are_refused_as_the_driver_refuses_them() -> None:
     assert list(p.options.check()) == [
         ("featureGates[DynamicMig]", "unrecognized feature gate: DynamicMig")
     ]
+
+
+HALF_MIG = [{"devices": [0, 1], "mig-enabled": True, "mig-devices": {"1g.10gb": 7}}]
+
+
+@pytest.mark.parametrize(
+    ("strategy", "resources"),
+    [
+        ("none", {"nvidia.com/gpu": 8}),
+        ("mixed", {"nvidia.com/gpu": 6, "nvidia.com/mig-1g.10gb": 14}),
+    ],
+)
+def test_nvidias_device_plugin_names_resources_by_its_mig_strategy(
+    strategy: str, resources: dict[str, int]
+) -> None:
+    """k8s-device-plugin: GPUs and MIG devices by UUID in NVIDIA_VISIBLE_DEVICES."""
+    p = profile("nvidia-dgx-h100", migConfig=HALF_MIG, migStrategy=strategy)
+    view = p.device_plugin("node-0")
+    assert view.env == "NVIDIA_VISIBLE_DEVICES"
+    assert {name: len(devices) for name, devices in view.resources.items()} == resources
+    gpus = view.resources["nvidia.com/gpu"]
+    assert gpus["gpu-7"] == p.gpu_uuid("node-0", 7)
+    if strategy == "mixed":
+        migs = view.resources["nvidia.com/mig-1g.10gb"]
+        assert all(re.fullmatch(r"gpu-[01]-mig-1g10gb-19-[0-6]", n) for n in migs)
+        assert all(uuid.startswith("MIG-") for uuid in migs.values())
+
+
+def test_single_strategy_lists_mig_devices_as_gpus_and_needs_one_profile_everywhere() -> None:
+    every = [{"devices": "all", "mig-enabled": True, "mig-devices": {"3g.40gb": 2}}]
+    p = profile("nvidia-dgx-h100", migConfig=every, migStrategy="single")
+    (devices,) = p.device_plugin("n").resources.values()
+    assert len(devices) == 16 and all("-mig-3g40gb-9-" in n for n in devices)
+    half = profile("nvidia-dgx-h100", migConfig=HALF_MIG, migStrategy="single")
+    assert list(half.options.check()) == [
+        (
+            "migStrategy",
+            "single needs every GPU in MIG mode with devices of one profile (found 1g.10gb)",
+        )
+    ]
