@@ -467,12 +467,21 @@ def pool_devices(
     A function of its own so that `reference/` publishes exactly these slices to upstream's
     control plane: the two clusters under comparison cannot drift apart here.
     """
-    healthy = [_slice_device(d) for d in devices if d.usable]
+    usable = [d for d in devices if d.usable]
+    healthy = [_slice_device(d) for d in usable]
     # Upstream allows fewer devices per slice when they consume counters.
     per_slice = MAX_DEVICES_PER_SLICE
     if any(d.consumes_counters for d in healthy):
         per_slice = resource_v1.RESOURCE_SLICE_MAX_DEVICES_WITH_ADVANCED_FEATURES
-    chunks = [healthy[i : i + per_slice] for i in range(0, len(healthy), per_slice)] or [[]]
+    # A driver that splits its pool itself (one slice per GPU) keeps its split.
+    groups: dict[int | None, list[resource_v1.Device]] = {}
+    for probed, device in zip(usable, healthy, strict=True):
+        groups.setdefault(probed.slice, []).append(device)
+    chunks = [
+        group[i : i + per_slice]
+        for group in groups.values()
+        for i in range(0, len(group), per_slice)
+    ] or [[]]
     return {f"{node}-{driver}-{i}": chunk for i, chunk in enumerate(chunks)}
 
 

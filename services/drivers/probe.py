@@ -43,6 +43,7 @@ class ProbedDevice:
     # A driver profile's device: published as it is, with the counter set it consumes.
     published: resource_v1.Device | None = None
     shared_counters: resource_v1.CounterSet | None = None
+    slice: int | None = None  # the slice the driver puts it in, if it splits its pool itself
 
     @property
     def driver(self) -> str:
@@ -172,6 +173,7 @@ def _driver_devices(group: DeviceGroup, hardware: NodeDevices) -> list[ProbedDev
             group=group,
             index=_index(d),
             published=d,
+            slice=hardware.slices.get(d.name),
         )
         for d in hardware.devices
     }

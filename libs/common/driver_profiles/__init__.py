@@ -87,12 +87,14 @@ class Machine:
 
 @dataclass(frozen=True)
 class NodeDevices:
-    """What the driver publishes on one node: devices, the counter sets they consume, and
-    device → the device whose health it follows."""
+    """What the driver publishes on one node: devices, the counter sets they consume,
+    device → the device whose health it follows, and device → the slice it goes in where
+    the driver splits its pool itself (else slices fill up to the API's limit)."""
 
     devices: list[resource_v1.Device]
     counter_sets: list[resource_v1.CounterSet] = field(default_factory=list)
     parents: dict[str, str] = field(default_factory=dict)
+    slices: dict[str, int] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

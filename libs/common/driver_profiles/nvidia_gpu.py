@@ -145,6 +145,7 @@ class NvidiaGpuProfile(DriverProfile):
         devices: list[resource_v1.Device] = []
         counter_sets: list[resource_v1.CounterSet] = []
         parents: dict[str, str] = {}
+        slices: dict[str, int] = {}
         # The plugin walks GPUs by PCI bus ID and each GPU's devices by name.
         for bus_id in sorted(server.gpu_order):
             minor = server.gpu_order.index(bus_id)
@@ -158,12 +159,16 @@ class NvidiaGpuProfile(DriverProfile):
                     own.append(self._partitionable(full, minor))
                     parents.update({d.name: full.name for d in own if d.name != full.name})
                 counter_sets.append(self._counter_set(minor))
+                # generateSplitResourceSlices: one slice per GPU (the counters' of their own).
+                slices.update({d.name: minor for d in own})
             elif mig_mode:
                 own = [mig_device(node, self, d, dynamic=False) for d in static[minor]]
             else:
                 own = [full]
             devices += sorted(own, key=lambda d: d.name)
-        return NodeDevices(devices=devices, counter_sets=counter_sets, parents=parents)
+        return NodeDevices(
+            devices=devices, counter_sets=counter_sets, parents=parents, slices=slices
+        )
 
     def _dynamic_mig_capable(self, mig_mode: bool) -> bool:
         """`isDynamicMIGCapable`: MIG hardware, and Hopper or later, or an Ampere GPU already

@@ -91,8 +91,10 @@ def test_dynamic_mig_publishes_every_placement_sharing_the_gpus_counters() -> No
     for minor in range(1, 8):
         mine = [shape(d, minor) for n, d in devices.items() if re.match(rf"gpu-{minor}\b", n)]
         assert mine == gpu0
-    # A partition's health follows its GPU's.
+    # A partition's health follows its GPU's; each GPU's devices go in a slice of their own.
     assert got.parents["gpu-3-mig-7g80gb-0-0"] == "gpu-3"
+    assert got.slices["gpu-3-mig-7g80gb-0-0"] == got.slices["gpu-3"] == 3
+    assert sorted(set(got.slices.values())) == list(range(8))
 
 
 def test_dynamic_mig_on_ampere_needs_mig_mode_and_then_offers_no_full_gpu() -> None:
