@@ -218,6 +218,9 @@ def _overloads() -> dict[str, list[_Overload]]:
     add("endsWith", "ends_with_string", (_STRING, _STRING), _BOOL, member=True)
     add("matches", "matches", (_STRING, _STRING), _BOOL)
     add("matches", "matches_string", (_STRING, _STRING), _BOOL, member=True)
+    # cel-go's ext.Strings, part of Kubernetes' environment.
+    add("lowerAscii", "string_lower_ascii", (_STRING,), _STRING, member=True)
+    add("upperAscii", "string_upper_ascii", (_STRING,), _STRING, member=True)
     conversions = {
         "int": (_INT, [_INT, _UINT, _DOUBLE, _STRING, _TIMESTAMP]),
         "uint": (_UINT, [_UINT, _INT, _DOUBLE, _STRING]),

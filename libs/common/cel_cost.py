@@ -18,7 +18,8 @@ overload, and so which cost rule, applies):
   `contains` `ceil(0.1 * size(s)) * ceil(0.1 * size(arg))`; `matches`
   `ceil(0.1 * (size(s) + 1)) * ceil(0.25 * size(regex))`; string and bytes `+`
   `ceil(0.1 * (size(lhs) + size(rhs)))`; `bytes(string)` and `string(bytes)`
-  `ceil(0.1 * size)`; `dyn(x)` `x` plus 1; Kubernetes' quantity and semver functions 1;
+  `ceil(0.1 * size)`; `lowerAscii`/`upperAscii` `ceil(0.1 * size(s))`; `dyn(x)` `x` plus 1;
+  Kubernetes' quantity and semver functions 1;
 - a comprehension (the `all`, `exists`, `exists_one`, `map` and `filter` macros) costs its
   range, initial value and result, plus the range's size times the cost of one step and
   one loop condition;
@@ -239,6 +240,9 @@ class _Coster:
             return _add(_factor(n, _STRING_TRAVERSAL_COST_FACTOR), arg_sum), _multiply(n, 4)
         if overload == "bytes_to_string":
             n = size(args[0])
+            return _add(_factor(n, _STRING_TRAVERSAL_COST_FACTOR), arg_sum), n
+        if overload in ("string_lower_ascii", "string_upper_ascii") and target is not None:
+            n = size(target)  # Kubernetes prices a traversal of the string
             return _add(_factor(n, _STRING_TRAVERSAL_COST_FACTOR), arg_sum), n
         if overload in ("starts_with_string", "ends_with_string") and len(args) == 1:
             return _add(_factor(size(args[0]), _STRING_TRAVERSAL_COST_FACTOR), arg_sum), None

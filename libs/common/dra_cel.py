@@ -70,13 +70,14 @@ SELECTOR_EXPRESSION_MAX_COST = 1_000_000
 
 DEVICE_FIELDS = frozenset({"driver", "attributes", "capacity", "allowMultipleAllocations"})
 
-# Kubernetes' quantity and semver library functions, as the scheduler's environment
-# implements them (`cel_env._FUNCTIONS` must name exactly these).
+# Kubernetes' quantity and semver library functions and the ASCII case functions of its
+# strings library, as the scheduler's environment implements them (`cel_env._FUNCTIONS`
+# must name exactly these).
 LIBRARY_FUNCTIONS = frozenset(
     {
         "quantity", "isQuantity", "compareTo", "isGreaterThan", "isLessThan", "add", "sub",
         "sign", "isInteger", "asInteger", "asApproximateFloat",
-        "semver", "isSemver", "major", "minor", "patch",
+        "semver", "isSemver", "major", "minor", "patch", "lowerAscii", "upperAscii",
     }
 )  # fmt: skip
 # CEL's standard functions that the `cel` package evaluates natively.
@@ -92,7 +93,7 @@ _NATIVE_FUNCTIONS = frozenset(
 # format, image libraries; two-variable comprehensions) but not evaluated by drasim.
 _UPSTREAM_ONLY_FUNCTIONS = frozenset(
     {
-        "bool", "charAt", "indexOf", "lastIndexOf", "lowerAscii", "upperAscii", "replace",
+        "bool", "charAt", "indexOf", "lastIndexOf", "replace",
         "split", "substring", "trim", "join", "format", "quote", "reverse",
         "isSorted", "sum", "min", "max", "find", "findAll",
         "url", "isURL", "getScheme", "getHost", "getHostname", "getPort", "getEscapedPath",

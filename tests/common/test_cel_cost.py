@@ -119,6 +119,9 @@ DERIVED = [
     ('device.attributes["d"].model.contains("abc")', 11),
     # 2 + ceil(0.1 * (63 + 1)) * ceil(0.25 * 12)
     ('device.driver.matches("^gpu-[0-9]+$")', 23),
+    # 4 + ceil(0.1 * 64) for lowerAscii, whose result is as long as the attribute, then
+    # ceil(0.1 * (64 + 1)) * ceil(0.25 * 10): gpu-test6 of the NVIDIA driver's quickstart.
+    ("device.attributes['d'].productName.lowerAscii().matches('^.*a100.*$')", 32),
     # 2 + 10 + the list's size
     ('device.driver in ["a.example.com", "b.example.com"]', 14),
     # Either string or bytes `+`: ceil(0.1 * 128) + 8, then ceil(0.1 * min(128, 2)).

@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from drasim.common import dra_cel
+from drasim.common.api import resource_v1
 from drasim.scheduler.plugins.dynamic_resources import cel_env
 
 ACCEPTED = [
@@ -54,8 +55,8 @@ REFUSED = [
     ('{"a": 1}', "must evaluate to bool or the unknown type, not map(string, int)"),
     ("cel.bind(x, 1, x > 0)",
      "'cel.bind' is part of Kubernetes' CEL environment but not supported by drasim"),
-    ('device.driver.lowerAscii() == "a"',
-     "compilation failed: ERROR: <input>:1:15: 'lowerAscii' is part of Kubernetes' CEL"),
+    ('device.driver.replace("a", "b") == "a"',
+     "compilation failed: ERROR: <input>:1:15: 'replace' is part of Kubernetes' CEL"),
     ("device.attributes.?x", "compilation failed: ERROR: <input>:1:18: unsupported syntax '.?'"),
 ]  # fmt: skip
 
@@ -124,3 +125,20 @@ def test_the_scheduler_does_not_estimate() -> None:
     the limit still runs (it is refused when written, not when used)."""
     dra_cel.compile_expression(TOO_COMPLEX)
     assert cel_env.compile_selector(TOO_COMPLEX).expression == TOO_COMPLEX
+
+
+@pytest.mark.parametrize(
+    ("product", "matches"),
+    [("NVIDIA A100-SXM4-40GB", True), ("NVIDIA H100 80GB HBM3", False), ("ÅA100", True)],
+)
+def test_ascii_case_functions_change_ascii_letters_only(product: str, matches: bool) -> None:
+    """The NVIDIA quickstart's gpu-test6 selector: `lowerAscii()` leaves `Å` alone."""
+    selector = cel_env.compile_selector(
+        "device.attributes['gpu.nvidia.com'].productName.lowerAscii().matches('^.*a100.*$')"
+        " && device.attributes['gpu.nvidia.com'].productName.upperAscii().startsWith('Å')"
+        f" == {'true' if product.startswith('Å') else 'false'}"
+    )
+    device = resource_v1.Device(
+        name="gpu-0", attributes={"productName": resource_v1.DeviceAttribute(string_value=product)}
+    )
+    assert cel_env.DeviceVariables("gpu.nvidia.com", device).matches(selector) is matches

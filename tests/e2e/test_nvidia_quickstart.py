@@ -177,3 +177,22 @@ def test_gpu_test5_time_slicing_and_mps_containers(up: UpCluster) -> None:
         assert "CUDA_MPS_PIPE_DIRECTORY" not in ctrs["ts-ctr0"]["env"]
     finally:
         delete(up, "gpu-test5")
+
+
+def test_gpu_test6_selects_on_an_attribute_the_driver_no_longer_publishes(up: UpCluster) -> None:
+    """gpu-test6's selector reads `index`, which the driver no longer publishes: on an A100
+    the lookup fails, and its pods stay Pending as on a real cluster, the scheduler's event
+    naming the missing key."""
+    apply(up, "gpu-test6")
+    try:
+        up.kubectl(
+            "wait", "--for=jsonpath={.reason}=FailedScheduling", "event", "-n", "gpu-test6",
+            "--field-selector", "involvedObject.kind=Pod", "--timeout=120s",
+        )  # fmt: skip
+        found = json.loads(up.kubectl("get", "events", "-n", "gpu-test6", "-o", "json").stdout)
+        messages = [e["message"] for e in found["items"] if e["reason"] == "FailedScheduling"]
+        assert any("no such key: index" in m for m in messages), messages
+        phases = up.kubectl("get", "pods", "-n", "gpu-test6", "-o", "jsonpath={..phase}")
+        assert set(phases.stdout.split()) == {"Pending"}
+    finally:
+        delete(up, "gpu-test6")

@@ -18,7 +18,8 @@ Quantities and semantic versions are not native CEL types here. They travel as o
 (`{"@quantity": "<value in nano units>"}`, `{"@semver": "<version>"}`) with Kubernetes' CEL
 library functions on top: `quantity`, `isQuantity`, `compareTo`, `isGreaterThan`,
 `isLessThan`, `add`, `sub`, `sign`, `isInteger`, `asInteger`, `asApproximateFloat`, `semver`,
-`isSemver`, `major`, `minor`, `patch`. So `device.capacity["d"].memory.compareTo(quantity("40Gi"))
+`isSemver`, `major`, `minor`, `patch` (and the strings library's `lowerAscii`,
+`upperAscii`, on plain strings). So `device.capacity["d"].memory.compareTo(quantity("40Gi"))
 >= 0` works, and `==` compares values (`quantity("1Gi") == quantity("1024Mi")`). Ordering
 operators (`<`) on quantities fail, as upstream, where they do not type-check.
 
@@ -207,7 +208,22 @@ def _semver_part(index: int) -> Callable[[Any], int]:
     return part
 
 
+_TO_LOWER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
+_TO_UPPER = str.maketrans("abcdefghijklmnopqrstuvwxyz", "ABCDEFGHIJKLMNOPQRSTUVWXYZ")
+
+
+def _lower_ascii(text: Any) -> str:
+    """cel-go ext.Strings: only ASCII letters change case."""
+    return str(text).translate(_TO_LOWER)
+
+
+def _upper_ascii(text: Any) -> str:
+    return str(text).translate(_TO_UPPER)
+
+
 _FUNCTIONS: dict[str, Callable[..., Any]] = {
+    "lowerAscii": _lower_ascii,
+    "upperAscii": _upper_ascii,
     "quantity": _quantity,
     "isQuantity": _is_quantity,
     "compareTo": _compare_to,
@@ -319,7 +335,9 @@ class DeviceVariables:
         """Evaluate the selector for this device; errors and non-bool results raise CELError."""
         try:
             result = selector.program.execute(self._context(selector))
-        except Exception as err:  # ValueError, TypeError, KeyError, RuntimeError, ...
+        except KeyError as err:  # a map lookup: cel-go's words for it
+            raise CELError(f"no such key: {err.args[0] if err.args else ''}") from None
+        except Exception as err:  # ValueError, TypeError, RuntimeError, ...
             raise CELError(f"{type(err).__name__}: {err}") from None
         if type(result) is not bool:
             raise CELError(f"CEL result of type {type(result).__name__} is not a bool")

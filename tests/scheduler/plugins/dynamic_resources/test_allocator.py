@@ -450,7 +450,7 @@ CASES = [
         [ONE_GPU],
         [make_claim("c", exact("req", "gpu", 1, f'device.attributes["{DRIVER}"].model == "x"'))],
         want_error="claim default/c: selector #0 on device gpu.example.com/worker/gpu-0: "
-        "CEL runtime error: KeyError",
+        "CEL runtime error: no such key: model",
     ),
     Case(
         "cel-result-not-bool",
@@ -779,7 +779,7 @@ CEL_ERRORS = [
     ("device.driver ==", "compilation failed"),
     ("device.driver", "must evaluate to bool or the unknown type, not string"),
     (D, "CEL result of type dict is not a bool"),
-    (f"{D}.missing", "KeyError"),
+    (f"{D}.missing", "no such key: missing"),
     (f'{M} < quantity("1")', "TypeError"),
     (f'{M}.compareTo(semver("1.0.0")) == 0', "RuntimeError"),
     ('quantity("1.5").asInteger() == 1', "cannot convert value to integer"),
