@@ -208,6 +208,12 @@ def _semver_part(index: int) -> Callable[[Any], int]:
     return part
 
 
+# `EnhanceRuntimeError` in dynamic-resource-allocation/cel: what upstream adds to cel-go's
+# "no such key" so the user learns how to guard an optional attribute.
+_NO_SUCH_KEY_HINT = (
+    ". consider using CEL optional chaining (.? followed by orValue()) or guarding the check"
+    " with has() for optional fields"
+)
 _TO_LOWER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
 _TO_UPPER = str.maketrans("abcdefghijklmnopqrstuvwxyz", "ABCDEFGHIJKLMNOPQRSTUVWXYZ")
 
@@ -335,8 +341,9 @@ class DeviceVariables:
         """Evaluate the selector for this device; errors and non-bool results raise CELError."""
         try:
             result = selector.program.execute(self._context(selector))
-        except KeyError as err:  # a map lookup: cel-go's words for it
-            raise CELError(f"no such key: {err.args[0] if err.args else ''}") from None
+        except KeyError as err:  # a map lookup: cel-go's words, with Kubernetes' hint
+            key = err.args[0] if err.args else ""
+            raise CELError(f"no such key: {key}{_NO_SUCH_KEY_HINT}") from None
         except Exception as err:  # ValueError, TypeError, RuntimeError, ...
             raise CELError(f"{type(err).__name__}: {err}") from None
         if type(result) is not bool:

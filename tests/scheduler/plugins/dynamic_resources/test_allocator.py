@@ -450,7 +450,8 @@ CASES = [
         [ONE_GPU],
         [make_claim("c", exact("req", "gpu", 1, f'device.attributes["{DRIVER}"].model == "x"'))],
         want_error="claim default/c: selector #0 on device gpu.example.com/worker/gpu-0: "
-        "CEL runtime error: no such key: model",
+        "CEL runtime error: no such key: model. consider using CEL optional chaining (.? "
+        "followed by orValue()) or guarding the check with has() for optional fields",
     ),
     Case(
         "cel-result-not-bool",
