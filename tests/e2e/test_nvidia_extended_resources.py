@@ -5,7 +5,8 @@ makes the claim the specs' comments show.
 
 The nodes are those the specs name: a DGX H100 for the full GPU (the chart's gpu.nvidia.com
 class maps `nvidia.com/gpu`), and the 2×GH200 node of mig-1g-12gb.yaml's comment with
-seven 1g.12gb MIG devices on each GPU (its mig-partition.yaml).
+seven 1g.12gb MIG devices on each GPU (its mig-partition.yaml). A third, a DGX H100 with
+the DynamicMIG gate, serves MIG devices made at allocation time.
 """
 
 from __future__ import annotations
@@ -29,6 +30,10 @@ pools:
     taints: [{key: nvidia.com/gpu, effect: NoSchedule}]
     devices:
       gpu: {exposure: dra}
+  - name: h100-dynamic
+    profile: nvidia-dgx-h100
+    devices:
+      gpu: {exposure: dra, featureGates: {DynamicMIG: true}}
   - name: gh200
     profile: nvidia-gh200-2
     taints: [{key: nvidia.com/gpu, effect: NoSchedule}]
@@ -86,7 +91,8 @@ def test_gpu_full_is_served_by_the_charts_device_class(up: UpCluster) -> None:
             }
         ]
         (result,) = claim["status"]["allocation"]["devices"]["results"]
-        assert result["driver"] == "gpu.nvidia.com" and result["pool"] == "h100-0"
+        assert result["driver"] == "gpu.nvidia.com"
+        assert result["pool"] in ("h100-0", "h100-dynamic-0")
         assert re.fullmatch(r"gpu-[0-7]", result["device"])
         assert result["request"] == "container-0-request-0"
         given = json.loads(pod["metadata"]["annotations"]["drasim.io/container-devices"])
@@ -120,3 +126,61 @@ def test_mig_1g_12gb_is_served_by_the_specs_own_device_class(up: UpCluster) -> N
         assert len(names) == 14 and all("-mig-1g12gb-19-" in n for n in names)
     finally:
         up.kubectl("delete", "-f", str(SPECS / "mig-1g-12gb.yaml"), "--wait=true")
+
+
+TWO_MIGS = """\
+apiVersion: resource.k8s.io/v1
+kind: ResourceClaim
+metadata: {name: two-migs}
+spec:
+  devices:
+    requests:
+    - name: big
+      exactly:
+        deviceClassName: mig.nvidia.com
+        selectors: [{cel: {expression: "device.attributes['gpu.nvidia.com'].profile == '4g.40gb'"}}]
+    - name: small
+      exactly:
+        deviceClassName: mig.nvidia.com
+        selectors: [{cel: {expression: "device.attributes['gpu.nvidia.com'].profile == '3g.40gb'"}}]
+    constraints: [{requests: [], matchAttribute: "gpu.nvidia.com/parentUUID"}]
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: two-migs}
+spec:
+  nodeSelector: {kubernetes.io/hostname: h100-dynamic-0}
+  resourceClaims: [{name: m, resourceClaimName: two-migs}]
+  containers: [{name: c, image: registry.k8s.io/pause:3.10, resources: {claims: [{name: m}]}}]
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: whole-node}
+spec:
+  nodeSelector: {kubernetes.io/hostname: h100-dynamic-0}
+  containers:
+  - {name: c, image: registry.k8s.io/pause:3.10, resources: {limits: {nvidia.com/gpu: 8}}}
+"""
+
+
+def test_dynamic_mig_devices_share_their_gpus_counters(up: UpCluster) -> None:
+    """What upstream's 1.37.2 scheduler does with the same slices (reference/up): a 4g and a
+    3g instance on one GPU take placements 0 and 4, and a pod wanting all eight GPUs waits
+    (`cannot allocate all claims`) until they are given back."""
+    up.kubectl("apply", "-f", "-", input=TWO_MIGS)
+    try:
+        up.kubectl("wait", "--for=condition=Ready", "pod/two-migs", "--timeout=120s")
+        claim = get(up, "resourceclaim", "two-migs")
+        devices = [r["device"] for r in claim["status"]["allocation"]["devices"]["results"]]
+        assert devices == ["gpu-0-mig-4g40gb-5-0", "gpu-0-mig-3g40gb-9-4"]
+        up.kubectl(
+            "wait", "--for=jsonpath={.reason}=FailedScheduling", "event",
+            "--field-selector", "involvedObject.name=whole-node", "--timeout=120s",
+        )  # fmt: skip
+        events = get(up, "events", "--field-selector", "involvedObject.name=whole-node")
+        assert any("cannot allocate all claims" in e["message"] for e in events["items"])
+        up.kubectl("delete", "pod", "two-migs", "--wait=true")
+        up.kubectl("delete", "resourceclaim", "two-migs", "--wait=true")
+        up.kubectl("wait", "--for=condition=Ready", "pod/whole-node", "--timeout=120s")
+    finally:
+        up.kubectl("delete", "-f", "-", "--ignore-not-found", "--wait=true", input=TWO_MIGS)
