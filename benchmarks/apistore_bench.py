@@ -44,7 +44,6 @@ import asyncio
 import contextlib
 import json
 import os
-import subprocess
 import sys
 import tempfile
 import time
@@ -53,13 +52,13 @@ from pathlib import Path
 
 import asyncpg
 import msgspec
-import psutil
 from nats.aio.msg import Msg
 from nats.js import api as js_api
 
 from drasim.apistore import outbox
 from drasim.apistore.store import EventRow
 from drasim.cli import launch
+from drasim.cli.roundtrips import CpuMeter, RoundTrips
 from drasim.common import codec, service, watch
 from drasim.common.api import core_v1
 from drasim.common.api.meta_v1 import ObjectMeta
@@ -114,34 +113,6 @@ def percentile(values: list[float], q: float) -> float:
         return float("nan")
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
-
-
-class CpuMeter:
-    """CPU seconds of the benchmark's processes by role, and of the whole machine.
-
-    Each role is one process, Postgres' with its backends. What the machine spent beyond
-    them is other work sharing the cores."""
-
-    def __init__(self, roles: dict[str, int | None]) -> None:
-        self._roles = {role: psutil.Process(pid) for role, pid in roles.items() if pid}
-
-    def sample(self) -> dict[str, float]:
-        found = {}
-        for role, proc in self._roles.items():
-            procs = [proc]
-            if role == "postgres":
-                with contextlib.suppress(psutil.Error):
-                    procs += proc.children(recursive=True)
-            total = 0.0
-            for p in procs:
-                with contextlib.suppress(psutil.Error):
-                    t = p.cpu_times()
-                    total += t.user + t.system
-            found[role] = total
-        machine = psutil.cpu_times()
-        found["machine"] = machine.user + machine.nice + machine.system + machine.irq
-        found["machine"] += machine.softirq + getattr(machine, "steal", 0.0)
-        return found
 
 
 class WriteLoad:
@@ -381,84 +352,6 @@ async def ceiling_js_acked_each(
     return sent / elapsed
 
 
-RESPONDER = """
-import asyncio, sys, nats
-from drasim.common import service
-async def main():
-    nc = await nats.connect(sys.argv[1])
-    async def cb(msg):
-        await msg.respond(msg.data)
-    await nc.subscribe(sys.argv[2], queue="bench", cb=cb)
-    await nc.flush()  # (twice: nats-py's PING may overtake the buffered SUB)
-    await nc.flush()  # the subscription is in place before the first request
-    print("READY", flush=True)
-    await asyncio.Event().wait()
-service.use_event_loop()
-asyncio.run(main())
-"""
-
-
-class RoundTrips:
-    """Round trips to a trivial responder in its own process (on the services' event loop),
-    sent as the write benchmark's clients send theirs: `connections` connections,
-    `clients` in flight, a create request's bytes and the actor header."""
-
-    def __init__(
-        self, nats_url: str, prefix: str, clients: int, connections: int, nats_pid: int | None
-    ) -> None:
-        self.nats_url, self.subject = nats_url, f"{prefix}.echo"
-        self.prefix, self.clients, self.connections = prefix, clients, connections
-        self.nats_pid = nats_pid
-        self._proc: asyncio.subprocess.Process | None = None
-        self._buses: list[Bus] = []
-
-    async def start(self) -> None:
-        self._proc = await asyncio.create_subprocess_exec(
-            sys.executable, "-c", RESPONDER, self.nats_url, self.subject, stdout=subprocess.PIPE
-        )
-        assert self._proc.stdout is not None
-        assert (await self._proc.stdout.readline()).startswith(b"READY")
-        self._buses = [
-            await Bus.connect(self.nats_url, prefix=self.prefix, name=f"bench-rr-{i}")
-            for i in range(self.connections)
-        ]
-
-    async def stop(self) -> None:
-        for bus in self._buses:
-            await bus.close()
-        if self._proc is not None:
-            self._proc.terminate()
-            await self._proc.wait()
-
-    async def window(self, seconds: float, *, plain: bool) -> tuple[int, float, float]:
-        """Round trips for `seconds` through `Bus.request`, or with `plain` through nats-py's
-        own `nc.request`: (round trips, seconds, CPU seconds of clients, responder, NATS)."""
-        body = request_body()
-        hdrs = {headers.ACTOR: "bench"}
-        done = 0
-        stop_at = time.perf_counter() + seconds
-
-        async def requester(i: int) -> None:
-            nonlocal done
-            bus = self._buses[i % self.connections]
-            request = bus.nc.request if plain else bus.request
-            while time.perf_counter() < stop_at:
-                await request(self.subject, body, timeout=5, headers=hdrs)
-                done += 1
-
-        assert self._proc is not None
-        meter = CpuMeter(
-            {"clients": os.getpid(), "responder": self._proc.pid, "nats": self.nats_pid}
-        )
-        cpu0 = meter.sample()
-        t0 = time.perf_counter()
-        await asyncio.gather(*(requester(i) for i in range(self.clients)))
-        elapsed = time.perf_counter() - t0
-        cpu1 = meter.sample()
-        cpu = sum(cpu1[role] - cpu0[role] for role in cpu1 if role != "machine")
-        return done, elapsed, cpu
-
-
 async def run(
     args: argparse.Namespace, nats_url: str, database_url: str, servers: dict[str, int | None]
 ) -> dict:
@@ -482,7 +375,9 @@ async def run(
     )
     meter = CpuMeter({"apistore": apistore.pid, "clients": os.getpid(), **servers})
     load = WriteLoad(nats_url, prefix, args.clients, args.connections)
-    trips = RoundTrips(nats_url, prefix, args.clients, args.connections, servers["nats"])
+    trips = RoundTrips(
+        nats_url, prefix, args.clients, args.connections, servers["nats"], body=request_body()
+    )
     plain: list[tuple[int, float, float]] = []
     own: list[tuple[int, float, float]] = []
     writes_each: list[float] = []

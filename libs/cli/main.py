@@ -19,6 +19,7 @@ from drasim.cli import (
     events,
     get,
     kubeconfig,
+    loadtest,
     node,
     replay,
     secrets,
@@ -39,6 +40,7 @@ COMMANDS = (
     node,
     demo,
     bench,
+    loadtest,
     kubeconfig,
     secrets,
 )

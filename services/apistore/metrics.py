@@ -81,11 +81,12 @@ def _expand_total(key: metrics.Labels) -> metrics.Labels:
     return (*_expand_duration(key[:-1]), key[-1])
 
 
-def _scope(namespace: str, name: str) -> str:
-    """Upstream `CleanScope`."""
-    if namespace:
-        return "namespace"
-    return "resource" if name else "cluster"
+def _scope(verb: str, namespace: str, name: str) -> str:
+    """Upstream `CleanScope`: a call on one object (named, or a create) is `resource`,
+    whatever its namespace; the API call latency SLO holds those to 1 s, lists to 30 s."""
+    if name or verb == "POST":
+        return "resource"
+    return "namespace" if namespace else "cluster"
 
 
 class RequestMetrics:
@@ -146,7 +147,7 @@ class RequestMetrics:
         else:
             code = error.code if isinstance(error, errors.ApiError) else 500
         resource = EVENT_LOG if kind is messages.EventLog else req.resource
-        scope = _scope(req.namespace, getattr(req, "name", ""))
+        scope = _scope(verb, req.namespace, getattr(req, "name", ""))
         self.observe(verb, resource, subresource, scope, NATS, code, seconds)
 
     # -- the HTTP API -------------------------------------------------------------------
@@ -199,7 +200,7 @@ def _http_labels(request: web.Request) -> tuple[str, str, str, str]:
         verb = "APPLY"
     else:
         verb = method
-    return verb, target.info.plural, target.subresource, _scope(target.namespace, name)
+    return verb, target.info.plural, target.subresource, _scope(verb, target.namespace, name)
 
 
 class ApiStoreMetrics:

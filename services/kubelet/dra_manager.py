@@ -99,6 +99,9 @@ class DraManager:
         # `(operation, is_error, seconds)` of each prepare and unprepare, for the
         # process's `dra_operations_duration_seconds`.
         self.observe_operation: Callable[[str, bool, float], None] | None = None
+        # `(driver, method, grpc status code, seconds)` of each driver call, for the
+        # process's `dra_grpc_operations_duration_seconds`.
+        self.observe_driver_call: Callable[[str, str, str, float], None] | None = None
         # The node's pods are synced concurrently; their prepares and unprepares take
         # turns, so that one never works on claims another has in hand (two unprepares
         # would both find a claim unused and unprepare it twice; a prepare could admit a
@@ -136,7 +139,9 @@ class DraManager:
                     by_driver.setdefault(driver, []).append(info)
         for driver, infos in by_driver.items():
             client = dra_api.DraPluginClient(self.bus, node=self.node, driver=driver)
-            response = await client.prepare([info.ref() for info in infos])
+            response = await self._driver_call(
+                driver, "NodePrepareResources", client.prepare([info.ref() for info in infos])
+            )
             try:
                 for info, result in self._results("NodePrepareResources", infos, response.claims):
                     info.prepared[driver] = result.devices
@@ -209,7 +214,9 @@ class DraManager:
                 by_driver.setdefault(driver, []).append(info)
         for driver, infos in by_driver.items():
             client = dra_api.DraPluginClient(self.bus, node=self.node, driver=driver)
-            response = await client.unprepare([info.ref() for info in infos])
+            response = await self._driver_call(
+                driver, "NodeUnprepareResources", client.unprepare([info.ref() for info in infos])
+            )
             try:
                 for info, _ in self._results("NodeUnprepareResources", infos, response.claims):
                     del info.prepared[driver]
@@ -227,14 +234,30 @@ class DraManager:
         observe = self.observe_operation
         if observe is None:
             return await work
-        started = time.perf_counter()
-        try:
-            result = await work
-        except Exception:
-            observe(operation, True, time.perf_counter() - started)
-            raise
-        observe(operation, False, time.perf_counter() - started)
-        return result
+        return await _timed(work, lambda failed, seconds: observe(operation, failed, seconds))
+
+    async def _driver_call(self, driver: str, method: str, call: Awaitable[T]) -> T:
+        """Await one call to a driver, timing it as upstream's plugin client times each
+        gRPC call: status `OK`, or `Unknown` for an error that is no gRPC status."""
+        observe = self.observe_driver_call
+        if observe is None:
+            return await call
+        return await _timed(
+            call,
+            lambda failed, seconds: observe(driver, method, "Unknown" if failed else "OK", seconds),
+        )
 
     async def _save(self) -> None:
         await self._checkpoint.save(DraManagerState(claims=list(self.claims.values())))
+
+
+async def _timed(work: Awaitable[T], observe: Callable[[bool, float], None]) -> T:
+    """Await `work` and pass `observe` whether it failed and the seconds it took."""
+    started = time.perf_counter()
+    try:
+        result = await work
+    except Exception:
+        observe(True, time.perf_counter() - started)
+        raise
+    observe(False, time.perf_counter() - started)
+    return result

@@ -3,6 +3,9 @@
 - `dra_operations_duration_seconds{operation_name,is_error}`: how long the DRA manager took
   to prepare (`PrepareResources`) or unprepare (`UnprepareResources`) all the claims of one
   pod, including the calls to the drivers; a failed attempt counts with `is_error="true"`;
+- `dra_grpc_operations_duration_seconds{driver_name,method_name,grpc_status_code}`: one
+  call to a DRA driver (`NodePrepareResources`, `NodeUnprepareResources`), named by its
+  gRPC method as upstream's plugin client names it, with upstream's buckets;
 - `kubelet_device_plugin_alloc_duration_seconds{resource_name}`: one device plugin Allocate
   call (per container and extended resource);
 - `kubelet_node_name{node}` (1 per hosted node, as each upstream kubelet exposes its own)
@@ -15,10 +18,20 @@ from collections.abc import Callable, Collection
 
 from drasim.common import metrics
 
-__all__ = ["PREPARE_RESOURCES", "UNPREPARE_RESOURCES", "KubeletMetrics"]
+__all__ = [
+    "DRA_DURATION_BUCKETS",
+    "DRA_PLUGIN_SERVICE",
+    "PREPARE_RESOURCES",
+    "UNPREPARE_RESOURCES",
+    "KubeletMetrics",
+]
 
 PREPARE_RESOURCES = "PrepareResources"
 UNPREPARE_RESOURCES = "UnprepareResources"
+# The gRPC service of the DRA kubelet plugin API v1: methods are named `/<service>/<method>`.
+DRA_PLUGIN_SERVICE = "k8s.io.kubelet.pkg.apis.dra.v1.DRAPlugin"
+# Upstream's `DRADurationBuckets`: component-base's ExponentialBucketsRange(0.1, 40, 15).
+DRA_DURATION_BUCKETS = metrics.exponential_buckets(0.1, (40 / 0.1) ** (1 / 14), 15)
 
 
 class KubeletMetrics:
@@ -37,6 +50,12 @@ class KubeletMetrics:
             ("operation_name", "is_error"),
             buckets=metrics.DEFAULT_BUCKETS,
         )
+        self.dra_grpc_operations_duration = metrics.HistogramVec(
+            "dra_grpc_operations_duration_seconds",
+            "Duration in seconds of the DRA gRPC operations",
+            ("driver_name", "method_name", "grpc_status_code"),
+            buckets=DRA_DURATION_BUCKETS,
+        )
         self.device_plugin_alloc_duration = metrics.HistogramVec(
             "kubelet_device_plugin_alloc_duration_seconds",
             "Duration in seconds to serve a device plugin Allocation request. Broken down by "
@@ -46,6 +65,7 @@ class KubeletMetrics:
         )
         for collector in (
             self.dra_operations_duration,
+            self.dra_grpc_operations_duration,
             self.device_plugin_alloc_duration,
             metrics.Callback(self._collect_nodes, self._node_families(())),
         ):
@@ -53,6 +73,14 @@ class KubeletMetrics:
 
     def observe_dra_operation(self, operation: str, is_error: bool, seconds: float) -> None:
         self.dra_operations_duration.observe((operation, "true" if is_error else "false"), seconds)
+
+    def observe_dra_grpc_operation(
+        self, driver: str, method: str, status_code: str, seconds: float
+    ) -> None:
+        """One driver call: `method` is the bare gRPC method (`NodePrepareResources`)."""
+        self.dra_grpc_operations_duration.observe(
+            (driver, f"/{DRA_PLUGIN_SERVICE}/{method}", status_code), seconds
+        )
 
     def observe_device_plugin_allocation(self, resource_name: str, seconds: float) -> None:
         self.device_plugin_alloc_duration.observe((resource_name,), seconds)

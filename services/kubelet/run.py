@@ -87,6 +87,7 @@ class KubeletProcess:
         for agent in self.agents.values():
             agent.requeue = self._requeue
             agent.dra.observe_operation = self.metrics.observe_dra_operation
+            agent.dra.observe_driver_call = self.metrics.observe_dra_grpc_operation
             agent.observe_allocation = self.metrics.observe_device_plugin_allocation
 
     async def start(self) -> None:

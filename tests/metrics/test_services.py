@@ -162,7 +162,7 @@ async def test_each_service_reports_the_work_done(api: ApiClient, cluster: Clust
         "version": "v1",
         "resource": "pods",
         "subresource": "",
-        "scope": "namespace",
+        "scope": "resource",
         "component": "nats",
     }
     assert got.value("apiserver_request_total", code="201", **create_pod) == 4
@@ -176,6 +176,14 @@ async def test_each_service_reports_the_work_done(api: ApiClient, cluster: Clust
     got = await scrape(cluster.urls["kubelet"])
     prepare = {"operation_name": "PrepareResources", "is_error": "false"}
     assert got.value("dra_operations_duration_seconds_count", **prepare) >= 2
+    # Each driver call, named as upstream's plugin client names the gRPC method.
+    grpc = {
+        "driver_name": "gpu.example.com",
+        "method_name": "/k8s.io.kubelet.pkg.apis.dra.v1.DRAPlugin/NodePrepareResources",
+        "grpc_status_code": "OK",
+    }
+    assert got.value("dra_grpc_operations_duration_seconds_count", **grpc) >= 2
+    assert got.value("dra_grpc_operations_duration_seconds_bucket", le="0.1", **grpc) is not None
     assert got.value("drasim_kubelet_nodes") == 1
     assert got.value("kubelet_node_name", node=NODE) == 1
     assert got.value("process_cpu_seconds_total") is not None  # the process collector
@@ -190,3 +198,5 @@ async def test_a_deleted_pod_is_unprepared(api: ApiClient, cluster: Cluster) -> 
     got = await scrape(cluster.urls["kubelet"])
     unprepare = {"operation_name": "UnprepareResources", "is_error": "false"}
     assert got.value("dra_operations_duration_seconds_count", **unprepare) >= 1
+    unprepared = "/k8s.io.kubelet.pkg.apis.dra.v1.DRAPlugin/NodeUnprepareResources"
+    assert got.total("dra_grpc_operations_duration_seconds_count", method_name=unprepared) >= 1
