@@ -226,8 +226,14 @@ class ResourceClaimController:
 
     def _pod_needs_work(self, pod: core_v1.Pod) -> bool:
         """Upstream `podNeedsWork`: a template claim to make, or an allocated claim to
-        reserve for a pod that is bound already."""
-        if pod.metadata.deletion_timestamp is not None:
+        reserve for a pod that is bound already.
+
+        A pod that is done needs neither: its claims are only released and deleted.
+        Upstream asks this of a done pod's claims too, so deleting a done pod's template
+        claim makes it again until an event race ends that (kubernetes#141274 reports the
+        same for reservations); drasim, whose events come without such gaps, would make
+        and delete claims for as long as the pod object stays."""
+        if pod.metadata.deletion_timestamp is not None or is_pod_done(pod):
             return False
         for pod_claim in pod.spec.resource_claims:
             ref = claimutil.claim_name(pod, pod_claim)
@@ -325,7 +331,7 @@ class ResourceClaimController:
 
     async def sync_pod(self, namespace: str, name: str) -> None:
         pod = self.pods.get(name, namespace)
-        if pod is None or pod.metadata.deletion_timestamp is not None:
+        if pod is None or pod.metadata.deletion_timestamp is not None or is_pod_done(pod):
             return
         made: dict[str, str] = {}
         for pod_claim in pod.spec.resource_claims:

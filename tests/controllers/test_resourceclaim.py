@@ -135,12 +135,17 @@ async def test_a_deleted_template_claim_is_made_again_while_the_pod_lives(
 async def test_claims_of_a_finished_pod_are_deleted_while_the_pod_object_stays(
     api: ApiClient, manager: ControllerManager, changes: Changes
 ) -> None:
+    made: list[str] = []
+    manager.resource_claims.add_handlers(on_add=lambda claim: made.append(claim.metadata.name))
     await api.create(make_template())
     pod = await api.create(make_pod("my-pod").claim("gpu", template="gpu-template").obj())
     await changes.until(lambda: claims_of(manager, pod))
     await run_pod(api, manager.pods.get("my-pod", "default"), phase="Succeeded")
     await changes.until(lambda: not claims_of(manager, pod))
+    await manager.resource_claim.queue.join()
     assert manager.pods.get("my-pod", "default") is not None
+    # A finished pod needs no claim: the deleted one is not made again.
+    assert len(made) == 1 and not claims_of(manager, pod)
 
 
 def test_long_names_are_cut_in_proportion_to_keep_both() -> None:
