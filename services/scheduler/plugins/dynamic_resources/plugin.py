@@ -87,7 +87,8 @@ class DynamicResourcesArgs:
 
 
 class DynamicResources:
-    """PreFilter, Filter, PostFilter, PreScore, Score, Reserve, PreBind, EnqueueExtensions.
+    """PreEnqueue, PreFilter, Filter, PostFilter, PreScore, Score, Reserve, PreBind,
+    EnqueueExtensions.
 
     `features` are the gates it honours: DRAExtendedResource off, no special claim is made
     (upstream `preFilterExtendedResources` returns at once without
@@ -155,6 +156,20 @@ class DynamicResources:
             and claim is not None
             and claim.metadata.name == extended.SPECIAL_CLAIM_IN_MEMORY_NAME
         )
+
+    # -- PreEnqueue --
+
+    def pre_enqueue(self, pod: core_v1.Pod) -> framework.Status | None:
+        """Keep the pod out of activeQ until every claim it names exists, is not being
+        deleted and, if made from a template, is the pod's (upstream `PreEnqueue`): a
+        template's claim the controller has not made yet costs no attempt, and its
+        creation lets the pod in at once (the claim's or the pod's queueing hint), not
+        after a failed attempt's backoff."""
+        try:
+            claims.pod_resource_claims(self.dra_manager, pod)
+        except claims.NotSchedulable as err:
+            return framework.Status.unresolvable(str(err))
+        return None
 
     # -- PreFilter --
 
