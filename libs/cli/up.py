@@ -316,7 +316,7 @@ async def _create_device_classes(api: ApiClient, nodes_file: cluster_file.Cluste
     spec = nodes_file.spec
     objects: list[Any] = [*nodes_file.device_classes(), *spec.resource_slices]
     if nodes_file.drivers():
-        objects += dradriver.rbac()
+        objects += dradriver.rbac([driver.name for driver in nodes_file.drivers()])
     for obj in objects:
         info = registry.by_type(type(obj))
         print(f"[up] {await apply.apply_one(api, info, obj, '')}", flush=True)

@@ -22,7 +22,10 @@ Honoured where upstream honours them:
 - `DRADeviceTaints`: the apistore drops slices' taints and requests' tolerations; the
   device taint eviction controller does not run.
 - `DRADeviceTaintRules`: the scheduler and the eviction controller ignore DeviceTaintRules
-  (the apistore still serves them, where upstream's would not).
+  (the apistore still serves them, as upstream's does: the gate does not decide that).
+- `DRAResourceClaimGranularStatusAuthorization`: the apistore no longer asks writers of a
+  claim's status for `resourceclaims/binding` (allocation, reservations) and
+  `resourceclaims/driver` (device status) besides `resourceclaims/status`.
 - `ReduceDefaultCrashLoopBackOffDecay`: the kubelet's CrashLoopBackOff starts at 1 s and
   stops at 60 s instead of 10 s and 5 min.
 
@@ -59,6 +62,7 @@ DRA_EXTENDED_RESOURCE = "DRAExtendedResource"
 DRA_PARTITIONABLE_DEVICES = "DRAPartitionableDevices"
 DRA_PRIORITIZED_LIST = "DRAPrioritizedList"
 DRA_RESOURCE_CLAIM_DEVICE_STATUS = "DRAResourceClaimDeviceStatus"
+DRA_RESOURCE_CLAIM_GRANULAR_STATUS_AUTHORIZATION = "DRAResourceClaimGranularStatusAuthorization"
 REDUCE_DEFAULT_CRASH_LOOP_BACK_OFF_DECAY = "ReduceDefaultCrashLoopBackOffDecay"
 
 ALPHA, BETA, GA = PreRelease.ALPHA, PreRelease.BETA, PreRelease.GA
@@ -109,6 +113,7 @@ KUBE_FEATURES: dict[str, tuple[FeatureSpec, ...]] = {
         _at("1.33", True, BETA),
         _at("1.37", True, GA, locked=True),
     ),
+    DRA_RESOURCE_CLAIM_GRANULAR_STATUS_AUTHORIZATION: (_at("1.36", True, BETA),),
     REDUCE_DEFAULT_CRASH_LOOP_BACK_OFF_DECAY: (_at("1.33", False, ALPHA),),
 }
 
@@ -121,6 +126,10 @@ DEPENDENCIES: dict[str, tuple[str, ...]] = {
     DRA_EXTENDED_RESOURCE: (DYNAMIC_RESOURCE_ALLOCATION,),
     DRA_PARTITIONABLE_DEVICES: (DYNAMIC_RESOURCE_ALLOCATION,),
     DRA_PRIORITIZED_LIST: (DYNAMIC_RESOURCE_ALLOCATION,),
+    DRA_RESOURCE_CLAIM_GRANULAR_STATUS_AUTHORIZATION: (
+        DYNAMIC_RESOURCE_ALLOCATION,
+        DRA_RESOURCE_CLAIM_DEVICE_STATUS,
+    ),
 }
 
 NOT_IMPLEMENTED = frozenset(

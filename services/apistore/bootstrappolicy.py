@@ -148,10 +148,12 @@ _KUBE_SCHEDULER = [
     _rule(_READ_UPDATE, [_DRA], ["resourceclaims/status"]),
     _rule(_READ, [_DRA], ["resourceslices"]),
     _rule(_READ, [_DRA], ["devicetaintrules"]),
-    # drasim's own: the scheduler makes a pod's special ResourceClaim in PreBind and
-    # deletes it in Unreserve and PostFilter (KEP-5004), which upstream's role, as far as
-    # its newest bootstrap policy at hand shows, grants nobody but the claim controller.
+    # The special ResourceClaim, made in PreBind and deleted in Unreserve and PostFilter
+    # (KEP-5004; upstream's with DRAExtendedResource).
     _rule(["create", "delete"], [_DRA], ["resourceclaims"]),
+    # Allocations and reservations (upstream's with
+    # DRAResourceClaimGranularStatusAuthorization; inert while it is off).
+    _rule(["update", "patch"], [_DRA], ["resourceclaims/binding"]),
 ]
 _KUBE_CONTROLLER_MANAGER = [
     _EVENTS,
@@ -268,6 +270,7 @@ _CONTROLLER_ROLES: dict[str, list[dict[str, Any]]] = {
         _rule(["patch", "update"], [_DRA], ["resourceclaims", "resourceclaims/status"]),
         _rule(["patch", "update"], [""], ["pods/status"]),
         _EVENTS,
+        _rule(["update", "patch"], [_DRA], ["resourceclaims/binding"]),
     ],
 }
 _CLUSTER_ROLES: dict[str, list[dict[str, Any]]] = {

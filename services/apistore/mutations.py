@@ -320,7 +320,9 @@ class Batch:
         self._check_fault(info.plural, "update", req.subresource)
         obj = decode_object(info, req.object, req.name, req.version)
         namespace = req.namespace or obj.metadata.namespace or "default"
-        return self._update(info, namespace, req.name, obj, req.subresource, req.dry_run, ctx)
+        return self._update(
+            info, namespace, req.name, obj, req.subresource, req.dry_run, ctx, verb="update"
+        )
 
     def patch(self, req: messages.Patch, ctx: Context) -> bytes:
         info = resource_info(req.resource)
@@ -339,7 +341,9 @@ class Batch:
         # The patched object is decoded as a body is.
         obj = decode_builtins(info, merged, req.name, served)
         self._check_fault(info.plural, "patch", req.subresource)
-        return self._update(info, namespace, req.name, obj, req.subresource, req.dry_run, ctx)
+        return self._update(
+            info, namespace, req.name, obj, req.subresource, req.dry_run, ctx, verb="patch"
+        )
 
     def _update(
         self,
@@ -350,9 +354,11 @@ class Batch:
         subresource: str,
         dry_run: bool,
         ctx: Context,
+        *,
+        verb: str,
     ) -> bytes:
-        """An update or patch of the main resource or its status, with `obj` the object as
-        the client wants it: the steps both take once the object is decoded."""
+        """An update or patch (`verb`) of the main resource or its status, with `obj` the
+        object as the client wants it: the steps both take once the object is decoded."""
         strategy = for_resource(info.plural)
         _check_type_meta(info, obj)
         if obj.metadata.name and obj.metadata.name != name:
@@ -395,7 +401,8 @@ class Batch:
             strategy.guard_update(new, old, name, ctx, self)
         node_restriction.admit_update(ctx.actor, info, old, new, subresource)
         if subresource == "status":
-            errs = strategy.validate_status_update(new, old)
+            errs = strategy.authorize_status_update(new, old, verb, ctx, self)
+            errs += strategy.validate_status_update(new, old)
         else:
             errs = strategy.validate_update(new, old)
         errs += strategy.validate_in_namespace(new, old, subresource, self)

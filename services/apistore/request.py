@@ -5,6 +5,7 @@ namespace (upstream `k8s.io/apiserver/pkg/endpoints/request` and the handlers' d
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -37,6 +38,8 @@ class Context:
     traceparent: str = ""
     now: datetime = field(default_factory=lambda: datetime.now(UTC))
     groups: tuple[str, ...] | None = None
+    # The user's extras (a service account token's node name), for the checks that read them.
+    extra: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
 
 
 def resource_info(resource: str) -> registry.ResourceInfo:

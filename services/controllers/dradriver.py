@@ -24,6 +24,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import logging
+from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
 
@@ -45,9 +46,11 @@ ClaimKey = tuple[str, str]
 READY = "Ready"
 
 
-def rbac() -> list[rbac_v1.ClusterRole | rbac_v1.ClusterRoleBinding]:
+def rbac(drivers: Sequence[str] = ()) -> list[rbac_v1.ClusterRole | rbac_v1.ClusterRoleBinding]:
     """What the drivers' service account may do: read claims and pods, write claims'
-    status (their `status.devices`)."""
+    status (their `status.devices`) as a driver's controller writes it for devices on any
+    node: `arbitrary-node:` verbs on `resourceclaims/driver` for `drivers` (all if none),
+    as upstream's DRA hardening guide grants it."""
     role = rbac_v1.ClusterRole(
         metadata=meta_v1.ObjectMeta(name=_ROLE),
         rules=[
@@ -60,6 +63,12 @@ def rbac() -> list[rbac_v1.ClusterRole | rbac_v1.ClusterRoleBinding]:
                 verbs=["update", "patch"],
                 api_groups=["resource.k8s.io"],
                 resources=["resourceclaims/status"],
+            ),
+            rbac_v1.PolicyRule(
+                verbs=["arbitrary-node:update", "arbitrary-node:patch"],
+                api_groups=["resource.k8s.io"],
+                resources=["resourceclaims/driver"],
+                resource_names=list(drivers),
             ),
             rbac_v1.PolicyRule(verbs=["get", "list", "watch"], api_groups=[""], resources=["pods"]),
         ],

@@ -20,6 +20,7 @@ DRA_GATES = (
     "DRAPartitionableDevices",
     "DRAPrioritizedList",
     "DRAResourceClaimDeviceStatus",
+    "DRAResourceClaimGranularStatusAuthorization",
 )
 
 
@@ -159,6 +160,7 @@ def test_help_lists_what_is_neither_ga_nor_deprecated() -> None:
         "DRAExtendedResource=true|false (BETA - default=true)",
         "DRAPartitionableDevices=true|false (BETA - default=true)",
         "DRAResourceClaimDeviceStatus=true|false (BETA - default=true)",
+        "DRAResourceClaimGranularStatusAuthorization=true|false (BETA - default=true)",
         "ReduceDefaultCrashLoopBackOffDecay=true|false (ALPHA - default=false)",
     ]
 

@@ -99,7 +99,7 @@ def context(request: web.Request) -> Context:
         or request.headers.get(tracing.TRACEPARENT, "")
         or tracing.mint()
     )
-    return Context(actor=user.name, traceparent=traceparent, groups=user.groups)
+    return Context(actor=user.name, traceparent=traceparent, groups=user.groups, extra=user.extra)
 
 
 # The options kind each writing method's query is (and whose fieldManager is checked).

@@ -33,6 +33,7 @@ class Admission(Protocol):
     batch sees them (its own writes first, then the committed ones), and who writes."""
 
     policy: rbac.Policy
+    features: FeatureGate
 
     def priority_class(self, name: str) -> PriorityClass | None: ...
 
@@ -95,6 +96,14 @@ class Strategy:
     ) -> list[FieldError]:
         """Validation that reads the object's namespace (upstream's strategies calling
         `AuthorizedForAdmin`): its errors join the others of the same write."""
+        return []
+
+    def authorize_status_update(
+        self, new: Any, old: Any, verb: str, ctx: Context, batch: Admission
+    ) -> list[FieldError]:
+        """Checks of who may change which part of the status (`verb`: `update` or `patch`),
+        beyond RBAC's on the status subresource: their errors join the others of the
+        same write."""
         return []
 
     def guard_create(self, obj: Any, ctx: Context, batch: Admission) -> None:

@@ -8,14 +8,18 @@ A device taint without `timeAdded` gets the time of the write (upstream's
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from drasim.apistore import objectmeta
-from drasim.apistore.strategies import disabled_fields
+from drasim.apistore.strategies import disabled_fields, resource_authz
 from drasim.apistore.strategies.base import Admission, Strategy
+from drasim.common import features as gates
 from drasim.common.api import resource_v1
 from drasim.common.errors import FieldError, field_forbidden
 from drasim.common.featuregate import FeatureGate
+
+if TYPE_CHECKING:
+    from drasim.apistore.request import Context
 
 __all__ = ["STRATEGIES"]
 
@@ -87,6 +91,25 @@ class ResourceClaimStrategy(Strategy):
             return []
         path = _admin_result(new)
         return _admin_namespace_errors(path, new, batch) if path else []
+
+    def authorize_status_update(
+        self,
+        new: resource_v1.ResourceClaim,
+        old: resource_v1.ResourceClaim,
+        verb: str,
+        ctx: Context,
+        batch: Admission,
+    ) -> list[FieldError]:
+        """DRAResourceClaimGranularStatusAuthorization (`resource_authz`); a driver's
+        entries only while allocated (all of them go with the allocation)."""
+        if not batch.features.enabled(gates.DRA_RESOURCE_CLAIM_GRANULAR_STATUS_AUTHORIZATION):
+            return []
+        errs = resource_authz.authorized_for_binding(new, old, verb, ctx, batch.policy)
+        if new.status.allocation is not None and batch.features.enabled(
+            gates.DRA_RESOURCE_CLAIM_DEVICE_STATUS
+        ):
+            errs += resource_authz.authorized_for_device_status(new, old, verb, ctx, batch.policy)
+        return errs
 
     def drop_disabled_fields(
         self,
