@@ -15,10 +15,12 @@ refused.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import re
 from dataclasses import dataclass, field
 
 from drasim.common.api import registry
+from drasim.common.version import BINARY, Version
 
 __all__ = ["RuntimeConfig", "RuntimeConfigError", "add_flag", "parse"]
 
@@ -29,6 +31,16 @@ _MATCHERS = {
     "api/ga": lambda version: re.fullmatch(r"v[0-9]+", version) is not None,
     "api/beta": lambda version: re.fullmatch(r"v[0-9]+beta[0-9]+", version) is not None,
     "api/alpha": lambda version: re.fullmatch(r"v[0-9]+alpha[0-9]+", version) is not None,
+}
+
+
+# Resources a version gained after the oldest release drasim emulates (upstream's
+# `k8s:prerelease-lifecycle-gen:introduced`, k8s.io/api's
+# `zz_generated.prerelease-lifecycle.go`): a server emulating an older release does not
+# serve them there, whatever the flag and the feature gates say.
+INTRODUCED: dict[tuple[str, str, str], Version] = {
+    ("resource.k8s.io", "v1", "devicetaintrules"): Version(1, 37),
+    ("resource.k8s.io", "v1beta2", "devicetaintrules"): Version(1, 36),
 }
 
 
@@ -45,15 +57,24 @@ class RuntimeConfig:
     versions: frozenset[tuple[str, str]] = frozenset()
     resources: dict[tuple[str, str, str], bool] = field(default_factory=dict)
     flag: str = ""  # what it was parsed from, passed on to the apistore process
+    emulated: Version = BINARY  # the release the server emulates (`INTRODUCED`)
 
     def serves(self, group: str, version: str, plural: str) -> bool:
-        """Whether `/apis/<group>/<version>/<plural>` is served (the stored version always)."""
+        """Whether `/apis/<group>/<version>/<plural>` is served (the stored version always,
+        unless the release emulated predates it)."""
+        introduced = INTRODUCED.get((group, version, plural))
+        if introduced is not None and self.emulated < introduced:
+            return False
         info = registry.by_plural(plural)
         if (info.group, info.version) == (group, version):
             return True
         if info.group != group or info.served(version) is None:
             return False
         return self.resources.get((group, version, plural), (group, version) in self.versions)
+
+    def emulating(self, release: Version) -> RuntimeConfig:
+        """The same configuration on a server that emulates `release`."""
+        return dataclasses.replace(self, emulated=release)
 
     def served_versions(self, info: registry.ResourceInfo) -> list[registry.ServedVersion]:
         """The versions besides the stored one that `info` is served in."""

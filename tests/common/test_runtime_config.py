@@ -6,6 +6,7 @@ import pytest
 
 from drasim.common import runtime_config
 from drasim.common.runtime_config import RuntimeConfigError
+from drasim.common.version import Version
 
 GROUP = "resource.k8s.io"
 
@@ -67,3 +68,26 @@ def test_refused_with_upstreams_words(flag: str, message: str) -> None:
     with pytest.raises(RuntimeConfigError) as caught:
         runtime_config.parse(flag)
     assert str(caught.value).startswith(message)
+
+
+@pytest.mark.parametrize(
+    ("release", "flag", "versions"),
+    [
+        ("1.37", "", ["v1"]),
+        ("1.37", "resource.k8s.io/v1beta2=true", ["v1", "v1beta2"]),
+        ("1.36", "", []),  # v1 has it from 1.37 on; the beta is off
+        ("1.36", "resource.k8s.io/v1beta2=true", ["v1beta2"]),
+        ("1.35", "api/all=true", []),  # only v1alpha3 had it, which drasim does not serve
+    ],
+)
+def test_device_taint_rules_are_served_from_the_release_that_has_them(
+    release: str, flag: str, versions: list[str]
+) -> None:
+    """As kube-apiserver v1.37.2 with `--emulated-version` (checked on it): DeviceTaintRule
+    came to v1beta2 in 1.36 and to v1 in 1.37; the DRADeviceTaintRules gate decides nothing
+    about serving it."""
+    config = runtime_config.parse(flag).emulating(Version.parse(release))
+    assert [
+        v for v in ("v1", "v1beta1", "v1beta2") if config.serves(GROUP, v, "devicetaintrules")
+    ] == versions
+    assert config.serves(GROUP, "v1", "resourceclaims")

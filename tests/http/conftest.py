@@ -167,6 +167,11 @@ class Completed:
 @pytest.fixture
 def kubectl(cluster: Cluster):
     """Run kubectl against the cluster without blocking its event loop."""
+    return kubectl_for(cluster)
+
+
+def kubectl_for(cluster: Cluster):  # noqa: ANN201
+    """`kubectl`'s runner for a cluster the test opened itself (`open_cluster`)."""
     if KUBECTL is None:
         pytest.skip("kubectl is not installed on this machine")
 

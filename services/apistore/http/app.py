@@ -69,7 +69,7 @@ def build_app(
     app[keys.BOOKMARK_INTERVAL] = bookmark_interval
     app[keys.WATCHES] = set()
     app[keys.VERSION] = version or EffectiveVersion()
-    app[keys.RUNTIME_CONFIG] = runtime_config
+    app[keys.RUNTIME_CONFIG] = runtime_config.emulating(app[keys.VERSION].emulation)
     only_ping = (health.HealthCheck("ping", health.ping),)
     app[healthz.HEALTH] = health_checks or health.HealthChecks(livez=only_ping, readyz=only_ping)
     app.on_shutdown.append(_cancel_watches)

@@ -78,7 +78,8 @@ def served(config: RuntimeConfig) -> list[Served]:
     """Every resource in every version `config` serves it in."""
     out = []
     for info in registry.RESOURCES:
-        out.append(Served(info, info.version))
+        if config.serves(info.group, info.version, info.plural):
+            out.append(Served(info, info.version))
         out.extend(Served(info, v.version) for v in config.served_versions(info))
     return out
 
