@@ -20,6 +20,7 @@ from drasim.apistore.server import ApiServer
 from drasim.cli import kubeconfig
 from drasim.common.bus.client import Bus
 from drasim.common.client import ApiClient
+from drasim.controllers.server import ControllerManager
 from tests.scheduler.e2e.conftest import ClusterWatch
 
 TOKEN = "test-token"
@@ -109,6 +110,15 @@ async def open_cluster(fresh, certs, tmp_path: Path, **options: object) -> Async
     finally:
         await bus.close()
         await server.stop()
+
+
+@pytest.fixture
+async def controllers(cluster: Cluster) -> AsyncIterator[ControllerManager]:
+    """The controller manager beside the cluster (claims from templates, released claims)."""
+    manager = ControllerManager(cluster.api.bus)
+    await manager.start()
+    yield manager
+    await manager.stop()
 
 
 @pytest.fixture

@@ -17,6 +17,7 @@ import pytest
 
 from drasim.common.api import resource_v1
 from drasim.common.client import ApiClient
+from drasim.controllers.server import ControllerManager
 from drasim.scheduler.plugins import names
 from drasim.scheduler.plugins.dynamic_resources.plugin import DynamicResourcesArgs
 from drasim.scheduler.server import Scheduler
@@ -264,3 +265,44 @@ async def test_special_claim_waits_for_binding_conditions(
         kubectl, claim.metadata.name, _device_status(ATTACHED, "True", "Attached")
     )
     await watch.bound("trainer")
+
+
+TEMPLATE = """\
+apiVersion: resource.k8s.io/v1
+kind: ResourceClaimTemplate
+metadata:
+  name: fabric-gpu
+spec:
+  spec:
+    devices:
+      requests:
+      - name: gpu
+        exactly: {deviceClassName: fabric.example.com}
+"""
+# The same pod, its claim made from the template.
+TEMPLATE_POD = (
+    TEMPLATE
+    + "---\n"
+    + CLAIM_AND_POD.split("---\n")[1].replace("resourceClaimName:", "resourceClaimTemplateName:")
+)
+
+
+async def test_template_claim_waits_for_binding_conditions_and_goes_with_its_pod(
+    kubectl, start_scheduler: StartScheduler, controllers: ControllerManager, watch: ClusterWatch
+) -> None:
+    """The claim the controller makes from a template waits in PreBind as a user's claim
+    does; once the pod is gone, the controller deletes it, and the device is free for the
+    next pod's claim."""
+    claim = await _start(kubectl, start_scheduler, watch, pod=TEMPLATE_POD)
+    assert claim.metadata.name.startswith("trainer-gpu-")
+    await _set_device_status(
+        kubectl, claim.metadata.name, _device_status(ATTACHED, "True", "Attached")
+    )
+    await watch.bound("trainer")
+    await kubectl("delete", "pod", "trainer", "--grace-period=0", "--force")
+    await watch.wait_for(lambda: watch.claims.get(claim.metadata.name, "default") is None)
+    # The next pod of the template gets the device again, and waits for it anew.
+    await kubectl("apply", "-f", "-", input=TEMPLATE_POD)
+    again = await _wait_pending(kubectl, watch, times=2)
+    assert again.metadata.uid != claim.metadata.uid
+    assert [r.device for r in again.status.allocation.devices.results] == ["gpu-0"]

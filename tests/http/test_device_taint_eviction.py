@@ -259,6 +259,7 @@ async def test_a_no_execute_rule_evicts_the_pods_of_the_devices_it_selects(
     await kubectl("apply", "-f", "-", input="---\n".join(manifests))
     await running(dra, "with-gpu", "with-template", "bystander")
     special_device = device_of(dra, "with-gpu")
+    claims = [claim_of(dra, dra.pod(name)).metadata.name for name in ("with-gpu", "with-template")]
     rules = [
         RULE.format(
             name=f"broken-{device}",
@@ -272,6 +273,17 @@ async def test_a_no_execute_rule_evicts_the_pods_of_the_devices_it_selects(
     for name in ("with-gpu", "with-template"):
         await dra.wait_for(lambda n=name: dra.deletions.evicted(n))
     assert "bystander" not in dra.deletions.pods
+    # The special claim and the template's claim go with their pods: nothing holds the
+    # tainted devices any more.
+    for name in claims:
+        await dra.wait_for(lambda n=name: dra.claims.get(n, "default") is None)
+    holders = {
+        r.device
+        for c in dra.claims.list()
+        if c.status.allocation
+        for r in c.status.allocation.devices.results
+    }
+    assert holders == {device_of(dra, "bystander")}
 
     # Each rule's status tells what it did, as kube-controller-manager's says it.
     rule = f"broken-{special_device}"
@@ -321,11 +333,18 @@ async def test_a_rule_with_no_effect_says_what_it_would_do(
 
 
 async def test_admin_access_reaches_the_container(kubectl, dra: ClusterWatch) -> None:
+    """A claim with admin access to all of the node's GPUs gets them, the one a running
+    pod's special claim holds among them, taking nothing from it: another pod still gets a
+    GPU meanwhile. The monitor's container is told; its pod gone, its claim is deallocated
+    and the other claims keep their devices."""
+    await kubectl("apply", "-f", "-", input=WITH_GPU)
+    await running(dra, "with-gpu")
+    in_use = device_of(dra, "with-gpu")
     await kubectl("create", "namespace", "admins")
     await kubectl("label", "namespace", "admins", "resource.kubernetes.io/admin-access=true")
     manifest = WITH_CLAIM.format(name="monitor", tolerations="[]").replace(
         "deviceClassName: gpu.example.com",
-        "deviceClassName: gpu.example.com\n        adminAccess: true",
+        "deviceClassName: gpu.example.com\n        adminAccess: true\n        allocationMode: All",
     )
     await kubectl("apply", "-n", "admins", "-f", "-", input=manifest)
     await dra.wait_for(
@@ -333,3 +352,19 @@ async def test_admin_access_reaches_the_container(kubectl, dra: ClusterWatch) ->
     )
     log = (await kubectl("logs", "-n", "admins", "monitor")).stdout
     assert "DRA_ADMIN_ACCESS=true" in log
+    monitor = dra.claims.get("monitor", "admins")
+    assert monitor is not None and monitor.status.allocation is not None
+    results = monitor.status.allocation.devices.results
+    assert len(results) == 8 and all(r.admin_access for r in results)
+    assert in_use in {r.device for r in results}
+
+    await kubectl("apply", "-f", "-", input=WITH_CLAIM.format(name="with-claim", tolerations="[]"))
+    await running(dra, "with-claim")
+    assert device_of(dra, "with-claim") != in_use
+    await kubectl("delete", "pod", "-n", "admins", "monitor", "--wait=true")
+    await dra.wait_for(
+        lambda: (
+            (c := dra.claims.get("monitor", "admins")) is not None and c.status.allocation is None
+        )
+    )
+    assert device_of(dra, "with-gpu") == in_use

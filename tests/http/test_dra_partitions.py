@@ -293,3 +293,131 @@ async def test_shares_of_a_device_from_templates_and_extended_resources(
     # Each share was prepared on its own: its own CDI device, named after its share.
     logs = await kubectl("logs", "v2")
     assert third.share_id is not None and third.share_id in logs.stdout
+
+
+PARTITION_TEMPLATE = """\
+apiVersion: resource.k8s.io/v1
+kind: ResourceClaimTemplate
+metadata: {name: one-1g}
+spec:
+  spec:
+    devices:
+      requests:
+      - {name: mig, exactly: {deviceClassName: mig-1g.example.com}}
+"""
+TEMPLATE_PARTITION_POD = """\
+apiVersion: v1
+kind: Pod
+metadata: {{name: {name}}}
+spec:
+  resourceClaims:
+  - {{name: mig, resourceClaimTemplateName: one-1g}}
+  containers:
+  - name: c
+    image: registry.k8s.io/pause:3.10
+    resources: {{claims: [{{name: mig}}]}}
+"""
+WIDE_CLAIM = """\
+apiVersion: resource.k8s.io/v1
+kind: ResourceClaim
+metadata: {name: wide}
+spec:
+  devices:
+    requests:
+    - name: vgpu
+      exactly:
+        deviceClassName: vgpu.example.com
+        capacity: {requests: {bandwidth: "8"}}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: wide}
+spec:
+  resourceClaims:
+  - {name: vgpu, resourceClaimName: wide}
+  containers:
+  - name: c
+    image: registry.k8s.io/pause:3.10
+    resources: {claims: [{name: vgpu}]}
+"""
+
+
+def _cannot_allocate(pod: core_v1.Pod | None) -> bool:
+    return pod is not None and any(
+        c.type == "PodScheduled" and "cannot allocate all claims" in c.message
+        for c in pod.status.conditions
+    )
+
+
+async def _template_claim(api: ApiClient, pod: core_v1.Pod) -> resource_v1.ResourceClaim:
+    (status,) = pod.status.resource_claim_statuses
+    assert status.resource_claim_name is not None
+    return await api.get(resource_v1.ResourceClaim, status.resource_claim_name, namespace="default")
+
+
+async def test_template_claims_on_partitions_give_their_counters_back(
+    cluster: Cluster, kubectl, mig_node: None
+) -> None:
+    """A template's claim and the special claim each take a partition of the GPU, which
+    leaves its memory spent: the second templated pod waits; once the first goes, its
+    claim is deleted with it and the counters it consumed are given back."""
+    await kubectl("apply", "-f", "-", input=PARTITION_TEMPLATE)
+    await kubectl("apply", "-f", "-", input=TEMPLATE_PARTITION_POD.format(name="t1"))
+    t1 = await _running_pod(cluster.api, "t1")
+    first = await _template_claim(cluster.api, t1)
+    assert first.status.allocation is not None
+    (taken,) = first.status.allocation.devices.results
+    assert taken.device.startswith("gpu-0-1g-")
+    await kubectl("apply", "-f", "-", input=POD.format(name="x", resource="example.com/mig-1g"))
+    x = await _running_pod(cluster.api, "x")
+    (special,) = await _results(cluster.api, x)
+    assert special.device.startswith("gpu-0-1g-") and special.device != taken.device
+
+    await kubectl("apply", "-f", "-", input=TEMPLATE_PARTITION_POD.format(name="t2"))
+    # (Its first attempt may come before the claim controller made its claim.)
+    await wait_for(cluster.api, core_v1.Pod, "t2", _cannot_allocate, namespace="default")
+    await kubectl("delete", "pod", "t1", "--wait=true")
+    gone = await wait_for(
+        cluster.api,
+        resource_v1.ResourceClaim,
+        first.metadata.name,
+        lambda c: c is None,
+        namespace="default",
+    )
+    assert gone is None
+    t2 = await _running_pod(cluster.api, "t2")
+    second = await _template_claim(cluster.api, t2)
+    assert second.status.allocation is not None
+    (result,) = second.status.allocation.devices.results
+    assert result.device.startswith("gpu-0-1g-") and result.device != special.device
+
+
+async def test_a_user_claims_share_is_given_back_when_its_pod_goes(
+    cluster: Cluster, kubectl, mig_node: None
+) -> None:
+    """A user's claim asks 8 of the shared device's 10 units of bandwidth: a pod asking
+    `example.com/vgpu: 1` (4 by default) waits; deleting the claim's pod deallocates the
+    claim (the controller: nobody uses it) and its share, and the waiting pod gets one."""
+    await kubectl("apply", "-f", "-", input=WIDE_CLAIM)
+    await _running_pod(cluster.api, "wide")
+    claim = await cluster.api.get(resource_v1.ResourceClaim, "wide", namespace="default")
+    assert claim.status.allocation is not None
+    (share,) = claim.status.allocation.devices.results
+    assert (share.device, str(share.consumed_capacity["bandwidth"])) == ("vgpu-0", "8")
+
+    await kubectl("apply", "-f", "-", input=POD.format(name="v1", resource="example.com/vgpu"))
+    await wait_for_event(cluster.api, pod="v1", reason="FailedScheduling")
+    await kubectl("delete", "pod", "wide", "--wait=true")
+    released = await wait_for(
+        cluster.api,
+        resource_v1.ResourceClaim,
+        "wide",
+        lambda c: c is not None and c.status.allocation is None,
+        namespace="default",
+    )
+    assert released is not None and not released.status.reserved_for
+    v1 = await _running_pod(cluster.api, "v1")
+    (got,) = await _results(cluster.api, v1)
+    assert (got.device, str(got.consumed_capacity["bandwidth"])) == ("vgpu-0", "4")
+    shown = await kubectl("get", "resourceclaim", "wide", "-o", "jsonpath={.status}")
+    assert shown.stdout in ("", "{}")

@@ -13,6 +13,7 @@ from collections.abc import AsyncIterator
 import pytest
 
 from drasim.common.client import ApiClient
+from drasim.controllers.server import ControllerManager
 from drasim.scheduler.server import Scheduler
 from tests.builders import make_node
 from tests.http.conftest import Cluster
@@ -178,3 +179,64 @@ async def test_per_device_node_selection(
     await kubectl("apply", "-f", "-", input=other)
     condition = await watch.unschedulable("on-a")
     assert "resourceclaim not available on the node" in condition.message
+
+
+MAPPED_CLASS = CLASS + "  extendedResourceName: example.com/nic\n"
+TEMPLATED_AND_EXTENDED = """\
+apiVersion: resource.k8s.io/v1
+kind: ResourceClaimTemplate
+metadata: {name: one-nic}
+spec:
+  spec:
+    devices:
+      requests:
+      - {name: nic, exactly: {deviceClassName: nic.example.com}}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: templated}
+spec:
+  resourceClaims: [{name: nic, resourceClaimTemplateName: one-nic}]
+  containers:
+  - name: app
+    image: registry.k8s.io/pause:3.10
+    resources: {claims: [{name: nic}]}
+"""
+EXTENDED = """\
+apiVersion: v1
+kind: Pod
+metadata: {name: extended}
+spec:
+  containers:
+  - name: app
+    image: registry.k8s.io/pause:3.10
+    resources: {limits: {example.com/nic: "1"}}
+"""
+
+
+async def test_template_and_special_claims_share_the_rack_device_in_turn(
+    kubectl, scheduler: Scheduler, controllers: ControllerManager, watch: ClusterWatch
+) -> None:
+    """Rack a's one NIC goes to a template's claim, narrowed to rack a's nodes; a pod
+    asking `example.com/nic: 1` waits for it, and gets it (its special claim narrowed the
+    same way) once the templated pod is gone and the controller deleted its claim."""
+    await kubectl("apply", "-f", "-", input=MAPPED_CLASS + "---\n" + RACK_A)
+    await kubectl("apply", "-f", "-", input=TEMPLATED_AND_EXTENDED)
+    assert await watch.bound("templated") in ("rack-a-0", "rack-a-1")
+    (claim,) = watch.pod("templated").status.resource_claim_statuses
+    name = claim.resource_claim_name
+    allocated = watch.claims.get(name, "default")
+    assert allocated is not None and allocated.status.allocation is not None
+    rack_a = allocated.status.allocation.node_selector
+    assert rack_a is not None and rack_a.node_selector_terms[0].match_expressions[0].key == "rack"
+
+    await kubectl("apply", "-f", "-", input=EXTENDED)
+    condition = await watch.unschedulable("extended")
+    assert "cannot allocate all claims" in condition.message
+    await kubectl("delete", "pod", "templated", "--grace-period=0", "--force")
+    await watch.wait_for(lambda: watch.claims.get(name, "default") is None)
+    assert await watch.bound("extended") in ("rack-a-0", "rack-a-1")
+    (special,) = watch.special_claims(watch.pod("extended"))
+    assert special.status.allocation is not None
+    assert special.status.allocation.node_selector == rack_a
+    assert [r.device for r in special.status.allocation.devices.results] == ["nic-0"]
