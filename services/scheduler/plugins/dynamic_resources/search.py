@@ -9,6 +9,12 @@ shares consume. Counters are not stored: a pool's counters left are its counter 
 minus what its allocated devices (exclusive or shared, each once) consume, worked out once
 per pool and allocator.
 
+Counters also bound the search (`CounterBounds`, drasim's own; upstream's allocator walks
+every combination): when the devices a request still needs cannot fit in what their pools
+have left, even taking the cheapest of the candidates left, the search backs out at once
+instead of trying each combination to its last pick. That changes no answer: only
+subtrees without a solution are skipped.
+
 Upstream: `allocateOne`, `allocateDevice`, `rollbackDevice` and `checkAvailableCounters` in
 `staging/src/k8s.io/dynamic-resource-allocation/structured/internal/incubating/
 allocator_incubating.go`.
@@ -36,7 +42,15 @@ from drasim.scheduler.plugins.dynamic_resources.pools import (
 if TYPE_CHECKING:
     from drasim.scheduler.plugins.dynamic_resources.allocator import _Alternative, _AlternativePlan
 
-__all__ = ["AllocatedState", "Counters", "Ledger", "Pick", "Search", "allocate_request"]
+__all__ = [
+    "AllocatedState",
+    "CounterBounds",
+    "Counters",
+    "Ledger",
+    "Pick",
+    "Search",
+    "allocate_request",
+]
 
 ALLOCATION_RESULTS_MAX_SIZE = resource_v1.ALLOCATION_RESULTS_MAX_SIZE
 
@@ -188,6 +202,18 @@ class Ledger:
             consumed[key] = consumed.get(key, Fraction(0)) + sign * amount.value
         return consumed
 
+    def cannot_fit(self, bounds: Mapping[tuple[PoolID, str, str], Fraction | int]) -> bool:
+        """Whether counters the picks must still consume at least (`CounterBounds`)
+        exceed what their pools have left."""
+        for (pool, set_name, name), least in bounds.items():
+            key = (set_name, name)
+            available = self._available(pool)
+            if key in available:
+                consumed = self.counters.get(pool, {}).get(key, Fraction(0))
+                if consumed + least > available[key]:
+                    return True
+        return False
+
     def _charge_counters(self, candidate: Candidate) -> bool:
         """Charge the device's counters; False (and nothing charged) if any counter of
         its pool would be overdrawn (upstream `checkAvailableCounters`)."""
@@ -199,11 +225,47 @@ class Ledger:
         return True
 
 
+class CounterBounds:
+    """The least each counter must still be charged when `remaining` more devices are
+    picked from `candidates[start:]`: per counter, the sum of its `remaining` smallest
+    charges there (a device not consuming it charges 0; a shared device may charge
+    nothing, so it counts 0 too). Worked out once per (start, remaining)."""
+
+    def __init__(self, candidates: list[Candidate], consumable_capacity: bool) -> None:
+        self._charges: dict[tuple[PoolID, str, str], list[Fraction | int]] = {}
+        for k, c in enumerate(candidates):
+            if c.multi and consumable_capacity:
+                continue
+            for set_name, name, amount in c.counters:
+                key = ((c.id[0], c.id[1]), set_name, name)
+                charges = self._charges.setdefault(key, [0] * len(candidates))
+                value = charges[k] + amount.value
+                # Whole numbers sort and add faster as ints.
+                charges[k] = int(value) if value.denominator == 1 else value
+        self._bounds: dict[tuple[int, int], dict[tuple[PoolID, str, str], Fraction | int]] = {}
+
+    def __bool__(self) -> bool:
+        return bool(self._charges)
+
+    def least(self, start: int, remaining: int) -> dict[tuple[PoolID, str, str], Fraction | int]:
+        bounds = self._bounds.get((start, remaining))
+        if bounds is None:
+            bounds = {}
+            for key, charges in self._charges.items():
+                left = charges[start:]
+                if left.count(0) >= remaining:
+                    continue  # enough devices charge nothing: no bound
+                bounds[key] = sum(sorted(left)[:remaining])
+            self._bounds[(start, remaining)] = bounds
+        return bounds
+
+
 @dataclass(slots=True)
 class Search:
     requests: list  # list[_Request]
     picks: list[list[Pick]]  # per claim
     ledger: Ledger
+    bounds: dict[int, CounterBounds] = field(default_factory=dict)  # by id(alternative)
 
 
 def allocate_request(search: Search, index: int) -> bool:
@@ -234,6 +296,13 @@ def _pick_devices(
     last = len(candidates) - remaining + 1
     if not alternative.plan.exact:
         last = min(start + 1, len(candidates))
+    elif remaining > 1:
+        bounds = search.bounds.get(id(alternative))
+        if bounds is None:
+            bounds = CounterBounds(candidates, ledger.consumable_capacity)
+            search.bounds[id(alternative)] = bounds
+        if bounds and ledger.cannot_fit(bounds.least(start, remaining)):
+            return False
     for k in range(start, last):
         pick = ledger.take(alternative.plan, candidates[k], claim_index)
         if pick is None:

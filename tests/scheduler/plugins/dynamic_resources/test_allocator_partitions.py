@@ -24,6 +24,7 @@ from drasim.common import codec
 from drasim.common.api import core_v1, meta_v1, resource_v1
 from drasim.common.quantity import Quantity
 from drasim.scheduler.dra_manager import DraManager
+from drasim.scheduler.plugins.dynamic_resources import search
 from drasim.scheduler.plugins.dynamic_resources.allocator import Allocator, AllocatorError
 
 DRIVER = "gpu.example.com"
@@ -559,3 +560,31 @@ def test_distinct_shares_as_the_consumable_capacity_benchmark() -> None:
             used = shared.get(device, {}).get("bw", Quantity())
             shared[device] = {"bw": used + r.consumed_capacity["bw"]}
     assert all(v == {"bw": Quantity(10)} for v in shared.values())
+
+
+def test_counters_left_cut_the_search_short(monkeypatch: pytest.MonkeyPatch) -> None:
+    """scheduler_perf's PartitionableBacktracking on one node: the first device consumes
+    2 of the 7 units of memory, the seven others 1 each, and a claim asks for 7. Once
+    the first is taken, the six more the claim needs cannot fit in the 5 units left, so
+    the search backs out of it at once rather than trying every combination with it; the
+    answer is the one the full search finds."""
+    devices = [DeviceSpec("big", False, {"mem": 2}, False, None, None)]
+    devices += [DeviceSpec(f"small-{i}", False, {"mem": 1}, False, None, None) for i in range(7)]
+    node = core_v1.Node(metadata=meta_v1.ObjectMeta(name=NODE))
+    request = RequestSpec("r", "gpu", 7, "ExactCount", False, None)
+    claim = _claim("c", [request])
+    takes = 0
+    take = search.Ledger.take
+
+    def counted(self: search.Ledger, *args: Any) -> search.Pick | None:
+        nonlocal takes
+        takes += 1
+        return take(self, *args)
+
+    monkeypatch.setattr(search.Ledger, "take", counted)
+    got = Allocator(_slices(devices, {"mem": 7}), CLASSES, frozenset()).allocate(node, [claim])
+    assert got is not None
+    assert [r.device for r in got[0].devices.results] == [f"small-{i}" for i in range(7)]
+    assert takes == 8  # "big", then each small device once
+    want = brute_force(World(devices, {"mem": 7}, set(), {}), [[request]])
+    assert want == [[("r", f"small-{i}") for i in range(7)]]
