@@ -7,6 +7,7 @@ its device, then runs; its special claim then shows the driver's device status; 
 
 from __future__ import annotations
 
+from drasim.common import codec
 from drasim.common.api import core_v1, resource_v1
 from drasim.common.client import ApiClient
 from tests import builders
@@ -105,3 +106,58 @@ async def test_failed_attachment_gives_the_allocation_up(
     assert message.endswith(', reason=AttachFailed, message="attach failed by gpu.example.com"')
     current = await api.get(core_v1.Pod, "trainer", namespace="default")
     assert not current.spec.node_name
+
+
+TEMPLATE = {
+    "metadata": {"name": "one-gpu", "namespace": "default"},
+    "spec": {"spec": {"devices": {"requests": [
+        {"name": "gpu", "exactly": {"deviceClassName": "gpu.example.com"}}
+    ]}}},
+}  # fmt: skip
+TEMPLATED_POD = {
+    "metadata": {"name": "templated", "namespace": "default"},
+    "spec": {
+        "resourceClaims": [{"name": "gpu", "resourceClaimTemplateName": "one-gpu"}],
+        "containers": [
+            {"name": "app", "image": "pause", "resources": {"claims": [{"name": "gpu"}]}}
+        ],
+    },
+}
+
+
+async def test_a_template_claim_is_attached_reported_and_goes_with_its_pod(
+    api: ApiClient, run_cluster_file: RunClusterFile
+) -> None:
+    """The claim the controller makes from a template waits for the attachment as the
+    special claim does; the driver reports its device's status there once the pod runs;
+    the pod deleted, the claim goes, with its status."""
+    await run_cluster_file(CLUSTER.replace("OUTCOME", "Attached"))
+    await api.create(codec.convert(TEMPLATE, resource_v1.ResourceClaimTemplate))
+    await api.create(codec.convert(TEMPLATED_POD, core_v1.Pod))
+    message = await wait_for_event(api, pod="templated", reason="BindingConditionsPending")
+    assert message == "waiting for binding conditions for device on node fabric-0"
+    running = await wait_for(api, core_v1.Pod, "templated", _running, namespace="default")
+    assert running is not None
+    (status,) = running.status.resource_claim_statuses
+    name = status.resource_claim_name
+    assert name is not None and name.startswith("templated-gpu-")
+
+    def reported(claim: resource_v1.ResourceClaim | None) -> bool:
+        return claim is not None and any(
+            c.type == "Ready" for d in claim.status.devices for c in d.conditions
+        )
+
+    claim = await wait_for(api, resource_v1.ResourceClaim, name, reported, namespace="default")
+    assert claim is not None
+    (device,) = claim.status.devices
+    assert {c.type: c.status for c in device.conditions} == {
+        "gpu.example.com/attached": "True",
+        "Ready": "True",
+    }
+    assert device.network_data is not None and device.network_data.interface_name == "net1"
+
+    await api.delete(core_v1.Pod, "templated", namespace="default")
+    gone = await wait_for(
+        api, resource_v1.ResourceClaim, name, lambda c: c is None, namespace="default"
+    )
+    assert gone is None
