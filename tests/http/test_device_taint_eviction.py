@@ -292,6 +292,7 @@ async def test_a_no_execute_rule_evicts_the_pods_of_the_devices_it_selects(
         resource_v1.DeviceTaintRule,
         rule,
         lambda r: r is not None and [c.reason for c in r.status.conditions] == ["Completed"],
+        timeout=60,  # the controller's status pass queues behind evictions on a busy machine
     )
     out = await kubectl("get", "devicetaintrule", rule, "-o", "jsonpath={.status.conditions[0]}")
     condition = json.loads(out.stdout)
