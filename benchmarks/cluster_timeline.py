@@ -126,7 +126,7 @@ async def sample_once(
 
 
 async def run(args: argparse.Namespace, samples: list[dict]) -> None:
-    """Sample into `samples` until `--seconds` pass."""
+    """Sample into `samples` until `--seconds` pass or the cluster stops answering."""
     info = cluster.load_cluster(args.data_dir)
     if info is None or not info.metrics:
         raise SystemExit(f"no running drasim up with /metrics under {args.data_dir}")
@@ -135,7 +135,11 @@ async def run(args: argparse.Namespace, samples: list[dict]) -> None:
     async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=30)) as session:
         previous_at = 0.0
         while time.monotonic() < deadline:
-            sample = await sample_once(session, dict(info.metrics), processes)
+            try:
+                sample = await sample_once(session, dict(info.metrics), processes)
+            except (aiohttp.ClientError, OSError) as exc:  # the cluster went away: keep what was
+                print(f"cluster_timeline: stopped: {exc}", file=sys.stderr)
+                return
             now = time.monotonic()
             if samples:
                 written = sample["log_last_seq"] - samples[-1]["log_last_seq"]
