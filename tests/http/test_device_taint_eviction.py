@@ -369,3 +369,42 @@ async def test_admin_access_reaches_the_container(kubectl, dra: ClusterWatch) ->
         )
     )
     assert device_of(dra, "with-gpu") == in_use
+
+
+async def test_admin_access_through_a_claim_template(kubectl, dra: ClusterWatch) -> None:
+    """A template's claim with admin access gets all of the node's GPUs, the special claim's
+    among them, without taking any; its container is told, and the claim goes with its pod
+    while the special claim keeps its device."""
+    await kubectl("apply", "-f", "-", input=WITH_GPU)
+    await running(dra, "with-gpu")
+    in_use = device_of(dra, "with-gpu")
+    await kubectl("create", "namespace", "admins")
+    await kubectl("label", "namespace", "admins", "resource.kubernetes.io/admin-access=true")
+    manifest = (
+        WITH_TEMPLATE.replace("exactly: {deviceClassName: gpu.example.com}", ADMIN_ALL)
+        .replace("name: one-gpu", "name: all-gpus")
+        .replace("resourceClaimTemplateName: one-gpu", "resourceClaimTemplateName: all-gpus")
+        .replace("name: with-template", "name: monitor")
+    )
+    await kubectl("apply", "-n", "admins", "-f", "-", input=manifest)
+    monitor = await dra.wait_for(
+        lambda: (p := dra.pods.get("monitor", "admins")) and p.status.phase == "Running" and p
+    )
+    ((status),) = monitor.status.resource_claim_statuses
+    claim = dra.claims.get(status.resource_claim_name, "admins")
+    assert claim is not None and claim.status.allocation is not None
+    results = claim.status.allocation.devices.results
+    assert len(results) == 8 and all(r.admin_access for r in results)
+    assert in_use in {r.device for r in results}
+    log = (await kubectl("logs", "-n", "admins", "monitor")).stdout
+    assert "DRA_ADMIN_ACCESS=true" in log
+
+    await kubectl("apply", "-f", "-", input=WITH_CLAIM.format(name="with-claim", tolerations="[]"))
+    await running(dra, "with-claim")
+    assert device_of(dra, "with-claim") != in_use
+    await kubectl("delete", "pod", "-n", "admins", "monitor", "--wait=true")
+    await dra.wait_for(lambda: dra.claims.get(status.resource_claim_name, "admins") is None)
+    assert device_of(dra, "with-gpu") == in_use
+
+
+ADMIN_ALL = "exactly: {deviceClassName: gpu.example.com, adminAccess: true, allocationMode: All}"
