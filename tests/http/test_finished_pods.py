@@ -19,18 +19,12 @@ from drasim.controllers.server import ControllerManager
 from drasim.kubelet.backoff import CrashLoopBackOff
 from drasim.kubelet.run import KubeletProcess
 from tests.http.conftest import Cluster
+from tests.http.whole_cluster import WITH_GPU_CLASS
 from tests.scheduler.e2e.conftest import ClusterWatch, control_plane
 
-CLUSTER = """
-apiVersion: drasim.io/v1alpha1
-kind: Cluster
-deviceClasses:
-  - apiVersion: resource.k8s.io/v1
-    kind: DeviceClass
-    metadata: {name: gpu.example.com}
-    spec:
-      selectors: [{cel: {expression: "device.driver == 'gpu.example.com'"}}]
-      extendedResourceName: example.com/gpu
+CLUSTER = (
+    WITH_GPU_CLASS
+    + """\
 profiles:
   - name: one-gpu
     cpu: "8"
@@ -52,6 +46,7 @@ podDefaults:
     runFor: 300ms
     exitCode: 4
 """
+)
 
 DRA_NODE, DP_NODE = "dra-0", "dp-0"
 

@@ -11,19 +11,13 @@ from drasim.common import codec
 from drasim.common.api import core_v1, resource_v1
 from drasim.common.client import ApiClient
 from tests import builders
+from tests.http.whole_cluster import WITH_GPU_CLASS
 from tests.kubelet.conftest import RunClusterFile
 from tests.kubelet.waiting import wait_for, wait_for_event
 
-CLUSTER = """
-apiVersion: drasim.io/v1alpha1
-kind: Cluster
-deviceClasses:
-  - apiVersion: resource.k8s.io/v1
-    kind: DeviceClass
-    metadata: {name: gpu.example.com}
-    spec:
-      selectors: [{cel: {expression: "device.driver == 'gpu.example.com'"}}]
-      extendedResourceName: example.com/gpu
+CLUSTER = (
+    WITH_GPU_CLASS
+    + """\
 profiles:
   - name: fabric-gpu
     cpu: "8"
@@ -43,6 +37,7 @@ drivers:
     attachment: {afterSeconds: 0.2, outcome: OUTCOME}
     deviceStatus: {networkData: true, data: {fabric: rack-1}}
 """
+)
 
 
 def _running(pod: core_v1.Pod | None) -> bool:
