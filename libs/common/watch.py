@@ -14,7 +14,11 @@ Three layers, as kopf's (`kopf/_cogs/clients/watching.py`: `infinite_watch`,
   (`drasim.common.bus.consumer`) from the event after the resourceVersion it maps to.
 
 The stream is aligned with the event log (stream sequence == resourceVersion, see the
-apistore's outbox), so resuming at resourceVersion R is starting a consumer at R+1.
+apistore's outbox), so resuming at resourceVersion R is starting a consumer at R+1. Each
+event names the one before it on the watched subject (the apistore's `event_chain`): an
+event naming one after the watch's position means events were removed from the stream
+while the watch lagged (compaction, the stream's limits), and the watch ends `Expired`
+as if it had started too late.
 
 What a watch follows is a list of `Scope`s, each a filter subject and how to list what it
 carries. An informer (`drasim.common.informer`) has one per kind; the kubelet
@@ -160,22 +164,33 @@ async def watch_once(
     starts: Mapping[str, int],
     type_: type | None = None,
     heartbeat: float = HEARTBEAT_S,
+    until_caught_up: bool = False,
 ) -> AsyncIterator[tuple[str, WatchEvent]]:
     """One watch: every event on each filter subject of `starts` after the resourceVersion
     it maps to, in order per subject, as (subject, event); objects decoded into `type_`,
-    or left as JSON without one.
+    or left as JSON without one. With `until_caught_up` it ends once it gave what the
+    stream held.
 
     An event the outbox published as a stand-in (`headers.STAND_IN`: too large for NATS)
     is read back from the event log. Ends only by raising: `Expired` when the stream no
     longer holds the event after a start, `ServiceUnavailable` when no consumer can be
     made, the error of a stand-in that cannot be read back."""
     decode = messages.watch_event_decoder.decode
+    positions = dict(starts)
+    link_headers = {s: link_header(bus.prefix, s) for s in starts}
     msgs = consumer.ordered_messages(
-        bus, {s: rv + 1 for s, rv in starts.items()}, idle_heartbeat=heartbeat
+        bus,
+        {s: rv + 1 for s, rv in starts.items()},
+        idle_heartbeat=heartbeat,
+        until_caught_up=until_caught_up,
     )
     async with contextlib.aclosing(msgs):
         async for subject, msg in msgs:
             seq = consumer.ack_sequences(msg.reply)[0]
+            previous = previous_event(msg, seq, link_headers[subject])
+            if previous > positions[subject]:
+                raise errors.Expired(f"too old resource version: {positions[subject]} ({previous})")
+            positions[subject] = seq
             data, traceparent = msg.data, ""
             if msg.headers:
                 traceparent = msg.headers.get(headers.TRACEPARENT, "")
@@ -184,6 +199,26 @@ async def watch_once(
             event = decode(data)
             obj = event.object if type_ is None else codec.decode(event.object, type_)
             yield subject, WatchEvent(event.type, obj, seq, traceparent)
+
+
+def link_header(prefix: str, filter_subject: str) -> str | None:
+    """The header naming the event before each one on `filter_subject` (see the module
+    docstring): of its resource, or of its resource on its node; None for the whole
+    stream, where it is the event with the sequence before."""
+    tokens = filter_subject.removeprefix(f"{prefix}.ev.").split(".")
+    if tokens == [">"]:
+        return None
+    return headers.PREV_OF_RESOURCE if len(tokens) == 2 else headers.PREV_ON_NODE
+
+
+def previous_event(msg: Any, seq: int, header: str | None) -> int:
+    """The resourceVersion of the event before event `seq` (message `msg`) on its
+    subject, as `link_header` says; 0 when the message does not say (published before
+    events named it)."""
+    if header is None:
+        return seq - 1
+    value = msg.headers.get(header) if msg.headers else None
+    return int(value) if value else 0
 
 
 async def watch_resource(

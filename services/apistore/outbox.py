@@ -17,6 +17,9 @@ place, keeping the alignment. The stand-in carries the `Drasim-Stand-In` header 
 of the message it replaces) and the event's type with only the object's identity; watchers
 read the event itself back from the log (`drasim.common.watch.watch_once`). Each one
 is an alarm: an ERROR in the log and `drasim_apistore_outbox_oversized_events_total`.
+
+Every event also names the previous event of its resource and of its resource on its node
+(`drasim.apistore.event_chain`), by which a watcher knows that it missed events.
 """
 
 from __future__ import annotations
@@ -36,6 +39,7 @@ from nats.aio.msg import Msg
 from nats.aio.subscription import Subscription
 from nats.js import api as js_api
 
+from drasim.apistore.event_chain import EventChain
 from drasim.apistore.store import EventRow, Store
 from drasim.common import errors
 from drasim.common.api import registry
@@ -118,22 +122,31 @@ async def ensure_stream(bus: Bus, *, max_msgs: int = DEFAULT_MAX_MSGS) -> js_api
 
 _SEQ_HEADERS = (
     f"NATS/1.0\r\n{headers.NATS_MSG_ID}: %d\r\n{headers.EXPECTED_LAST_SEQUENCE}: %d\r\n"
-    f"{headers.RESOURCE_VERSION}: %d\r\n"
+    f"{headers.RESOURCE_VERSION}: %d\r\n{headers.PREV_OF_RESOURCE}: %d\r\n"
+    f"{headers.PREV_ON_NODE}: %d\r\n"
 ).encode()
 _TRACEPARENT = f"{headers.TRACEPARENT}: ".encode()
 _ACTOR = f"{headers.ACTOR}: ".encode()
 _STAND_IN = f"{headers.STAND_IN}: ".encode()
 
 
-def event_frame(prefix: str, ev: EventRow, reply: str = "", *, stand_in_for: int = 0) -> bytes:
+def event_frame(
+    prefix: str,
+    ev: EventRow,
+    reply: str = "",
+    *,
+    links: tuple[int, int] = (0, 0),
+    stand_in_for: int = 0,
+) -> bytes:
     """The NATS protocol command (HPUB) that publishes one event: its subject, its headers
     (`Nats-Msg-Id` and `Nats-Expected-Last-Sequence` as the module docstring says, the
-    resourceVersion, the write's traceparent and actor) and `event_payload`; with
-    `stand_in_for` (the size of the event's own message), its stand-in instead.
+    resourceVersion, its `links` in the event chain, the write's traceparent and actor)
+    and `event_payload`; with `stand_in_for` (the size of the event's own message), its
+    stand-in instead.
 
     Built here in one go: nats-py's `publish` encodes a headers dict key by key, which cost
     more than everything else the apistore does to publish an event."""
-    hdr = _SEQ_HEADERS % (ev.seq, ev.seq - 1, ev.seq)
+    hdr = _SEQ_HEADERS % (ev.seq, ev.seq - 1, ev.seq, *links)
     if ev.traceparent:
         hdr += _TRACEPARENT + wire.header_value(ev.traceparent) + b"\r\n"
     if ev.actor:
@@ -216,6 +229,7 @@ class Outbox:
         # Events published as stand-ins (see the module docstring), and the last of them.
         self.oversized = 0
         self._last_oversized = 0
+        self._chain = EventChain()
 
     def add(self, events: list[EventRow]) -> None:
         """Events just committed, in seq order: published from memory, not read back."""
@@ -301,6 +315,7 @@ class Outbox:
             info = await ensure_stream(self._bus, max_msgs=self._max_msgs)
             self._stream_last = info.state.last_seq
             self._max_msg_size = info.config.max_msg_size or -1
+            await self._chain.sync(self._store, info.state.last_seq)
             poll = True
         published = self._stream_last
         while True:
@@ -343,7 +358,9 @@ class Outbox:
             start,
         )
         await self._bus.js.purge_stream(name, seq=start)
-        return (await self._bus.js.stream_info(name)).state.last_seq
+        last = (await self._bus.js.stream_info(name)).state.last_seq
+        self._chain.skip_to(last)
+        return last
 
     async def _on_ack(self, msg: Msg) -> None:
         chunk = self._chunk
@@ -372,13 +389,17 @@ class Outbox:
         limit = nc.max_payload
         if self._max_msg_size > 0:
             limit = min(limit, self._max_msg_size)
+        links = self._chain.links(rows)
         try:
-            frames = [self._frame(ev, limit) for ev in rows[:-1]]
+            frames = [
+                self._frame(ev, limit, link) for ev, link in zip(rows[:-1], links[:-1], strict=True)
+            ]
             reply = f"{self._ack_prefix}{chunk.token}.{last.seq}"
-            frames.append(self._frame(last, limit, reply))
+            frames.append(self._frame(last, limit, links[-1], reply))
             await wire.send_frames(nc, frames)
             async with asyncio.timeout(ACK_TIMEOUT):
                 await chunk.done
+            self._chain.advance((ev.seq, ev.resource, ev.node_name) for ev in rows)
         finally:
             self._chunk = None
             if chunk.done.done() and not chunk.done.cancelled():
@@ -386,11 +407,11 @@ class Outbox:
             else:
                 chunk.done.cancel()
 
-    def _frame(self, ev: EventRow, limit: int, reply: str = "") -> bytes:
+    def _frame(self, ev: EventRow, limit: int, links: tuple[int, int], reply: str = "") -> bytes:
         """The event's frame, or its stand-in's if the frame is over `limit`, what NATS
         takes (which limits a little less than the whole frame)."""
         prefix = self._bus.prefix
-        frame = event_frame(prefix, ev, reply)
+        frame = event_frame(prefix, ev, reply, links=links)
         if len(frame) <= limit:
             return frame
         if ev.seq > self._last_oversized:  # once per event, not on every retry of it
@@ -408,4 +429,4 @@ class Outbox:
                 len(frame),
                 limit,
             )
-        return event_frame(prefix, ev, reply, stand_in_for=len(frame))
+        return event_frame(prefix, ev, reply, links=links, stand_in_for=len(frame))

@@ -136,6 +136,13 @@ _EVENT_COLUMNS = (
     "seq, type, resource, namespace, name, uid, node_name, object, actor, traceparent, created_at"
 )
 SELECT_EVENTS_AFTER = f"SELECT {_EVENT_COLUMNS} FROM events WHERE seq > $1 ORDER BY seq LIMIT $2"
+# The outbox's event chain (`drasim.apistore.event_chain`): what each event follows.
+SELECT_EVENT_KEYS = (
+    "SELECT seq, resource, node_name FROM events WHERE seq > $1 AND seq <= $2 ORDER BY seq"
+)
+SELECT_LAST_EVENT_KEYS = (
+    "SELECT resource, node_name, max(seq) FROM events WHERE seq <= $1 GROUP BY resource, node_name"
+)
 
 SELECT_OUTBOX_SEQ = "SELECT seq FROM outbox WHERE id = 1"
 # Guarded so that a slower replica never moves the position backwards.

@@ -460,6 +460,17 @@ class Store:
         rows = await self._pool.fetch(sql.SELECT_EVENTS_AFTER, seq, limit)
         return [EventRow(*r) for r in rows]
 
+    async def select_event_keys(self, after: int, upto: int) -> list[tuple[int, str, str]]:
+        """(seq, resource, node) of the events after `after` up to `upto`, in order."""
+        rows = await self._pool.fetch(sql.SELECT_EVENT_KEYS, after, upto)
+        return [(r[0], r[1], r[2]) for r in rows]
+
+    async def select_last_event_keys(self, upto: int) -> list[tuple[str, str, int]]:
+        """(resource, node, seq of its last event) of every resource and node the log
+        holds events of up to `upto`."""
+        rows = await self._pool.fetch(sql.SELECT_LAST_EVENT_KEYS, upto)
+        return [(r[0], r[1], r[2]) for r in rows]
+
     async def select_events(
         self,
         *,

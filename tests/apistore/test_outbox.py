@@ -97,9 +97,9 @@ def test_a_stand_in_keeps_the_events_place_and_names_its_object():
         actor="kubelet",
         traceparent="00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",
     )
-    whole = outbox.event_frame("p", ev)
-    stand_in = outbox.event_frame("p", ev, stand_in_for=len(whole))
-    assert len(stand_in) < 400 < len(whole)
+    whole = outbox.event_frame("p", ev, links=(5, 3))
+    stand_in = outbox.event_frame("p", ev, links=(5, 3), stand_in_for=len(whole))
+    assert len(stand_in) < 500 < len(whole)
     line, rest = stand_in.split(b"\r\n", 1)
     assert line.split()[1] == b"p.ev.pods.n1.default.big"  # the same subject
     hdr = rest.split(b"\r\n\r\n", 1)[0].decode()
@@ -109,6 +109,8 @@ def test_a_stand_in_keeps_the_events_place_and_names_its_object():
         "traceparent: 00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",
         "Drasim-Actor: kubelet",
         f"Drasim-Stand-In: {len(whole)}",
+        "Drasim-Prev-Resource: 5",
+        "Drasim-Prev-Node: 3",
     ):
         assert expected in hdr.splitlines()
     assert msgspec.json.decode(outbox.stand_in_payload(ev)) == {

@@ -15,6 +15,9 @@ sequence is skipped, when heartbeats stop, or when the connection to NATS was ma
 order per filter, interleaved between them. Unlike nats-py's, no task per consumer: one
 watchdog per watch checks every consumer's heartbeats. `drasim.common.watch` builds the
 watches of drasim on them.
+
+A watch may also end once it has given everything the stream held when it started
+(`until_caught_up`): a catch-up of what a plain subscription missed.
 """
 
 from __future__ import annotations
@@ -69,6 +72,8 @@ class _Consumer:
     delivered: int = 0  # consumer sequence of the last message taken
     last_active: float = field(default_factory=time.monotonic)
     sub: Subscription | None = None
+    # Messages the server has not delivered yet, as it last said; None: not made yet.
+    pending: int | None = None
 
 
 class _Watch:
@@ -92,11 +97,16 @@ class _Watch:
         message asked for, and what the JetStream API answered otherwise."""
         await asyncio.gather(*(self._create(c, c.generation) for c in self.consumers))
 
+    def caught_up(self) -> bool:
+        """Whether every consumer has given all the stream held for it."""
+        return self.queue.empty() and all(c.pending == 0 for c in self.consumers)
+
     def renew(self, consumer: _Consumer) -> None:
         """Replace `consumer` by a new one from its next message (in the background; a
         failure ends the watch through the queue)."""
         consumer.generation += 1
         consumer.delivered = 0
+        consumer.pending = None
         consumer.last_active = time.monotonic()
         if consumer.sub is not None:
             self._unsubscribe(consumer.sub)
@@ -201,6 +211,8 @@ class _Watch:
         first_given = info["delivered"]["stream_seq"] + 1
         if first_given > start:
             raise errors.Expired(f"too old resource version: {start - 1} ({first_given - 1})")
+        if consumer.pending is None and generation == consumer.generation:
+            consumer.pending = info.get("num_pending", 0)
 
     def _on_message(self, consumer: _Consumer, generation: int, msg: Msg) -> None:
         if generation != consumer.generation:
@@ -226,6 +238,7 @@ class _Watch:
             return
         consumer.delivered = consumer_seq
         consumer.next_seq = stream_seq + 1
+        consumer.pending = ack_pending(msg.reply)
         self.queue.put_nowait((consumer.filter, msg))
 
     def _publish(self, subject: str) -> None:
@@ -260,12 +273,20 @@ def ack_sequences(reply: str) -> tuple[int, int]:
     raise errors.InternalError(f"not a JetStream message: {reply!r}")
 
 
+def ack_pending(reply: str) -> int:
+    """The messages the consumer has still to deliver after this one (its ack subject's
+    `<pending>`, the token after the time)."""
+    tokens = reply.split(".")
+    return int(tokens[8] if len(tokens) == 9 else tokens[10])
+
+
 async def ordered_messages(
-    bus: Bus, starts: Mapping[str, int], *, idle_heartbeat: float
+    bus: Bus, starts: Mapping[str, int], *, idle_heartbeat: float, until_caught_up: bool = False
 ) -> AsyncIterator[tuple[str, Msg]]:
     """The event stream's messages on each filter subject of `starts` from the stream
     sequence it maps to, each filter's in order, through one ordered consumer per filter,
-    as (filter, message).
+    as (filter, message); with `until_caught_up`, only until every filter's consumer has
+    delivered what the stream held for it.
 
     Raises `Expired` when the stream no longer holds a sequence asked for (the caller
     relists), `ServiceUnavailable` when it cannot make a consumer (the caller retries from
@@ -277,6 +298,8 @@ async def ordered_messages(
         await watch.start()
         watchdog = asyncio.create_task(watch.watchdog())
         while True:
+            if until_caught_up and watch.caught_up():
+                return
             item = await watch.queue.get()
             if isinstance(item, tuple):
                 yield item
