@@ -15,7 +15,7 @@ import logging
 from collections.abc import Callable, Sequence
 from typing import Any, Generic, TypeVar
 
-from drasim.common import watch
+from drasim.common import follow, watch
 from drasim.common.api import registry
 from drasim.common.api.meta_v1 import KubeObject
 from drasim.common.bus import subjects
@@ -51,8 +51,9 @@ class Informer(Generic[T]):
     Handlers run synchronously, in event order, after the cache is updated:
     `on_add(obj)`, `on_update(old, new)`, `on_delete(obj)`. By default the informer
     watches every object of its type (in `namespace`); `scopes` watch parts of it instead
-    (`watch.Scope`), each with its own list and consumer. After a list, handlers hear of
-    the listed objects in `list_order` (a sort key), or as listed.
+    (`watch.Scope`), each with its own list and consumer; with `follow`, each followed
+    by plain subscription instead of a consumer (`drasim.common.follow`). After a list,
+    handlers hear of the listed objects in `list_order` (a sort key), or as listed.
     """
 
     def __init__(
@@ -64,6 +65,7 @@ class Informer(Generic[T]):
         scopes: Sequence[watch.Scope] | None = None,
         heartbeat: float = watch.HEARTBEAT_S,
         list_order: Callable[[T], Any] | None = None,
+        follow: bool = False,
         on_add: Callable[[T], Any] | None = None,
         on_update: Callable[[T, T], Any] | None = None,
         on_delete: Callable[[T], Any] | None = None,
@@ -74,6 +76,7 @@ class Informer(Generic[T]):
         self.scopes = scopes
         self.heartbeat = heartbeat
         self.list_order = list_order
+        self.follow = follow
         self.cache: dict[Key, T] = {}
         # Of the last event or list seen.
         self.resource_version = 0
@@ -119,13 +122,15 @@ class Informer(Generic[T]):
 
     async def run(self) -> None:
         """Keep the cache current until cancelled (`watch.watch_forever`)."""
-        events = watch.watch_forever(
-            bus=self.client.bus,
-            type_=self.type,
-            scopes=self.scopes or [self._scope()],
-            heartbeat=self.heartbeat,
-            name=f"informer {self.type.__name__}",
-        )
+        scopes = self.scopes or [self._scope()]
+        name = f"informer {self.type.__name__}"
+        bus = self.client.bus
+        if self.follow:
+            events = follow.follow_forever(bus=bus, type_=self.type, scopes=scopes, name=name)
+        else:
+            events = watch.watch_forever(
+                bus=bus, type_=self.type, scopes=scopes, heartbeat=self.heartbeat, name=name
+            )
         listed: list[T] = []
         async with contextlib.aclosing(events):
             async for item in events:

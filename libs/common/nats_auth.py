@@ -158,7 +158,10 @@ class NatsUser:
                     *self.publish,
                 ]
             },
-            "subscribe": {"allow": [f"{inbox_prefix(self.name)}.>", *self.subscribe]},
+            # What it watches it may also follow by plain subscription (`drasim.common.follow`).
+            "subscribe": {
+                "allow": [f"{inbox_prefix(self.name)}.>", *self.subscribe, *(self.watches or ())]
+            },
             # Answering a request (a kubelet's control or driver subject) needs its reply
             # subject, which is another user's inbox: allowed for the request's reply only.
             "allow_responses": True,

@@ -48,6 +48,7 @@ __all__ = [
     "Bookmark",
     "Scope",
     "WatchEvent",
+    "list_scopes",
     "list_then_watch",
     "watch_forever",
     "watch_once",
@@ -141,7 +142,7 @@ async def list_then_watch(
     having forgotten the positions: the caller calls again, which lists again. Raises when
     a list or the watch failed otherwise; `positions` say where to carry on."""
     if not positions:
-        listed = await _list(scopes)
+        listed = await list_scopes(scopes)
         for objects, resource_version in listed:
             for obj in objects:
                 yield WatchEvent(None, obj, resource_version)
@@ -245,7 +246,7 @@ async def watch_raw(
             yield event.resource_version, event
 
 
-async def _list(scopes: Sequence[Scope]) -> list[tuple[list[Any], int]]:
+async def list_scopes(scopes: Sequence[Scope]) -> list[tuple[list[Any], int]]:
     """Each scope's list, `LIST_CONCURRENCY` at a time."""
     limit = asyncio.Semaphore(LIST_CONCURRENCY)
 

@@ -1,14 +1,15 @@
-"""The pods bound to the nodes one kubelet process hosts: an informer whose watch has one
-scope per node (`drasim.common.watch`).
+"""The pods bound to the nodes one kubelet process hosts: an informer with one scope per
+node, followed by plain subscription (`drasim.common.follow`).
 
 Events are published on `<prefix>.ev.pods.<node>.<namespace>.<name>`. A process hosting N
-nodes reads them through N ordered consumers, one per node, so it receives its own nodes'
-pod events and nothing else: another process's nodes, leases and slices never reach it,
-and NATS' permissions see to it that they cannot (a consumer filtering several subjects
-could not be bounded by them). Each node is listed as that node (the Node authorizer lets
-it list the pods bound to it alone) and watched from its own position, so a broken watch
-resumes every node where it was. The consumers' idle heartbeats are sparse
-(`HEARTBEAT_S`): N consumers send N of them a period.
+nodes subscribes to N subjects, one per node, so it receives its own nodes' pod events and
+nothing else: another process's nodes, leases and slices never reach it, and NATS'
+permissions see to it that they cannot. Plain subscriptions, not a JetStream consumer per
+node: ten thousand consumers made the stream fall minutes behind the writes. The stream
+serves only catch-ups, of a node whose events were lost (the event chain says so) and
+of every node after a reconnection. Each node is listed as that node (the Node authorizer
+lets it list the pods bound to it alone) and followed from its own position, so a broken
+watch resumes every node where it was.
 """
 
 from __future__ import annotations
@@ -31,8 +32,8 @@ PodHandler = Callable[[str, core_v1.Pod, str], None]
 """Called with ADDED, MODIFIED or DELETED, the pod, and the event's `traceparent` ('' for
 what a list showed), in event order."""
 
-# Idle heartbeat of each node's consumer: how soon a consumer lost without a reconnection
-# (a clustered NATS server gone) is noticed, against N heartbeats a period when idle.
+# Idle heartbeat of each node's consumer (`watch_nodes_raw`): how soon a consumer lost
+# without a reconnection is noticed, against N heartbeats a period when idle.
 HEARTBEAT_S = 30.0
 
 
@@ -44,7 +45,7 @@ def pod_informer(api: ApiClient, nodes: list[str], handler: PodHandler) -> Infor
         api,
         core_v1.Pod,
         scopes=[_node_scope(api, node) for node in nodes],
-        heartbeat=HEARTBEAT_S,
+        follow=True,
         list_order=_admission_order,
         on_add=lambda pod: handler("ADDED", pod, event_traceparent()),
         on_update=lambda _, pod: handler("MODIFIED", pod, event_traceparent()),

@@ -228,6 +228,17 @@ async def test_a_kubelet_listens_on_its_own_nodes_only(
         assert "subscription" in await _violation(seen, nc)
 
 
+async def test_a_kubelet_follows_its_own_nodes_pod_events_only(
+    cluster_nats: EmbeddedNats, prefix: str
+) -> None:
+    async with _raw(cluster_nats, "kubelet-0") as (nc, seen):
+        await nc.subscribe(subjects.events_of(prefix, "pods", node="node-a"))
+        await nc.flush()
+        assert seen == []
+        await nc.subscribe(subjects.events_of(prefix, "pods", node="node-b"))
+        assert "subscription" in await _violation(seen, nc)
+
+
 async def test_a_kubelet_watches_its_own_nodes_pods_only(
     apistore: ApiServer, cluster_nats: EmbeddedNats, prefix: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -1,0 +1,167 @@
+"""Following scopes of the event stream by plain NATS subscription, as the kubelet does.
+
+A JetStream consumer per scope costs the server for every event it stores (it matches each
+consumer's filter and keeps each consumer's state), and a kubelet process hosting a
+thousand nodes has a thousand scopes: at 10,000 nodes the stream fell minutes behind the
+writes. A plain subscription costs NATS an entry in its subject tree, and the outbox's
+publish of an event reaches it as it reaches the stream.
+
+But a plain subscription loses what is published while the connection is away. So:
+
+- every scope is subscribed to before it is listed: each event after the list reaches the
+  subscription (or is lost, and then noticed);
+- each event names the one before it on its scope (the apistore's `event_chain`): an event
+  naming one after the scope's position says events were lost, and the scope catches up
+  from the stream from its position (`watch.watch_once(until_caught_up=True)`), which
+  also answers `Expired` (relist) when the stream no longer holds them;
+- after a reconnection every scope catches up, since the last events before it may have
+  been lost with nothing after them to tell.
+
+Events come in order per scope, once each; a catch-up's events and the subscription's
+overlap and are told apart by resourceVersion. What NATS permissions allow is the same as
+for consumers: a subscription of one node's subject, and consumers of it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import AsyncIterator, Sequence
+
+from nats.aio.msg import Msg
+from nats.aio.subscription import Subscription
+
+from drasim.common import codec, errors, watch
+from drasim.common.bus import headers, messages
+from drasim.common.bus.client import Bus
+
+__all__ = ["follow_forever"]
+
+log = logging.getLogger(__name__)
+
+# Scopes caught up at once after a reconnection (each is one short-lived consumer).
+CATCH_UP_BATCH = 64
+# A catch-up can come before the stream stored the event that called for it: the event is
+# taken again after the catch-up, and after this wait (doubled, up to a second) if the
+# catch-up found nothing.
+_STORED_WAIT_S = 0.01
+_BACKOFF_FIRST_S = 0.1
+_BACKOFF_MAX_S = 2.0
+_RECONNECTED = "reconnected"
+
+
+async def follow_forever(
+    *, bus: Bus, type_: type, scopes: Sequence[watch.Scope], name: str
+) -> AsyncIterator[watch.WatchEvent | watch.Bookmark]:
+    """List, then follow every change of `scopes`, forever, as `watch.watch_forever` does
+    but through plain subscriptions (see the module docstring)."""
+    positions: dict[str, int] = {}  # scope subject → resourceVersion; empty: list again
+    delay = _BACKOFF_FIRST_S
+    while True:
+        events = _follow(bus, type_, scopes, positions, name)
+        try:
+            async with contextlib.aclosing(events):
+                async for item in events:
+                    delay = _BACKOFF_FIRST_S
+                    yield item
+        except errors.Expired as exc:
+            log.info("%s: %s; listing again", name, exc)
+            positions.clear()
+        except Exception as exc:
+            log.warning("%s: %s; retrying in %.1fs", name, exc, delay)
+            await asyncio.sleep(delay)
+            delay = min(delay * 2, _BACKOFF_MAX_S)
+
+
+async def _follow(
+    bus: Bus, type_: type, scopes: Sequence[watch.Scope], positions: dict[str, int], name: str
+) -> AsyncIterator[watch.WatchEvent | watch.Bookmark]:
+    """Subscribe, list (or catch up from `positions`), then follow, keeping `positions`."""
+    queue: asyncio.Queue[tuple[str, Msg] | str] = asyncio.Queue()
+    subs: list[Subscription] = []
+    stop = bus.on_reconnect(lambda: queue.put_nowait(_RECONNECTED))
+    try:
+        for scope in scopes:
+            subs.append(
+                await bus.subscribe_direct(
+                    scope.subject, lambda msg, s=scope.subject: queue.put_nowait((s, msg))
+                )
+            )
+        await bus.nc.flush()  # the server has every subscription before anything is listed
+        behind: set[str] = set()
+        if positions:
+            behind.update(s.subject for s in scopes)
+        else:
+            listed = await watch.list_scopes(scopes)
+            for objects, resource_version in listed:
+                for obj in objects:
+                    yield watch.WatchEvent(None, obj, resource_version)
+            for scope, (_, resource_version) in zip(scopes, listed, strict=True):
+                positions[scope.subject] = resource_version
+            yield watch.Bookmark(max((rv for _, rv in listed), default=0))
+        decode = messages.watch_event_decoder.decode
+        link_headers = {s.subject: watch.link_header(bus.prefix, s.subject) for s in scopes}
+        again: tuple[str, Msg] | None = None  # the event that called for a catch-up
+        wait = _STORED_WAIT_S
+        while True:
+            if behind:
+                caught = 0
+                async for event in _catch_up(bus, type_, positions, behind):
+                    caught += 1
+                    yield event
+                behind.clear()
+                if again is not None and not caught:
+                    await asyncio.sleep(wait)
+                    wait = min(wait * 2, 1.0)
+                else:
+                    wait = _STORED_WAIT_S
+            if again is not None:
+                item, again = again, None
+            else:
+                item = await queue.get()
+            if item == _RECONNECTED:
+                log.info("%s: reconnected; catching up %d scopes", name, len(scopes))
+                behind.update(s.subject for s in scopes)
+                continue
+            subject, msg = item
+            hdrs = msg.headers or {}
+            seq = int(hdrs.get(headers.RESOURCE_VERSION, 0))
+            position = positions[subject]
+            if seq <= position:
+                continue  # had it (from the list or a catch-up)
+            previous = watch.previous_event(msg, seq, link_headers[subject])
+            if previous > position or headers.STAND_IN in hdrs:
+                # Events before it are missing (or it stands in for one the stream's
+                # reader resolves): the stream has them, or will have them shortly.
+                behind.add(subject)
+                again = item
+                continue
+            event = decode(msg.data)
+            positions[subject] = seq
+            yield watch.WatchEvent(
+                event.type,
+                codec.decode(event.object, type_),
+                seq,
+                hdrs.get(headers.TRACEPARENT, ""),
+            )
+    finally:
+        stop()
+        for sub in subs:
+            with contextlib.suppress(Exception):
+                await sub.unsubscribe()
+
+
+async def _catch_up(
+    bus: Bus, type_: type, positions: dict[str, int], behind: set[str]
+) -> AsyncIterator[watch.WatchEvent]:
+    """Every event the stream holds of the scopes `behind` after their positions,
+    `CATCH_UP_BATCH` scopes at a time; raises `Expired` when it no longer holds them."""
+    pending = sorted(behind)
+    for i in range(0, len(pending), CATCH_UP_BATCH):
+        starts = {s: positions[s] for s in pending[i : i + CATCH_UP_BATCH]}
+        events = watch.watch_once(bus=bus, starts=starts, type_=type_, until_caught_up=True)
+        async with contextlib.aclosing(events):
+            async for subject, event in events:
+                positions[subject] = event.resource_version
+                yield event

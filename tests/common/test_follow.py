@@ -1,0 +1,124 @@
+"""Following scopes by plain subscription (`drasim.common.follow`, the kubelet's pod
+watch): no JetStream consumer while nothing is lost; a lost event is caught up from the
+stream, before the events after it, when the chain says so or after a reconnection."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Callable
+
+import pytest
+from nats.aio.msg import Msg
+
+from drasim.common import watch
+from drasim.common.api import core_v1
+from drasim.common.bus import subjects
+from drasim.common.bus.client import Bus
+from drasim.common.client import ApiClient
+from drasim.kubelet.watch import pod_informer
+from tests.builders import make_pod
+
+NODES = ["node-a", "node-b"]
+
+
+class _Heard:
+    """What the kubelet's handler heard, and a way to await a pod's event."""
+
+    def __init__(self) -> None:
+        self.events: list[tuple[str, str]] = []
+        self._changed = asyncio.Event()
+
+    def __call__(self, type_: str, pod: core_v1.Pod, _traceparent: str) -> None:
+        self.events.append((type_, pod.metadata.name))
+        self._changed.set()
+
+    async def until(self, event: tuple[str, str]) -> None:
+        async with asyncio.timeout(10):
+            while event not in self.events:
+                self._changed.clear()
+                await self._changed.wait()
+
+
+def _losing(bus: Bus, monkeypatch: pytest.MonkeyPatch, lost: set[str]) -> None:
+    """The bus's plain subscriptions lose the first event of each pod named in `lost`."""
+    subscribe = bus.subscribe_direct
+
+    async def subscribe_direct(subject: str, handler: Callable[[Msg], None], **kw: str):  # noqa: ANN202
+        def losing(msg: Msg) -> None:
+            name = subjects.untoken(msg.subject.rsplit(".", 1)[-1])
+            if name in lost:
+                lost.discard(name)
+                return
+            handler(msg)
+
+        return await subscribe(subject, losing, **kw)
+
+    monkeypatch.setattr(bus, "subscribe_direct", subscribe_direct)
+
+
+async def _consumers(bus: Bus) -> int:
+    return (await bus.js.stream_info(subjects.stream(bus.prefix))).state.consumer_count
+
+
+async def test_the_pod_watch_follows_its_nodes_without_a_consumer(api: ApiClient):
+    await api.create(make_pod("listed").node("node-a").obj())
+    heard = _Heard()
+    before = await _consumers(api.bus)
+    informer = pod_informer(api, NODES, heard)
+    informer.start()
+    try:
+        await informer.wait_synced(10)
+        await api.create(make_pod("on-b").node("node-b").obj())
+        await api.create(make_pod("elsewhere").node("node-c").obj())
+        await api.create(make_pod("on-a").node("node-a").obj())
+        await heard.until(("ADDED", "on-a"))
+        await heard.until(("ADDED", "on-b"))
+        assert await _consumers(api.bus) == before
+        assert sorted(heard.events) == [("ADDED", "listed"), ("ADDED", "on-a"), ("ADDED", "on-b")]
+    finally:
+        await informer.stop()
+
+
+async def test_a_lost_event_is_caught_up_before_the_next(api, monkeypatch):
+    _losing(api.bus, monkeypatch, {"lost"})
+    heard = _Heard()
+    informer = pod_informer(api, NODES, heard)
+    informer.start()
+    try:
+        await informer.wait_synced(10)
+        await api.create(make_pod("lost").node("node-a").obj())
+        await api.create(make_pod("next").node("node-a").obj())
+        await heard.until(("ADDED", "next"))
+        assert heard.events == [("ADDED", "lost"), ("ADDED", "next")]
+    finally:
+        await informer.stop()
+
+
+async def test_an_event_lost_with_none_after_it_is_caught_up_on_reconnection(api, monkeypatch):
+    _losing(api.bus, monkeypatch, {"last"})
+    heard = _Heard()
+    informer = pod_informer(api, NODES, heard)
+    informer.start()
+    try:
+        await informer.wait_synced(10)
+        await api.create(make_pod("first").node("node-b").obj())
+        await heard.until(("ADDED", "first"))
+        last = await api.create(make_pod("last").node("node-b").obj())
+        # It was published (and lost); then the connection comes back.
+        await _on_stream(api, last)
+        assert ("default", "last") not in informer.cache
+        await api.bus._reconnected()
+        await heard.until(("ADDED", "last"))
+        assert heard.events == [("ADDED", "first"), ("ADDED", "last")]
+    finally:
+        await informer.stop()
+
+
+async def _on_stream(api: ApiClient, pod: core_v1.Pod) -> None:
+    """Wait until the stream holds `pod`'s event (a watch from just before it)."""
+    rv = int(pod.metadata.resource_version or 0)
+    events = watch.watch_raw(api.bus, "pods", resource_version=rv - 1)
+    async with contextlib.aclosing(events), asyncio.timeout(10):
+        seq, _ = await anext(events)
+    assert seq == rv
