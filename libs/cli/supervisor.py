@@ -180,19 +180,21 @@ class Supervisor:
         self,
         ready_line: str,
         *,
-        before_last_stage: Callable[[], Awaitable[None]] | None = None,
+        after_first_stage: Callable[[], Awaitable[None]] | None = None,
         when_ready: Callable[[], Awaitable[None]] | None = None,
         on_ready: Callable[[dict[str, str]], None] | None = None,
     ) -> int:
-        """`before_last_stage` runs before the last stage starts, `on_ready` just before
-        the ready line with the services' metrics URLs by name, `when_ready` after it. A
-        failure of either stops the cluster like a service that could not start."""
+        """`after_first_stage` runs once the first stage is ready, before the next starts
+        (`up`: once the apistore serves, so that what it creates is there before anything
+        reads it), `on_ready` just before the ready line with the services' metrics URLs by
+        name, `when_ready` after it. A failure of either stops the cluster like a service
+        that could not start."""
         async with asyncio.TaskGroup() as tasks:
             self._tasks = tasks
             for server in self._servers:
                 tasks.create_task(self._watch_server(server), name=f"watch {server.name}")
             launcher = tasks.create_task(
-                self._launch(ready_line, before_last_stage, when_ready, on_ready), name="launch"
+                self._launch(ready_line, after_first_stage, when_ready, on_ready), name="launch"
             )
             stop_asked = tasks.create_task(self._stopping.wait())
             failure = tasks.create_task(self._failed.wait())
@@ -215,19 +217,19 @@ class Supervisor:
     async def _launch(
         self,
         ready_line: str,
-        before_last_stage: Callable[[], Awaitable[None]] | None,
+        after_first_stage: Callable[[], Awaitable[None]] | None,
         when_ready: Callable[[], Awaitable[None]] | None,
         on_ready: Callable[[dict[str, str]], None] | None,
     ) -> None:
         try:
             for i, stage in enumerate(self._stages):
-                if i == len(self._stages) - 1 and before_last_stage is not None:
-                    await before_last_stage()
                 first_runs = [await self._start(launch) for launch in stage]
                 self._started.append([launch.name for launch in stage])
                 for launch, first_run in zip(stage, first_runs, strict=True):
                     self._tasks.create_task(self._keep(launch, first_run), name=launch.name)
                 await asyncio.gather(*(run.ready.wait() for run in first_runs))
+                if i == 0 and after_first_stage is not None:
+                    await after_first_stage()
             self._cluster_ready = True
             if on_ready is not None:
                 on_ready({n: s.metrics_url for n, s in self._running.items() if s.metrics_url})

@@ -18,11 +18,12 @@ before anything starts if they cannot be honoured (`drasim.common.features`).
 
 The cluster's nodes come from a cluster file (`--cluster`, default: KEP-5004's example,
 `drasim.common.profiles.DEFAULT_CLUSTER`), refused before anything starts if it is bad.
-Once the services are ready, `up` creates the file's DeviceClasses, then starts
-`--kubelets` kubelet processes (`python -m drasim.kubelet --shard i/n`), each hosting
-every n-th node, with checkpoints under `<data-dir>/nodes`; `ready:` follows once they
-are ready too. `--demo` then applies KEP-5004's example Deployment and reports where each
-of its pods runs and which devices each container got (`drasim.cli.demo`).
+Once the apistore is ready, `up` creates the file's DeviceClasses (with or without
+kubelets of its own), then starts the other services and `--kubelets` kubelet processes
+(`python -m drasim.kubelet --shard i/n`), each hosting every n-th node, with checkpoints
+under `<data-dir>/nodes`; `ready:` follows once they are ready too. `--demo` then applies
+KEP-5004's example Deployment and reports where each of its pods runs and which devices
+each container got (`drasim.cli.demo`).
 
 Children run in their own sessions, so a Ctrl-C in the terminal reaches only `up`, which
 stops them in order: services before the servers they use.
@@ -261,8 +262,11 @@ async def _up(
         )
         if nodes:
             ready_line += f" nodes={len(nodes_file.nodes)}"
+        # The cluster file's objects go wherever the cluster's apistore is: this `up`'s,
+        # or, with kubelets but no apistore of its own, the one the kubelets use.
+        creates_objects = bool(nodes) or APISTORE in modules
         api: ApiClient | None = None
-        if nodes or with_demo:
+        if creates_objects or with_demo:
             bus = await Bus.connect(
                 infra.nats_url,
                 prefix=config.prefix,
@@ -272,7 +276,7 @@ async def _up(
             stack.push_async_callback(bus.close)
             api = ApiClient(bus, actor="drasim-up")
 
-        async def before_nodes() -> None:
+        async def create_objects() -> None:
             assert api is not None
             await _create_device_classes(api, nodes_file)
 
@@ -303,7 +307,7 @@ async def _up(
             servers=infra.embedded,
         ).run(
             ready_line,
-            before_last_stage=before_nodes if nodes else None,
+            after_first_stage=create_objects if creates_objects else None,
             when_ready=when_ready if with_demo else None,
             on_ready=record_metrics,
         )

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import queue
 import shutil
@@ -20,6 +21,7 @@ import pytest
 
 from drasim.cli import cluster, supervisor
 from drasim.cli.main import main
+from drasim.cli.up import SERVICES
 
 if TYPE_CHECKING:
     from tests.conftest import Fresh
@@ -298,6 +300,51 @@ def test_the_cluster_state_survives_a_second_up(run_up: Callable[..., Up], tmp_p
     assert listed.stdout.split() == ["pod/kept"], listed.stderr
     again.process.send_signal(signal.SIGTERM)
     assert again.finish() == 0, again.output
+
+
+CLUSTER_WITH_CLASSES = """\
+apiVersion: drasim.io/v1alpha1
+kind: Cluster
+deviceClasses:
+  - apiVersion: resource.k8s.io/v1
+    kind: DeviceClass
+    metadata: {name: gpu.example.com}
+    spec:
+      selectors: [{cel: {expression: "device.driver == 'gpu.example.com'"}}]
+      extendedResourceName: example.com/gpu
+  - apiVersion: resource.k8s.io/v1
+    kind: DeviceClass
+    metadata: {name: nic.example.com}
+    spec:
+      selectors: [{cel: {expression: "device.driver == 'nic.example.com'"}}]
+pools:
+  - {name: dra-gpu, count: 2, profile: gpu-8,
+     devices: {gpu: {exposure: dra, extendedResourceName: example.com/gpu}}}
+"""
+
+
+@pytest.mark.parametrize(
+    "services", ["drasim.apistore", ",".join(SERVICES)], ids=["apistore-only", "every-service"]
+)
+def test_up_without_kubelets_creates_the_cluster_files_device_classes(
+    run_up: Callable[..., Up], tmp_path: Path, services: str
+) -> None:
+    """The control-plane host of a multi-host cluster (docs/multi-host.md) runs `up
+    --kubelets 0`; the file's DeviceClasses must be there before any kubelet host starts."""
+    path = tmp_path / "cluster.yaml"
+    path.write_text(CLUSTER_WITH_CLASSES)
+    up = run_up("--services", services, "--kubelets", "0", "--cluster", str(path))
+    up.wait_for_ready()
+    classes = drasim_cli(tmp_path, "get", "deviceclasses", "-o", "name")
+    assert classes.stdout.split() == [
+        "deviceclass/gpu.example.com",
+        "deviceclass/nic.example.com",
+    ], classes.stderr
+    shown = drasim_cli(tmp_path, "get", "deviceclass", "gpu.example.com", "-o", "json")
+    assert json.loads(shown.stdout)["spec"]["extendedResourceName"] == "example.com/gpu"
+    assert "node/" not in drasim_cli(tmp_path, "get", "nodes", "-o", "name").stdout
+    up.process.send_signal(signal.SIGTERM)
+    assert up.finish() == 0, up.output
 
 
 @pytest.mark.parametrize(
