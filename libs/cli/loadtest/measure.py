@@ -1,6 +1,7 @@
 """What `drasim loadtest` observes through its watches: clusterloader2's PodStartupLatency
 and ResourceClaimAllocationLatency measurements, the Jobs' progress, and whether any
-device is ever held by two claims at once.
+device is ever held twice at once: a DRA device by two claims (the claim watch), a
+device-plugin device by two pods (the pod watch).
 
 Each handler is an informer's (`drasim.common.informer`): called in event order, as the
 event arrives, and stamps it with `time.monotonic()` then, as clusterloader2 stamps each
@@ -13,7 +14,12 @@ watch event with its receive time (`pkg/measurement/common/slos/pod_startup_late
 - a claim's `create` is when the watch first shows it unallocated (one first seen already
   allocated is left out, as upstream leaves it), `allocate` when it first shows it
   allocated (an allocation, a reservation or device status); its pod's `create` comes
-  from the pod watch, through the claim's owner reference.
+  from the pod watch, through the claim's owner reference;
+- a DRA device is held by a claim while the claim's allocation names it; a device-plugin
+  device by a pod bound to its node, neither ended nor being deleted, whose container
+  statuses name it in `allocatedResourcesStatus` (KEP-4680: what the device manager gave
+  each container, by resource name and device id; the only place a cluster shows it
+  outside the node, whose PodResources API drasim does not serve).
 """
 
 from __future__ import annotations
@@ -26,11 +32,26 @@ from dataclasses import dataclass, field
 from drasim.cli.loadtest import slis, workload
 from drasim.common.api import batch_v1, core_v1, resource_v1
 
-__all__ = ["ClaimAllocations", "DeviceHolders", "Jobs", "PodStartups", "Progress"]
+__all__ = [
+    "ClaimAllocations",
+    "DeviceHolders",
+    "Jobs",
+    "PluginDeviceHolders",
+    "PodStartups",
+    "Progress",
+    "plugin_devices",
+]
 
 CREATE, SCHEDULE, RUN = "create", "schedule", "run"
 ALLOCATE, POD_CREATE = "allocate", "pod_create"
 Clock = Callable[[], float]
+# A device: (driver, pool, device) of a DRA one; (node, resource name, device id) of a
+# device plugin's.
+Device = tuple[str, str, str]
+ENDED_PHASES = ("Succeeded", "Failed")
+# KEP-4680 names a claim's entry in `allocatedResourcesStatus` `claim:<claim>/<request>`;
+# any other name is a device plugin's resource.
+_CLAIM_RESOURCE_PREFIX = "claim:"
 
 
 class Progress:
@@ -186,13 +207,34 @@ class ClaimAllocations:
 
 
 @dataclass
-class DeviceHolders:
-    """Which claims hold each device, as the claim watch shows them one event after the
-    other: `twice` keeps every device ever held by two claims at the same time."""
+class _Holders:
+    """Which holders (claims, pods) hold each device, as a watch shows them one event after
+    the other: `twice` keeps every device ever held by two at the same time, `seen` every
+    device ever held."""
 
-    holders: dict[tuple[str, str, str], set[str]] = field(default_factory=dict)
-    held: dict[str, set[tuple[str, str, str]]] = field(default_factory=dict)
-    twice: set[tuple[str, str, str]] = field(default_factory=set)
+    holders: dict[Device, set[str]] = field(default_factory=dict)
+    held: dict[str, set[Device]] = field(default_factory=dict)
+    twice: set[Device] = field(default_factory=set)
+    seen: set[Device] = field(default_factory=set)
+
+    def _hold(self, key: str, devices: set[Device]) -> None:
+        before = self.held.pop(key, set())
+        for device in before - devices:
+            self.holders[device].discard(key)
+        for device in devices - before:
+            holders = self.holders.setdefault(device, set())
+            holders.add(key)
+            self.seen.add(device)
+            if len(holders) > 1:
+                self.twice.add(device)
+        if devices:
+            self.held[key] = devices
+
+
+@dataclass
+class DeviceHolders(_Holders):
+    """DRA devices by the claims whose allocation holds them (admin access left out: it
+    shares a device by design)."""
 
     def on_claim(
         self, claim: resource_v1.ResourceClaim, _new: resource_v1.ResourceClaim | None = None
@@ -206,17 +248,36 @@ class DeviceHolders:
     def on_delete(self, claim: resource_v1.ResourceClaim) -> None:
         self._hold(_key(claim), set())
 
-    def _hold(self, key: str, devices: set[tuple[str, str, str]]) -> None:
-        before = self.held.pop(key, set())
-        for device in before - devices:
-            self.holders[device].discard(key)
-        for device in devices - before:
-            holders = self.holders.setdefault(device, set())
-            holders.add(key)
-            if len(holders) > 1:
-                self.twice.add(device)
-        if devices:
-            self.held[key] = devices
+
+def plugin_devices(pod: core_v1.Pod) -> set[Device]:
+    """The device-plugin devices `pod` holds now, as (node, resource name, device id), from
+    its containers' `allocatedResourcesStatus`: none once the pod has ended or is being
+    deleted, when its kubelet gives them back for other pods."""
+    node = pod.spec.node_name
+    ended = pod.status.phase in ENDED_PHASES or pod.metadata.deletion_timestamp is not None
+    if not node or ended:
+        return set()
+    statuses = [*pod.status.init_container_statuses, *pod.status.container_statuses]
+    return {
+        (node, resource.name, health.resource_id)
+        for status in statuses
+        for resource in status.allocated_resources_status
+        if not resource.name.startswith(_CLAIM_RESOURCE_PREFIX)
+        for health in resource.resources
+    }
+
+
+@dataclass
+class PluginDeviceHolders(_Holders):
+    """Device-plugin devices by the pods holding them (`plugin_devices`). A regular init
+    container hands its devices on to the containers after it: one pod, one holder."""
+
+    def on_pod(self, pod: core_v1.Pod, _new: core_v1.Pod | None = None) -> None:
+        pod = _new or pod
+        self._hold(_key(pod), plugin_devices(pod))
+
+    def on_delete(self, pod: core_v1.Pod) -> None:
+        self._hold(_key(pod), set())
 
 
 @dataclass

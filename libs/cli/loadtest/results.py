@@ -1,6 +1,7 @@
 """The results of a `drasim loadtest` run: the JSON document and the table printed at the
 end. Each SLI is held against clusterloader2's threshold for it; `slo_pass` is all of them
-holding (those the run could not measure left out) and no device ever allocated twice.
+holding (those the run could not measure left out) and no device ever allocated twice: no
+DRA device held by two claims, no device-plugin device by two pods.
 """
 
 from __future__ import annotations
@@ -85,7 +86,8 @@ def summarize(run: LoadTestRun, measured: Mapping[str, Mapping[str, Any]]) -> di
     api_rows = [
         {"phase": phase, **row} for phase in (FILL, CHURN) for row in phases[phase]["api_calls"]
     ]
-    twice = len(run.devices.twice)
+    dra_twice, plugin_twice = len(run.devices.twice), len(run.plugin_devices.twice)
+    twice = dra_twice + plugin_twice
     passed = [s.passed for s in found] + [bool(row["pass"]) for row in api_rows]
     return {
         "nodes": shape.nodes,
@@ -106,6 +108,12 @@ def summarize(run: LoadTestRun, measured: Mapping[str, Mapping[str, Any]]) -> di
         "claim_allocation_p99_s": churn["claim_allocation"]["p99_s"],
         "node_prepare_p99_s": churn["node_prepare_p99_s"],
         "devices_allocated_twice": twice,
+        "dra_devices_allocated_twice": dra_twice,
+        "device_plugin_devices_allocated_twice": plugin_twice,
+        "devices_checked": {
+            "dra": len(run.devices.seen),
+            "device_plugin": len(run.plugin_devices.seen),
+        },
         "phases": phases,
         "api_call_latency": api_rows,
         "slis": [s.as_dict() for s in found],
@@ -161,9 +169,12 @@ def format_table(results: Mapping[str, Any]) -> str:
             f"{call:<46} {r['calls']:>7} {r['p99_s']:>7.3f} {r['threshold_s']:>5g}  "
             f"{_verdict(r['pass'])}"
         )
+    checked = results["devices_checked"]
     lines += [
         "",
-        f"devices allocated twice: {results['devices_allocated_twice']}",
+        f"devices allocated twice: {results['devices_allocated_twice']} "
+        f"(DRA {results['dra_devices_allocated_twice']} of {checked['dra']}, device plugin "
+        f"{results['device_plugin_devices_allocated_twice']} of {checked['device_plugin']})",
         f"SLO: {'pass' if results['slo_pass'] else 'FAIL'}",
     ]
     return "\n".join(lines)

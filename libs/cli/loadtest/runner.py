@@ -86,6 +86,7 @@ class LoadTestRun:
         self.pods = measure.PodStartups(namespaces, self.progress)
         self.claims = measure.ClaimAllocations(namespaces, self.pods)
         self.devices = measure.DeviceHolders()
+        self.plugin_devices = measure.PluginDeviceHolders()
         self.jobs = measure.Jobs(namespaces, self.progress)
         self.present_pods = _Present(namespaces, self.progress)
         self.present_claims = _Present(namespaces, self.progress)
@@ -100,6 +101,11 @@ class LoadTestRun:
         pods, claims, jobs = self.informers
         pods.add_handlers(on_add=self.pods.on_pod, on_update=self.pods.on_pod)
         pods.add_handlers(on_delete=self.pods.on_delete)
+        pods.add_handlers(
+            on_add=self.plugin_devices.on_pod,
+            on_update=self.plugin_devices.on_pod,
+            on_delete=self.plugin_devices.on_delete,
+        )
         for tracker in (self.present_pods,):
             pods.add_handlers(on_add=tracker.on_change, on_delete=tracker.on_delete)
         claims.add_handlers(on_add=self.claims.on_claim, on_update=self.claims.on_claim)

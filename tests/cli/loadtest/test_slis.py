@@ -176,6 +176,86 @@ def test_devices_held_by_two_claims_at_once_are_counted_once_each() -> None:
     assert len(holders.twice) == 1
 
 
+def _plugin_pod(
+    name: str,
+    devices: dict[str, list[str]],
+    *,
+    node: str = "dp-gpu-0",
+    phase: str = "Running",
+    init_devices: list[str] | None = None,
+    deleting: bool = False,
+) -> core_v1.Pod:
+    """A pod whose containers' `allocatedResourcesStatus` (KEP-4680) name `devices` by
+    resource, as its kubelet reports what the device manager gave them."""
+
+    def statuses(by_resource: dict[str, list[str]]) -> list[dict[str, object]]:
+        return [
+            {"name": resource, "resources": [{"resourceID": d, "health": "Healthy"} for d in ids]}
+            for resource, ids in by_resource.items()
+        ]
+
+    status: dict[str, object] = {
+        "phase": phase,
+        "containerStatuses": [{"name": "c", "allocatedResourcesStatus": statuses(devices)}],
+    }
+    if init_devices is not None:
+        status["initContainerStatuses"] = [
+            {"name": "i", "allocatedResourcesStatus": statuses({"example.com/gpu": init_devices})}
+        ]
+    metadata: dict[str, object] = {"name": name, "namespace": "loadtest-1"}
+    if deleting:
+        metadata["deletionTimestamp"] = "2026-01-01T00:00:00Z"
+    body = {
+        "metadata": metadata,
+        "spec": {"nodeName": node, "containers": [{"name": "c", "image": "i"}]},
+        "status": status,
+    }
+    return codec.convert(body, core_v1.Pod)
+
+
+GPU = "example.com/gpu"
+
+
+@pytest.mark.parametrize(
+    ("pod", "want"),
+    [
+        (_plugin_pod("p", {GPU: ["gpu-0", "gpu-1"]}),
+         {("dp-gpu-0", GPU, "gpu-0"), ("dp-gpu-0", GPU, "gpu-1")}),
+        # A claim's entry (`claim:<claim>/<request>`) is a DRA device: the claim watch's.
+        (_plugin_pod("p", {"claim:p-gpu-xyz/gpu": ["gpu.example.com/dra-gpu-0/gpu-0"]}), set()),
+        # A regular init container hands its device on: the pod holds it once.
+        (_plugin_pod("p", {GPU: ["gpu-2"]}, init_devices=["gpu-2"]),
+         {("dp-gpu-0", GPU, "gpu-2")}),
+        (_plugin_pod("p", {GPU: ["gpu-0"]}, phase="Succeeded"), set()),
+        (_plugin_pod("p", {GPU: ["gpu-0"]}, phase="Failed"), set()),
+        (_plugin_pod("p", {GPU: ["gpu-0"]}, deleting=True), set()),
+        (_plugin_pod("p", {GPU: ["gpu-0"]}, node=""), set()),
+    ],
+    ids=["running", "claim-entry", "init-hands-on", "succeeded", "failed", "deleting", "unbound"],
+)  # fmt: skip
+def test_plugin_devices_are_what_a_live_pods_statuses_name(pod, want) -> None:
+    assert measure.plugin_devices(pod) == want
+
+
+def test_device_plugin_devices_held_by_two_pods_at_once_are_counted_once_each() -> None:
+    holders = measure.PluginDeviceHolders()
+    holders.on_pod(_plugin_pod("a", {}, phase="Pending"))
+    holders.on_pod(_plugin_pod("a", {}), _plugin_pod("a", {GPU: ["gpu-0"]}))
+    holders.on_pod(_plugin_pod("a", {GPU: ["gpu-0"]}, phase="Succeeded"))  # given back
+    holders.on_pod(_plugin_pod("b", {GPU: ["gpu-0"]}))  # then to another pod: fine
+    holders.on_pod(_plugin_pod("c", {GPU: ["gpu-0"]}, node="dp-gpu-1"))  # another node's
+    assert holders.twice == set()
+    holders.on_pod(_plugin_pod("d", {GPU: ["gpu-0", "gpu-1"]}))
+    holders.on_pod(_plugin_pod("e", {GPU: ["gpu-1"]}))
+    assert holders.twice == {("dp-gpu-0", GPU, "gpu-0"), ("dp-gpu-0", GPU, "gpu-1")}
+    holders.on_delete(_plugin_pod("b", {GPU: ["gpu-0"]}))
+    holders.on_pod(_plugin_pod("d", {GPU: ["gpu-0", "gpu-1"]}, deleting=True))
+    holders.on_delete(_plugin_pod("e", {GPU: ["gpu-1"]}))
+    holders.on_pod(_plugin_pod("f", {GPU: ["gpu-0"]}))  # every holder of gpu-0 let go
+    assert len(holders.twice) == 2
+    assert len(holders.seen) == 3  # gpu-0 and gpu-1 of dp-gpu-0, gpu-0 of dp-gpu-1
+
+
 @pytest.mark.parametrize(
     ("shape", "gpus", "fill", "free", "namespaces"),
     [
