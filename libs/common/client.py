@@ -126,28 +126,34 @@ class ApiClient:
         label_selector: str = "",
         field_selector: str = "",
     ) -> tuple[list[T], int]:
-        """All matching objects, and the resourceVersion of the list's first page.
+        """All matching objects, and the resourceVersion the list is of.
 
         Lists come in pages of `LIST_PAGE` objects, so no answer outgrows the NATS payload
-        limit. Each page is a snapshot of its own; a watch from the first page's
-        resourceVersion replays every change made while the later pages were read, so a
-        cache that keeps the newest version of each object (as `Informer` does) converges.
+        limit; every page is of the first page's state (the continue token carries its
+        resourceVersion). If the log is compacted past it meanwhile (410 Expired), the list
+        starts again, as client-go's pager lists again in full.
         """
         info = registry.by_type(type_)
         items: list[T] = []
         first_rv: int | None = None
         token = ""
         while True:
-            data = await self.request(
-                messages.List(
-                    resource=info.plural,
-                    namespace=namespace,
-                    label_selector=label_selector,
-                    field_selector=field_selector,
-                    limit=LIST_PAGE,
-                    continue_token=token,
+            try:
+                data = await self.request(
+                    messages.List(
+                        resource=info.plural,
+                        namespace=namespace,
+                        label_selector=label_selector,
+                        field_selector=field_selector,
+                        limit=LIST_PAGE,
+                        continue_token=token,
+                    )
                 )
-            )
+            except errors.Expired:
+                if not token:
+                    raise
+                items, first_rv, token = [], None, ""
+                continue
             result = messages.list_result_decoder.decode(data)
             items.extend(codec.decode(item, type_) for item in result.items)
             if first_rv is None:

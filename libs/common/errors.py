@@ -29,11 +29,19 @@ class StatusDetails(msgspec.Struct, kw_only=True, omit_defaults=True):
     retryAfterSeconds: int = 0  # noqa: N815 - Kubernetes JSON name
 
 
+class StatusMeta(msgspec.Struct, kw_only=True, omit_defaults=True):
+    """A Status' `metav1.ListMeta`: only `continue` is ever set, on a 410 for an expired
+    continue token, as the token that lists the rest at the latest resourceVersion."""
+
+    continue_: str = msgspec.field(default="", name="continue")
+
+
 class Status(msgspec.Struct, kw_only=True, omit_defaults=True):
     """`metav1.Status`, the body of every error answer (HTTP and NATS)."""
 
     kind: str = "Status"
     apiVersion: str = "v1"  # noqa: N815
+    metadata: StatusMeta | None = None
     status: str = "Failure"
     message: str = ""
     reason: str = ""
@@ -55,6 +63,8 @@ class ApiError(Exception):
         name: str = "",
         group: str = "",
         causes: list[StatusCause] | None = None,
+        retry_after_seconds: int = 0,
+        continue_token: str = "",
     ) -> None:
         super().__init__(message)
         self.message = message
@@ -62,21 +72,44 @@ class ApiError(Exception):
         self.name = name
         self.group = group
         self.causes = causes or []
+        # `details.retryAfterSeconds` (also the HTTP `Retry-After` header) and
+        # `metadata.continue` of the Status.
+        self.retry_after_seconds = retry_after_seconds
+        self.continue_token = continue_token
 
     def to_status(self) -> Status:
         details = None
-        if self.kind or self.name or self.causes:
+        if self.kind or self.name or self.causes or self.retry_after_seconds:
             details = StatusDetails(
-                name=self.name, group=self.group, kind=self.kind, causes=list(self.causes)
+                name=self.name,
+                group=self.group,
+                kind=self.kind,
+                causes=list(self.causes),
+                retryAfterSeconds=self.retry_after_seconds,
             )
-        return Status(message=self.message, reason=self.reason, details=details, code=self.code)
+        metadata = StatusMeta(continue_=self.continue_token) if self.continue_token else None
+        return Status(
+            metadata=metadata,
+            message=self.message,
+            reason=self.reason,
+            details=details,
+            code=self.code,
+        )
 
     @staticmethod
     def from_status(status: Status) -> ApiError:
         """Re-create the error a `Status` describes (the client side of `to_status`)."""
         cls = _BY_REASON.get(status.reason) or _BY_CODE.get(status.code, InternalError)
         d = status.details or StatusDetails()
-        err = cls(status.message, kind=d.kind, name=d.name, group=d.group, causes=d.causes)
+        err = cls(
+            status.message,
+            kind=d.kind,
+            name=d.name,
+            group=d.group,
+            causes=d.causes,
+            retry_after_seconds=d.retryAfterSeconds,
+            continue_token=status.metadata.continue_ if status.metadata else "",
+        )
         return err
 
     def __repr__(self) -> str:

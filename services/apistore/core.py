@@ -9,10 +9,9 @@ Postgres per request and Postgres sees few, large transactions.
 from __future__ import annotations
 
 import asyncio
-import base64
 import contextlib
 import logging
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 
 import msgspec
 
@@ -21,6 +20,7 @@ from drasim.apistore import (
     bootstrappolicy,
     faults,
     limits,
+    list_options,
     mutations,
     node_authorizer,
     objectmeta,
@@ -30,7 +30,16 @@ from drasim.apistore import (
     strategies,
 )
 from drasim.apistore.request import Context, key_of, resource_info
-from drasim.apistore.store import EventRow, Key, ObjectRow, Store, WriteSession
+from drasim.apistore.store import (
+    CompactedError,
+    EventRow,
+    FutureRevisionError,
+    Key,
+    ListedObjects,
+    ObjectRow,
+    Store,
+    WriteSession,
+)
 from drasim.common import codec, errors, quota, selection
 from drasim.common import features as gates
 from drasim.common.api import apiextensions_v1, customresources, scheduling_v1
@@ -82,6 +91,9 @@ class ApiCore:
         self.rbac = rbac.Policy()  # the roles and bindings the HTTP API authorizes by
         self.quotas = resourcequota.QuotaIndex(quota.extended_resource_cache)
         self._reload: asyncio.Task[None] | None = None
+        # Set, and replaced by a fresh one, by each commit: what a list waiting for a
+        # resourceVersion not written yet waits on.
+        self._committed = asyncio.Event()
 
     async def start(self) -> None:
         # Kept: on Python 3.11 every `get_running_loop()` is a getpid() system call.
@@ -230,32 +242,30 @@ class ApiCore:
         return data
 
     async def list(self, req: messages.List, *, max_bytes: int | None = None) -> bytes:
+        """A list, or one page of it, at the state its resourceVersion, resourceVersionMatch
+        and continue token ask for (`list_options`); a page ends early to fit `max_bytes`."""
         info = resource_info(req.resource)
+        read = list_options.read_for(req, info)
         chosen = selection.Selection(info.plural, req.label_selector, req.field_selector)
         node_field = strategies.for_resource(info.plural).node_field
-        after = None
-        if req.continue_token:
-            try:
-                ns, _, last = base64.urlsafe_b64decode(req.continue_token).decode().partition("/")
-            except ValueError as exc:
-                raise errors.BadRequest("invalid continue token") from exc
-            if "\0" in ns or "\0" in last:  # never in a token we made; Postgres refuses it
-                raise errors.BadRequest("invalid continue token")
-            after = (ns, last)
-        listed = await self.store.select_objects(
-            info.plural,
-            namespace=req.namespace or None if info.namespaced else None,
-            node_name=chosen.equals(node_field) if node_field else None,
-            name=chosen.equals("metadata.name"),
-            after=after,
-            limit=req.limit,
-            keep=None if chosen.everything() else chosen.matches,
-            max_bytes=None if max_bytes is None else max_bytes - LIST_ENVELOPE_BYTES,
+        listed = await self._select_fresh(
+            read,
+            lambda: self.store.select_objects(
+                info.plural,
+                namespace=req.namespace or None if info.namespaced else None,
+                node_name=chosen.equals(node_field) if node_field else None,
+                name=chosen.equals("metadata.name"),
+                after=read.after,
+                limit=req.limit,
+                keep=None if chosen.everything() else chosen.matches,
+                max_bytes=None if max_bytes is None else max_bytes - LIST_ENVELOPE_BYTES,
+                at=read.at,
+            ),
         )
         token = ""
         if listed.more is not None:
-            ns, last = listed.more
-            token = base64.urlsafe_b64encode(f"{ns}/{last}".encode()).decode()
+            # The next page reads the same state (upstream's continue token carries it).
+            token = list_options.encode_continue(listed.more, listed.resource_version)
         result = messages.ListResult(
             resource_version=listed.resource_version,
             items=[msgspec.Raw(r) for r in listed.objects],
@@ -263,6 +273,35 @@ class ApiCore:
             remaining=listed.remaining,
         )
         return messages.encoder.encode(result)
+
+    async def _select_fresh(
+        self, read: list_options.ListRead, select: Callable[[], Awaitable[ListedObjects]]
+    ) -> ListedObjects:
+        """`select()`, interpreting the store's refusals as upstream does: a compacted
+        resourceVersion is 410 Expired; one not written yet (`at`, or `not_older_than`) is
+        waited for up to `FRESHNESS_WAIT_SECONDS` (woken by this replica's commits, looked at
+        again at the end for other replicas'), then 504 "Too large resource version"."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + list_options.FRESHNESS_WAIT_SECONDS
+        while True:
+            committed = self._committed
+            try:
+                listed = await select()
+            except CompactedError as exc:
+                raise list_options.expired(read) from exc
+            except FutureRevisionError as exc:
+                current = exc.current
+            else:
+                if listed.resource_version >= read.not_older_than:
+                    return listed
+                current = listed.resource_version
+            remaining = deadline - loop.time()
+            if remaining <= 0:
+                wanted = read.at if read.at is not None else read.not_older_than
+                raise list_options.too_large_resource_version(wanted, current)
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(remaining):
+                    await committed.wait()
 
     async def event_log(self, req: messages.EventLog, *, max_bytes: int | None = None) -> bytes:
         """A page of the event log, paged as lists are: at most `req.limit` events, ending
@@ -497,6 +536,8 @@ class ApiCore:
             else:
                 write.future.set_result(result)
         if batch.events:
+            self._committed.set()
+            self._committed = asyncio.Event()
             self.priority_classes.observe(batch.events)
             self.rbac.observe(batch.events)
             self.quotas.observe(batch.events)

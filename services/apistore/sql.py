@@ -222,6 +222,59 @@ def select_objects(conditions: Sequence[Condition], *, after: bool) -> str:
     return f"SELECT namespace, name, object FROM objects WHERE {where} ORDER BY namespace, name"
 
 
+def select_objects_at(conditions: Sequence[Condition], *, after: bool) -> str:
+    """A list's objects as they were at the resourceVersion given as the parameter after
+    the conditions', in (namespace, name) order; with `after`, those after the (namespace,
+    name) given as the two parameters after it.
+
+    The projection holds each object as it is now, so what changed after that point is
+    taken back from the log: an object not written since is its projection row (its
+    resourceVersion at or before the point); one written since (created, changed or
+    deleted) is its last event at or before the point, unless that is a deletion or there
+    is none (created since). The objects written since are found from the log's events
+    after the point, by seq: a continue token's point is a page ago, so they are few. The
+    node filter (the object's at the point, not now's) applies to the event taken back.
+    Compaction keeps each live object's last event at or before the point as long as the
+    point is at or after the compaction mark, which the caller checks in the same snapshot.
+    """
+    listed = _objects_at(conditions, after=after)
+    return f"SELECT namespace, name, object FROM ({listed}) listed ORDER BY namespace, name"
+
+
+def count_objects_at_after(conditions: Sequence[Condition]) -> str:
+    """How many objects `select_objects_at` has after the (namespace, name) given."""
+    return f"SELECT count(*) FROM ({_objects_at(conditions, after=True)}) listed"
+
+
+def _objects_at(conditions: Sequence[Condition], *, after: bool) -> str:
+    n = len(conditions)
+    at = f"${n + 1}"
+    keyed = " AND ".join(
+        f"{c} {op} ${i}" for i, (c, op) in enumerate(conditions, 1) if c != "node_name"
+    )
+    node = " ".join(
+        f"AND node_name {op} ${i}" for i, (c, op) in enumerate(conditions, 1) if c == "node_name"
+    )
+    later = f" AND (namespace, name) > (${n + 2}, ${n + 3})" if after else ""
+    return f"""
+WITH changed AS MATERIALIZED (
+    SELECT DISTINCT resource, namespace, name FROM events WHERE seq > {at} AND {keyed}
+), was AS (
+    SELECT c.namespace, c.name, e.type, e.node_name, e.object FROM changed c
+    CROSS JOIN LATERAL (
+        SELECT type, node_name, object FROM events
+        WHERE resource = c.resource AND namespace = c.namespace AND name = c.name
+          AND seq <= {at}
+        ORDER BY seq DESC LIMIT 1
+    ) e
+)
+SELECT namespace, name, object FROM objects
+WHERE {_where(conditions)} AND resource_version <= {at}{later}
+UNION ALL
+SELECT namespace, name, object FROM was WHERE type <> 'DELETED' {node}{later}
+"""
+
+
 def count_objects_after(conditions: Sequence[Condition]) -> str:
     """How many objects a list has after the (namespace, name) of the last two parameters."""
     return f"SELECT count(*) FROM objects WHERE {_where(conditions)} AND {_after_name(conditions)}"

@@ -24,6 +24,24 @@ Key = tuple[str, str, str]  # (resource, namespace, name)
 LIST_PREFETCH = 1000
 
 
+class CompactedError(Exception):
+    """A read at a resourceVersion older than the log's compaction mark (`revision`): the
+    log no longer folds to it (etcd's "mvcc: required revision has been compacted")."""
+
+    def __init__(self, revision: int) -> None:
+        super().__init__(f"required resourceVersion has been compacted (up to {revision})")
+        self.revision = revision
+
+
+class FutureRevisionError(Exception):
+    """A read at a resourceVersion past the log's end (`current`), etcd's "mvcc: required
+    revision is a future revision"."""
+
+    def __init__(self, current: int) -> None:
+        super().__init__(f"required resourceVersion is a future one (the log ends at {current})")
+        self.current = current
+
+
 class ListedObjects(NamedTuple):
     """One list (or page of one) as `Store.select_objects` answers it."""
 
@@ -406,9 +424,12 @@ class Store:
         limit: int = 0,
         keep: Callable[[bytes], bool] | None = None,
         max_bytes: int | None = None,
+        at: int | None = None,
     ) -> ListedObjects:
         """Objects of one resource in (namespace, name) order, those `keep` accepts, and the
-        resourceVersion they are consistent at.
+        resourceVersion they are consistent at: now's, or `at` (`sql.select_objects_at`),
+        which raises `CompactedError` if the log is compacted past it and
+        `FutureRevisionError` if the log has not reached it.
 
         One REPEATABLE READ snapshot serves every query, so the list holds exactly the
         events up to that resourceVersion: a watch from it misses and repeats nothing. Rows
@@ -420,14 +441,25 @@ class Store:
         given: it then holds at least one object.
         """
         if not _storable(resource, namespace, node_name, name):
-            return ListedObjects(await self.max_seq(), [], None, 0)
+            return ListedObjects(await self.max_seq() if at is None else at, [], None, 0)
         conditions, args = _equal_to(
             resource=resource, namespace=namespace or None, node_name=node_name, name=name
         )
         statement = sql.select_objects(conditions, after=after is not None)
+        count_after = sql.count_objects_after(conditions)
         objects: list[bytes] = []
         more, remaining = None, 0
         async with self._snapshot() as (conn, seq):
+            if at is not None and at != seq:
+                if at > seq:
+                    raise FutureRevisionError(seq)
+                compacted = (await conn.fetchrow(sql.SELECT_COMPACTION))["revision"]
+                if at < compacted:
+                    raise CompactedError(compacted)
+                statement = sql.select_objects_at(conditions, after=after is not None)
+                count_after = sql.count_objects_at_after(conditions)
+                args.append(at)
+                seq = at
             last, size = ("", ""), 0
             prefetch = min(limit + 1, LIST_PREFETCH) if limit else LIST_PREFETCH
             async for row in conn.cursor(statement, *args, *(after or ()), prefetch=prefetch):
@@ -442,7 +474,7 @@ class Store:
                 objects.append(row[2])
                 last = (row[0], row[1])
             if more is not None and keep is None:
-                remaining = await conn.fetchval(sql.count_objects_after(conditions), *args, *more)
+                remaining = await conn.fetchval(count_after, *args, *more)
         return ListedObjects(seq, objects, more, remaining)
 
     async def select_written_before(

@@ -33,6 +33,10 @@ class List(_Request, tag="list"):
     field_selector: str = ""
     limit: int = 0
     continue_token: str = ""
+    # `metav1.ListOptions`' resourceVersion and resourceVersionMatch, as the request gave
+    # them ("": the most recent; see `drasim.apistore.list_options`).
+    resource_version: str = ""
+    resource_version_match: str = ""
 
 
 class Update(_Request, tag="update"):

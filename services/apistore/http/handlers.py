@@ -148,6 +148,8 @@ async def list_objects(
             field_selector=opts.field_selector,
             limit=opts.limit,
             continue_token=opts.continue_token,
+            resource_version=opts.resource_version,
+            resource_version_match=opts.resource_version_match,
         ),
     )
     return responses.list_response(request, target, messages.list_result_decoder.decode(data))

@@ -218,6 +218,7 @@ class ListOptions:
     limit: int = 0
     continue_token: str = ""
     resource_version: str = ""
+    resource_version_match: str = ""
     timeout_seconds: int | None = None
     allow_watch_bookmarks: bool = False
 
@@ -229,6 +230,7 @@ class ListOptions:
             limit=max(integer(query, "limit") or 0, 0),
             continue_token=query.get("continue", ""),
             resource_version=query.get("resourceVersion", ""),
+            resource_version_match=query.get("resourceVersionMatch", ""),
             timeout_seconds=integer(query, "timeoutSeconds"),
             allow_watch_bookmarks=flag(query, "allowWatchBookmarks"),
         )

@@ -110,8 +110,14 @@ def status_body(status: errors.Status) -> bytes:
 
 
 def status_response(status: errors.Status) -> web.Response:
-    """The Status with the HTTP code it names (errors, and successes with no object)."""
-    return web.Response(body=status_body(status), status=status.code, content_type=negotiation.JSON)
+    """The Status with the HTTP code it names (errors, and successes with no object), and
+    its retry-after hint as the `Retry-After` header, as upstream's `ErrorNegotiated`."""
+    response = web.Response(
+        body=status_body(status), status=status.code, content_type=negotiation.JSON
+    )
+    if status.details is not None and status.details.retryAfterSeconds > 0:
+        response.headers["Retry-After"] = str(status.details.retryAfterSeconds)
+    return response
 
 
 def success(code: int) -> web.Response:

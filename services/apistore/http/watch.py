@@ -12,16 +12,14 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import logging
-import re
 from collections.abc import AsyncIterator
 from typing import TypeAlias
 
 import msgspec
 from aiohttp import web
 
-from drasim.apistore import strategies
+from drasim.apistore import list_options, strategies
 from drasim.apistore.http import keys, negotiation, options, responses, tables
 from drasim.apistore.prepare import uid_of
 from drasim.common import errors, selection, watch
@@ -208,28 +206,9 @@ def _visible_as(
     return None
 
 
-# The event log's sequence is a Postgres bigint: no event has a resourceVersion past this.
-_LAST_POSSIBLE_RESOURCE_VERSION = 2**63 - 1
-_DECIMAL = re.compile(r"[0-9]+")
-
-
 def _resource_version(value: str, info: registry.ResourceInfo) -> int | None:
-    """The resourceVersion to watch from; None (empty or "0") means "list first".
-
-    Parsed as upstream's `ParseResourceVersion` (Go's `strconv.ParseUint`, base 10): anything
-    else is refused before the stream starts, with upstream's 422 naming `resourceVersion`.
-    A version past every possible event watches from the last possible one, so nothing
+    """The resourceVersion to watch from; None (empty or "0") means "list first". Parsed as
+    a list's (`list_options.parse_resource_version`): a bad one is refused before the stream
+    starts; one past every possible event watches from the last possible one, so nothing
     comes, as a watch from a future revision waits upstream."""
-    if value in ("", "0"):
-        return None
-    if not _DECIMAL.fullmatch(value):
-        problem = "invalid syntax"
-    elif int(value) >= 2**64:
-        problem = "value out of range"
-    else:
-        return min(int(value), _LAST_POSSIBLE_RESOURCE_VERSION)
-    quoted = json.dumps(value, ensure_ascii=False)
-    detail = f"strconv.ParseUint: parsing {quoted}: {problem}"
-    raise options.invalid_parameters(
-        info.plural, info.group, [errors.field_invalid("resourceVersion", value, detail)]
-    )
+    return list_options.parse_resource_version(value, info)
