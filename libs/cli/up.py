@@ -98,7 +98,8 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
         type=duration.non_negative_duration,
         metavar="DURATION",
         help="compact the event log and stream this often, keeping at least this much "
-        "history (default 5m, env DRASIM_COMPACTION_INTERVAL; 0: never; docs/apistore.md)",
+        "history (default: the cluster file's apistore.compactionInterval, else 5m or env "
+        "DRASIM_COMPACTION_INTERVAL; 0: never; docs/apistore.md)",
     )
     # Tests substitute fake services here; users have no reason to.
     parser.add_argument(
@@ -143,13 +144,21 @@ def run(args: argparse.Namespace) -> int:
             with_demo=args.demo,
             feature_gates=gates,
             runtime=served,
-            apistore_args=(
-                ["--compaction-interval", duration.format_go_duration(args.compaction_interval)]
-                if args.compaction_interval is not None
-                else []
-            ),
+            apistore_args=_apistore_args(args, nodes_file),
         )
     )
+
+
+def _apistore_args(args: argparse.Namespace, nodes_file: cluster_file.Cluster) -> list[str]:
+    """The apistore's flags from `up`'s own, else from the cluster file's `apistore:` (which
+    `cluster_file.load` checked); neither leaves the apistore's default (its environment's
+    DRASIM_COMPACTION_INTERVAL, or 5m)."""
+    interval = ""
+    if args.compaction_interval is not None:
+        interval = duration.format_go_duration(args.compaction_interval)
+    elif nodes_file.spec.apistore is not None:
+        interval = nodes_file.spec.apistore.compaction_interval
+    return ["--compaction-interval", interval] if interval else []
 
 
 async def _up(

@@ -5,6 +5,7 @@ A cluster file lists node pools and, optionally, DeviceClasses to create:
     apiVersion: drasim.io/v1alpha1
     kind: Cluster
     runtimeConfig: {resource.k8s.io/v1beta1: "true"}   # optional: --runtime-config's keys
+    apistore: {compactionInterval: 5m}      # optional: --compaction-interval (up's wins)
     deviceClasses: [<resource.k8s.io/v1 DeviceClass>, ...]
     profiles: [<NodeProfile>, ...]          # optional, inline
     pools:
@@ -76,6 +77,7 @@ from drasim.common.quantity import Quantity, parse_quantity
 
 __all__ = [
     "API_VERSION",
+    "ApistoreSettings",
     "Attachment",
     "Cluster",
     "ClusterFileError",
@@ -251,12 +253,25 @@ class DriverBehaviour(_Struct, kw_only=True):
     device_status: DeviceStatusReport | None = None
 
 
+class ApistoreSettings(_Struct, kw_only=True):
+    """The apistore's flags `drasim up` passes on (its own flags win)."""
+
+    # `--compaction-interval` (kube-apiserver's `--etcd-compaction-interval`): a Go
+    # duration, "0s" never compacts; "" the apistore's default (5m, or
+    # DRASIM_COMPACTION_INTERVAL).
+    compaction_interval: str = ""
+
+    def compaction_interval_seconds(self) -> float | None:
+        return parse_go_duration(self.compaction_interval) if self.compaction_interval else None
+
+
 class ClusterSpec(_Struct, kw_only=True):
     api_version: str = API_VERSION
     kind: str = "Cluster"
     # The API versions served besides the stored ones: `--runtime-config`'s keys and values
     # as a map (kind's cluster config has the same field), under the flag's own.
     runtime_config: dict[str, str | bool] = {}
+    apistore: ApistoreSettings | None = None
     device_classes: list[resource_v1.DeviceClass] = []
     # Devices not tied to one node (allNodes, nodeSelector, perDeviceNodeSelection slices),
     # created with the classes before the nodes register.
@@ -350,6 +365,8 @@ def load(path: Path | str | None = None) -> Cluster:
         runtime_config.parse(cluster.runtime_config_flag())
     except runtime_config.RuntimeConfigError as exc:
         errs.append(("runtimeConfig", str(exc)))
+    if spec.apistore is not None:
+        errs += [(f"apistore.{path}", msg) for path, msg in _check_apistore(spec.apistore)]
     for i, default in enumerate(spec.pod_defaults):
         errs += [(f"podDefaults[{i}].{path}", msg) for path, msg in _check_pod_default(default)]
     inline = {p.name: p for p in spec.profiles}
@@ -589,6 +606,22 @@ def _check_pool(pool: NodePool, profile: NodeProfile) -> Iterator[tuple[str, str
             yield f"{where}.extendedResourceName", "required for exposure device-plugin"
 
 
+def _check_apistore(settings: ApistoreSettings) -> Iterator[tuple[str, str]]:
+    if settings.compaction_interval:
+        yield from _check_duration("compactionInterval", settings.compaction_interval)
+
+
+def _check_duration(path: str, text: str) -> Iterator[tuple[str, str]]:
+    """A Go duration of 0 or more, refused with Go's message as the flags refuse it."""
+    try:
+        seconds = parse_go_duration(text)
+    except ValueError as exc:
+        yield path, str(exc)
+    else:
+        if seconds < 0:
+            yield path, "must be greater than or equal to 0"
+
+
 def _check_pod_default(default: PodDefault) -> Iterator[tuple[str, str]]:
     if default.namespace:
         yield from _each("namespace", names.is_dns1123_label(default.namespace))
@@ -596,13 +629,7 @@ def _check_pod_default(default: PodDefault) -> Iterator[tuple[str, str]]:
         for err in meta.validate_label_selector(default.selector, "selector"):
             yield err.field, err.message
     if default.run_for:
-        try:
-            seconds = parse_go_duration(default.run_for)
-        except ValueError as exc:
-            yield "runFor", str(exc)
-        else:
-            if seconds < 0:
-                yield "runFor", "must be greater than or equal to 0"
+        yield from _check_duration("runFor", default.run_for)
     if default.exit_code is not None and not 0 <= default.exit_code <= 255:
         yield "exitCode", "must be between 0 and 255, inclusive"
 

@@ -22,6 +22,7 @@ import pytest
 from drasim.cli import cluster, supervisor
 from drasim.cli.main import main
 from drasim.cli.up import SERVICES
+from drasim.common import profiles
 
 if TYPE_CHECKING:
     from tests.conftest import Fresh
@@ -358,3 +359,19 @@ def test_a_bad_compaction_interval_is_refused_with_gos_message(
         main(["up", f"--compaction-interval={value}"])
     assert exited.value.code == 2
     assert capsys.readouterr().err.endswith(f"argument --compaction-interval: {problem}\n")
+
+
+def test_the_cluster_files_compaction_interval_reaches_the_apistore(
+    run_up: Callable[..., Up], tmp_path: Path
+) -> None:
+    """`apistore: {compactionInterval: 1s}` in the cluster file: the apistore `up` starts
+    compacts every second (its second round compacts what the first saw), where its
+    default would wait five minutes."""
+    path = tmp_path / "cluster.yaml"
+    path.write_text(profiles.DEFAULT_CLUSTER.read_text() + "apistore: {compactionInterval: 1s}\n")
+    up = run_up("--services", "drasim.apistore", "--kubelets", "0", "--cluster", str(path))
+    up.wait_for_ready()
+    line = up.wait_for(lambda line: "compacted the event log up to resourceVersion" in line)
+    assert line.startswith("[apistore]"), line
+    up.process.send_signal(signal.SIGTERM)
+    assert up.finish() == 0, up.output

@@ -3,10 +3,12 @@ file and the field named (issue item 1)."""
 
 from __future__ import annotations
 
+import argparse
 from pathlib import Path
 
 import pytest
 
+from drasim.cli import up
 from drasim.cli.main import main
 from drasim.common import cluster_file, profiles
 
@@ -124,6 +126,22 @@ HEAD = "apiVersion: drasim.io/v1alpha1\nkind: Cluster\n"
             HEAD + "pools: []\npodDefaults: [{selector: {matchLabels: {'a b': c}}}]\n",
             'field podDefaults[0].selector.matchLabels: Invalid value: "a b"',
         ),
+        (
+            HEAD + "pools: []\napistore: {compactionInterval: 5x}\n",
+            'field apistore.compactionInterval: time: unknown unit "x" in duration "5x"',
+        ),
+        (
+            HEAD + "pools: []\napistore: {compactionInterval: -1m}\n",
+            "field apistore.compactionInterval: must be greater than or equal to 0",
+        ),
+        (
+            HEAD + "pools: []\napistore: {compactionInterval: 300}\n",
+            "field apistore.compactionInterval: Expected `str`, got `int`",
+        ),
+        (
+            HEAD + "pools: []\napistore: {etcdCompactionInterval: 5m}\n",
+            "field apistore: Object contains unknown field `etcdCompactionInterval`",
+        ),
     ],
     ids=[
         "slice-of-a-node",
@@ -143,6 +161,10 @@ HEAD = "apiVersion: drasim.io/v1alpha1\nkind: Cluster\n"
         "bad-run-for",
         "bad-exit-code",
         "bad-selector",
+        "bad-compaction-interval",
+        "negative-compaction-interval",
+        "compaction-interval-without-unit",
+        "unknown-apistore-field",
     ],
 )
 def test_a_bad_cluster_file_is_refused_naming_file_and_field(
@@ -182,3 +204,30 @@ def test_drasim_up_refuses_a_bad_cluster_file_before_starting_anything(
         f"drasim: {bad}: field pools[0].count: Expected `int`, got `str`\n"
     )
     assert not data_dir.exists()
+
+
+@pytest.mark.parametrize(
+    ("file", "flag", "passed"),
+    [
+        ("apistore: {compactionInterval: 90s}\n", None, ["--compaction-interval", "90s"]),
+        ("apistore: {compactionInterval: 0s}\n", None, ["--compaction-interval", "0s"]),
+        ("apistore: {compactionInterval: 90s}\n", 0.0, ["--compaction-interval", "0s"]),
+        ("apistore: {}\n", 120.0, ["--compaction-interval", "2m0s"]),
+        ("apistore: {}\n", None, []),
+        ("", None, []),
+    ],
+    ids=["file", "file-never", "flag-wins", "flag", "empty-section", "neither"],
+)
+def test_drasim_up_passes_the_files_compaction_interval_on(
+    tmp_path: Path, file: str, flag: float | None, passed: list[str]
+) -> None:
+    """`apistore.compactionInterval` reaches the apistore as its flag, unless `drasim up`'s
+    own `--compaction-interval` is given; with neither the apistore keeps its default."""
+    path = tmp_path / "cluster.yaml"
+    path.write_text(HEAD + "pools: []\n" + file)
+    cluster = cluster_file.load(path)
+    if cluster.spec.apistore is not None and cluster.spec.apistore.compaction_interval:
+        seconds = cluster.spec.apistore.compaction_interval_seconds()
+        assert seconds == {"90s": 90.0, "0s": 0.0}[cluster.spec.apistore.compaction_interval]
+    args = argparse.Namespace(compaction_interval=flag)
+    assert up._apistore_args(args, cluster) == passed
