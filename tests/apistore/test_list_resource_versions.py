@@ -12,7 +12,7 @@ import pytest
 
 from drasim.apistore import list_options
 from drasim.apistore.compaction import Compactor
-from drasim.common import errors, replay
+from drasim.common import client, errors, replay
 from drasim.common.api import core_v1
 from drasim.common.bus import messages
 from tests.apistore.test_compaction import _busy_history, _logged, _on_stream
@@ -156,6 +156,31 @@ async def test_a_continue_token_of_a_compacted_state_is_expired_with_a_way_on(se
     # `ApiClient.list` pages with tokens too: a whole list is of one state.
     pods, rv = await api.list(core_v1.Pod, namespace="default")
     assert ([p.metadata.name for p in pods], rv) == (["a", "b", "bb"], end)
+
+
+async def test_api_client_lists_again_when_its_pages_state_is_compacted(server, api, monkeypatch):
+    """Compacted between two pages, `ApiClient.list` starts again (as client-go's pager
+    lists again in full) and answers one state, the later one."""
+    monkeypatch.setattr(client, "LIST_PAGE", 1)
+    for name in ("a", "b"):
+        await api.create(make_pod(name).obj())
+    send = api.request
+    compacted: list[int] = []
+
+    async def request(req: messages.Request, **kwargs: str) -> bytes:
+        if isinstance(req, messages.List) and req.continue_token and not compacted:
+            for name in ("c", "d"):
+                created = await api.create(make_pod(name).obj())
+            await api.delete(core_v1.Pod, "a", namespace="default", grace_period_seconds=0)
+            end = await server.store.max_seq()
+            await _on_stream(api, end)
+            compacted.append(await Compactor(server.store, server.bus, 60).compact(end))
+            assert compacted[0] >= int(created.metadata.resource_version)
+        return await send(req, **kwargs)
+
+    monkeypatch.setattr(api, "request", request)
+    pods, rv = await api.list(core_v1.Pod, namespace="default")
+    assert ([p.metadata.name for p in pods], rv) == (["b", "c", "d"], compacted[0] + 1)
 
 
 async def test_a_resource_version_not_written_yet_is_waited_for(server, api, monkeypatch):
