@@ -12,9 +12,10 @@ Compacting up to seq C keeps, of the events at or before C, each live object's l
 (deleted objects lose every event, as etcd drops tombstones), and moves the mark to C in
 the same transaction. What remains is a snapshot of the cluster at C written in the log's
 own terms: folding the log from its start still gives the state at any resourceVersion from
-C on (`drasim replay`, `replay --verify`), and `replay --to` an earlier one is refused. The
-stream drops every message up to C: a watch from an older resourceVersion is answered
-410 Expired, "too old resource version", and relists.
+C on (`drasim replay`, `replay --verify`, a LIST with `resourceVersionMatch=Exact` or a
+continue token), and an earlier one is refused (`replay --to`; the LIST is 410 Expired, see
+`list_options`). The stream drops every message up to C: a watch from an older
+resourceVersion is answered 410 Expired, "too old resource version", and relists.
 
 A round never compacts what the stream does not hold yet (the outbox may be behind, and a
 watcher needs every event after its resourceVersion) nor the log's last event (its seq is
