@@ -137,6 +137,7 @@ _EVENT_COLUMNS = (
 )
 SELECT_EVENTS_AFTER = f"SELECT {_EVENT_COLUMNS} FROM events WHERE seq > $1 ORDER BY seq LIMIT $2"
 # The outbox's event chain (`drasim.apistore.event_chain`): what each event follows.
+COUNT_EVENTS = "SELECT count(*) FROM events"
 SELECT_EVENT_KEYS = (
     "SELECT seq, resource, node_name FROM events WHERE seq > $1 AND seq <= $2 ORDER BY seq"
 )

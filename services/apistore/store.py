@@ -492,6 +492,10 @@ class Store:
         rows = await self._pool.fetch(sql.SELECT_EVENTS_AFTER, seq, limit)
         return [EventRow(*r) for r in rows]
 
+    async def count_events(self) -> int:
+        """Events the log keeps (fewer than its last sequence once compacted)."""
+        return await self._pool.fetchval(sql.COUNT_EVENTS)
+
     async def select_event_keys(self, after: int, upto: int) -> list[tuple[int, str, str]]:
         """(seq, resource, node) of the events after `after` up to `upto`, in order."""
         rows = await self._pool.fetch(sql.SELECT_EVENT_KEYS, after, upto)

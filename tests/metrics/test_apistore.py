@@ -3,6 +3,7 @@ the outbox's publish lag, against real NATS and Postgres."""
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 from collections.abc import AsyncIterator
 
@@ -10,8 +11,10 @@ import aiohttp
 import asyncpg
 import pytest
 
+from drasim.apistore import metrics as apistore_metrics
+from drasim.apistore.compaction import Compactor
 from drasim.apistore.server import ApiServer
-from drasim.common import metrics
+from drasim.common import metrics, watch
 from drasim.common.api import core_v1
 from drasim.common.bus.client import Bus
 from drasim.common.client import ApiClient
@@ -86,7 +89,7 @@ async def count_events(database_url: str) -> int:
 
 
 async def test_event_log_length_is_the_number_of_events(
-    apistore: tuple[ApiServer, str], bus: Bus, fresh: Fresh
+    apistore: tuple[ApiServer, str], bus: Bus, fresh: Fresh, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     _, url = apistore
     api = ApiClient(bus, actor="test")
@@ -107,6 +110,22 @@ async def test_event_log_length_is_the_number_of_events(
     nats = {"resource": "pods", "component": "nats", "scope": "resource"}
     assert got.value("apiserver_request_total", verb="POST", code="201", **nats) == 3
     assert got.value("apiserver_request_total", verb="DELETE", code="200", **nats) == 1
+
+    # Compaction folds the deleted pod's events away: the log keeps fewer events than its
+    # last sequence, which the next count says.
+    server, _ = apistore
+    await api.create(make_pod("d").obj())  # (a round never compacts the log's last event)
+    events += 1
+    stream = watch.watch_raw(bus, None, resource_version=events - 1)
+    async with contextlib.aclosing(stream), asyncio.timeout(10):
+        assert (await anext(stream))[0] == events  # the stream holds every event
+    assert await Compactor(server.store, bus, 300.0).compact(events - 1) == events - 1
+    monkeypatch.setattr(apistore_metrics, "EVENTS_COUNT_INTERVAL", 0.0)
+    got = await scrape(url)
+    kept = await count_events(fresh.database_url)
+    assert kept < events
+    assert got.value("drasim_apistore_event_log_events") == kept
+    assert got.value("drasim_apistore_event_log_last_sequence") == events
 
 
 async def test_publish_lag_counts_events_not_acknowledged_by_jetstream(
