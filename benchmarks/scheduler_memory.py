@@ -18,11 +18,15 @@ advertised as node capacity `example.com/gpu: 8`. The P pods ask one GPU each:
   scheduler makes each pod's special claim;
 - `device-plugin`: `example.com/gpu: 1` against node capacity (no DRA).
 
-It measures, with tracemalloc and the process' RSS, once the nodes are in the cache and once
-every pod is bound and every binding task has ended: bytes per node, and bytes per pod
-scheduled (the growth from the first point to the second, over P). Per-pod bytes that grow
-with N mean the scheduler keeps something per pod × node. `--top K` prints the K
-allocations that grew most by traceback (`--frames` deep) for the last shape.
+It measures the process' RSS and tracemalloc's bytes (`--frames 0`: RSS only, tracing
+slows the cycle and its own tables inflate RSS) at three points: the nodes in the cache,
+the first quarter of the pods bound (what is built once, as the DRA snapshot, is built by
+then), and every pod bound with every binding task ended. It prints bytes per node, bytes
+per pod over the last three quarters (what each pod leaves behind), and bytes per pod from
+the nodes up to the end (as a loadtest sees the scheduler grow: what is built lazily per
+node counts there), with pods/s and the scheduler's CPU ms per pod. RSS also counts what
+tracemalloc cannot see, such as the native memory of C and Rust extensions. `--top K`
+prints, per phase, the K allocations that grew most by traceback (`--frames` deep).
 """
 
 from __future__ import annotations
@@ -299,7 +303,7 @@ async def run_shape(nodes: int, pods: int, mode: str, top: int) -> dict[str, Any
     # The first quarter warms up what is built once (the DRA snapshot, each device's CEL
     # variables, the verdict cache's lists); the growth over the rest is per pod.
     warm = max(1, pods // 4)
-    started = time.perf_counter()
+    started, cpu_started = time.perf_counter(), time.process_time()
     try:
         await _schedule(api, sched, tmpl, range(warm), mode)
         before, rss_before = settle()
@@ -307,6 +311,7 @@ async def run_shape(nodes: int, pods: int, mode: str, top: int) -> dict[str, Any
         await _schedule(api, sched, tmpl, range(warm, pods), mode)
     finally:
         seconds = time.perf_counter() - started
+        cpu_seconds = time.process_time() - cpu_started
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
@@ -319,6 +324,7 @@ async def run_shape(nodes: int, pods: int, mode: str, top: int) -> dict[str, Any
         "mode": mode,
         "bound": api.bound,
         "pods_per_s": pods / seconds,
+        "cpu_ms_per_pod": 1e3 * cpu_seconds / pods,
         "traced_mib_nodes_up": nodes_up / 2**20,
         "traced_mib_warm": before / 2**20,
         "traced_mib_pods_bound": after / 2**20,
@@ -328,6 +334,7 @@ async def run_shape(nodes: int, pods: int, mode: str, top: int) -> dict[str, Any
         "rss_mib_warm": rss_before / 2**20,
         "rss_mib_pods_bound": rss_after / 2**20,
         "rss_bytes_per_pod": (rss_after - rss_before) / (pods - warm),
+        "rss_bytes_per_pod_from_nodes_up": (rss_after - rss_nodes_up) / pods,
     }
     if snap_nodes_up is not None and snap_before is not None:
         figures["top"] = [
@@ -416,8 +423,8 @@ def main() -> None:
         if mode not in MODES:
             parser.error(f"unknown mode {mode!r}: one of {', '.join(MODES)}")
     print(
-        f"{'mode':<19} {'nodes':>6} {'pods':>6} {'pods/s':>7} {'B/node':>8} "
-        f"{'traced B/pod':>13} {'RSS B/pod':>10} {'RSS MiB':>8}"
+        f"{'mode':<19} {'nodes':>6} {'pods':>6} {'pods/s':>7} {'cpu ms':>6} {'B/node':>8} "
+        f"{'traced B/pod':>13} {'RSS B/pod':>10} {'from up':>8} {'RSS MiB':>8}"
     )
     for mode, nodes, pods in itertools.product(modes, args.nodes, args.pods):
         cmd = [
@@ -434,8 +441,11 @@ def main() -> None:
         results.append(figures)
         print(
             f"{mode:<19} {nodes:>6} {pods:>6} {figures['pods_per_s']:>7.0f} "
+            f"{figures['cpu_ms_per_pod']:>6.2f} "
             f"{figures['traced_bytes_per_node']:>8.0f} {figures['traced_bytes_per_pod']:>13.0f} "
-            f"{figures['rss_bytes_per_pod']:>10.0f} {figures['rss_mib_pods_bound']:>8.0f}"
+            f"{figures['rss_bytes_per_pod']:>10.0f} "
+            f"{figures['rss_bytes_per_pod_from_nodes_up']:>8.0f} "
+            f"{figures['rss_mib_pods_bound']:>8.0f}"
             + ("" if figures["bound"] == pods else f"  (only {figures['bound']} bound)"),
             flush=True,
         )
