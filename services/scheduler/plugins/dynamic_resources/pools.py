@@ -151,7 +151,9 @@ class Snapshot:
             c.node_selector is not None for s in self._per_device for c in s.devices
         )
         self._views: dict[str, tuple[dict[str, str], NodeView]] = {}
-        self._variables: dict[DeviceID, cel_env.DeviceVariables] = {}
+        # Each selector's verdict per device, and no more: a device's CEL variables are
+        # converted again for a new expression rather than kept for every device of the
+        # cluster (see `cel_env.DeviceVariables`).
         self._cel_results: dict[tuple[str, DeviceID], bool] = {}
 
     def _index(
@@ -271,10 +273,7 @@ class Snapshot:
         result = self._cel_results.get(key)
         if result is None:
             try:
-                variables = self._variables.get(candidate.id)
-                if variables is None:
-                    variables = cel_env.DeviceVariables(candidate.id[0], candidate.device)
-                    self._variables[candidate.id] = variables
+                variables = cel_env.DeviceVariables(candidate.id[0], candidate.device)
                 result = variables.matches(selector)
             except cel_env.CELError as err:
                 raise AllocatorError(
