@@ -323,6 +323,7 @@ async def run_shape(nodes: int, pods: int, mode: str, top: int) -> dict[str, Any
         "pods": pods,
         "mode": mode,
         "bound": api.bound,
+        "devices_allocated_twice": _allocated_twice(api),
         "pods_per_s": pods / seconds,
         "cpu_ms_per_pod": 1e3 * cpu_seconds / pods,
         "traced_mib_nodes_up": nodes_up / 2**20,
@@ -342,6 +343,18 @@ async def run_shape(nodes: int, pods: int, mode: str, top: int) -> dict[str, Any
             *_top(f"the other {pods - warm} pods", tracemalloc.take_snapshot(), snap_before, top),
         ]
     return figures
+
+
+def _allocated_twice(api: MemoryApi) -> int:
+    """Devices that more than one claim's allocation holds: a check that the scheduler
+    measured is one that works."""
+    devices = [
+        (r.driver, r.pool, r.device)
+        for (kind, _, _), claim in api.objects.items()
+        if kind is resource_v1.ResourceClaim and claim.status.allocation is not None
+        for r in claim.status.allocation.devices.results
+    ]
+    return len(devices) - len(set(devices))
 
 
 def _top(
@@ -446,7 +459,12 @@ def main() -> None:
             f"{figures['rss_bytes_per_pod']:>10.0f} "
             f"{figures['rss_bytes_per_pod_from_nodes_up']:>8.0f} "
             f"{figures['rss_mib_pods_bound']:>8.0f}"
-            + ("" if figures["bound"] == pods else f"  (only {figures['bound']} bound)"),
+            + ("" if figures["bound"] == pods else f"  (only {figures['bound']} bound)")
+            + (
+                f"  ({figures['devices_allocated_twice']} devices allocated twice!)"
+                if figures["devices_allocated_twice"]
+                else ""
+            ),
             flush=True,
         )
         for line in figures.pop("top", []):
