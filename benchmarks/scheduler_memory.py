@@ -74,7 +74,10 @@ class MemoryApi:
     actor = "system:kube-scheduler"
     bus = None
 
-    def __init__(self) -> None:
+    def __init__(self, latency: float = 0.0) -> None:
+        # Seconds each write the scheduler makes waits before it is applied, as for an
+        # apistore that answers late: binding cycles then overlap, each holding its state.
+        self.latency = latency
         self.objects: dict[tuple[type[Any], str, str], Any] = {}
         self.informers: dict[type[Any], Informer[Any]] = {}
         self._rv = itertools.count(1)
@@ -129,13 +132,19 @@ class MemoryApi:
             obj = msgspec.structs.replace(obj, metadata=msgspec.structs.replace(meta, **changes))
         return obj
 
+    async def _answer_late(self) -> None:
+        if self.latency:
+            await asyncio.sleep(self.latency)
+
     async def create(self, obj: Any, *, namespace: str = "", dry_run: bool = False) -> Any:
+        await self._answer_late()
         return self._write("ADDED", self._named(obj))
 
     async def get(self, type_: type[Any], name: str, *, namespace: str = "") -> Any:
         return self._get(type_, name, namespace)
 
     async def update(self, obj: Any, *, subresource: str = "") -> Any:
+        await self._answer_late()
         current = self._get(type(obj), obj.metadata.name, obj.metadata.namespace)
         if obj.metadata.resource_version != current.metadata.resource_version:
             raise errors.Conflict("the object has been modified")
@@ -155,14 +164,17 @@ class MemoryApi:
         patch_type: str = "merge",
         traceparent: str = "",
     ) -> Any:
+        await self._answer_late()
         current = self._get(type_, name, namespace)
         merged = merge_patch(codec.to_builtins(current), patch)
         return self._write("MODIFIED", codec.convert(merged, type_))
 
     async def delete(self, type_: type[Any], name: str, *, namespace: str = "", **_: Any) -> Any:
+        await self._answer_late()
         return self._write("DELETED", self._get(type_, name, namespace))
 
     async def bind(self, pod: Any, node_name: str, *, traceparent: str = "") -> Any:
+        await self._answer_late()
         current = self._get(core_v1.Pod, pod.metadata.name, pod.metadata.namespace)
         if current.spec.node_name:
             raise errors.Conflict(f"pod {pod.metadata.name} is already assigned")
@@ -281,10 +293,13 @@ def settle() -> tuple[int, int]:
     return traced, rss_bytes()
 
 
-async def run_shape(nodes: int, pods: int, mode: str, top: int) -> dict[str, Any]:
-    api = MemoryApi()
+async def run_shape(
+    nodes: int, pods: int, mode: str, top: int, latency: float = 0.0
+) -> dict[str, Any]:
+    api = MemoryApi(latency)
     sched = Scheduler(api, rng=random.Random(1))  # type: ignore[arg-type]  # the verbs it uses
     api.follow(sched)
+    sched.binding_tasks = in_flight = _PeakSet()
     if mode != "device-plugin":
         api.add(device_class(mode))
     for i in range(nodes):
@@ -324,6 +339,7 @@ async def run_shape(nodes: int, pods: int, mode: str, top: int) -> dict[str, Any
         "mode": mode,
         "bound": api.bound,
         "devices_allocated_twice": _allocated_twice(api),
+        "binding_cycles_in_flight_max": in_flight.peak,
         "pods_per_s": pods / seconds,
         "cpu_ms_per_pod": 1e3 * cpu_seconds / pods,
         "traced_mib_nodes_up": nodes_up / 2**20,
@@ -343,6 +359,16 @@ async def run_shape(nodes: int, pods: int, mode: str, top: int) -> dict[str, Any
             *_top(f"the other {pods - warm} pods", tracemalloc.take_snapshot(), snap_before, top),
         ]
     return figures
+
+
+class _PeakSet(set):  # type: ignore[type-arg]
+    """The scheduler's binding tasks, counting the most at once."""
+
+    peak = 0
+
+    def add(self, item: Any) -> None:
+        super().add(item)
+        self.peak = max(self.peak, len(self))
 
 
 def _allocated_twice(api: MemoryApi) -> int:
@@ -402,7 +428,9 @@ async def _schedule(
 def child(args: argparse.Namespace) -> None:
     if args.frames:
         tracemalloc.start(args.frames)
-    figures = asyncio.run(run_shape(args.nodes_one, args.pods_one, args.mode_one, args.top))
+    figures = asyncio.run(
+        run_shape(args.nodes_one, args.pods_one, args.mode_one, args.top, args.write_latency)
+    )
     print(json.dumps(figures))
 
 
@@ -420,6 +448,12 @@ def main() -> None:
     parser.add_argument("--mode", default="claims,extended-resources")
     parser.add_argument(
         "--frames", type=int, default=1, help="tracemalloc frames (0: RSS only, no tracing)"
+    )
+    parser.add_argument(
+        "--write-latency",
+        type=float,
+        default=0.0,
+        help="seconds each of the scheduler's writes waits (bindings then overlap)",
     )
     parser.add_argument("--top", type=int, default=0, help="print the top K allocations")
     parser.add_argument("--json", help="write the figures here as JSON")
@@ -448,6 +482,7 @@ def main() -> None:
             f"--mode-one={mode}",
             f"--frames={args.frames}",
             f"--top={args.top}",
+            f"--write-latency={args.write_latency}",
         ]
         out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
         figures = json.loads(out.strip().splitlines()[-1])
