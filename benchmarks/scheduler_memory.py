@@ -2,7 +2,7 @@
 
     python benchmarks/scheduler_memory.py [--nodes 1000,4000] [--pods 2000,8000]
         [--mode claims,extended-resources,device-plugin] [--frames 1] [--top 0]
-        [--json FILE]
+        [--write-latency 0] [--json FILE]
 
 Runs the real `Scheduler` (queue, cache, DraManager, default profile, binding cycle, event
 recorder) in this process on an in-memory API (`MemoryApi`): the writes it makes are kept
