@@ -118,7 +118,8 @@ class DeviceTaintEvictionController:
         self._rule_stats: dict[str, _RuleStats] = {}  # by rule name
         # Wake-ups at a time (an eviction due, a rule's next status): the queues' own
         # delayed adds are their retries, which a successful run cancels.
-        self._timers: dict[tuple[str, Key | str], asyncio.TimerHandle] = {}
+        # Each pending wake-up: when it is due, and its handle (see `WorkQueue.add_after`).
+        self._timers: dict[tuple[str, Key | str], tuple[float, asyncio.Handle]] = {}
         pods.add_handlers(on_add=self._pod_added, on_update=self._pod_updated)
         pods.add_handlers(on_delete=lambda pod: self._pending.pop(_key(pod), None))
         claims.add_handlers(
@@ -143,7 +144,7 @@ class DeviceTaintEvictionController:
         return [self.queue, self.rule_queue]
 
     def stop_timers(self) -> None:
-        for handle in self._timers.values():
+        for _, handle in self._timers.values():
             handle.cancel()
         self._timers.clear()
 
@@ -151,17 +152,18 @@ class DeviceTaintEvictionController:
         """Queue `key` in `delay` seconds; an earlier wake-up already set wins."""
         loop = asyncio.get_running_loop()
         timer_key = (queue.name, key)
+        when = loop.time() + delay
         pending = self._timers.get(timer_key)
         if pending is not None:
-            if pending.when() <= loop.time() + delay:
+            if pending[0] <= when:
                 return
-            pending.cancel()
+            pending[1].cancel()
 
         def wake() -> None:
             del self._timers[timer_key]
             queue.add(key)
 
-        self._timers[timer_key] = loop.call_later(delay, wake)
+        self._timers[timer_key] = (when, loop.call_later(delay, wake))
 
     # -- what a change concerns ----------------------------------------------------------
     def _pod_added(self, pod: core_v1.Pod) -> None:

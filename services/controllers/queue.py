@@ -45,7 +45,9 @@ class WorkQueue(Generic[K]):
         self._max_delay = max_delay
         self._dirty: set[K] = set()
         self._workers: dict[K, asyncio.Task[None]] = {}
-        self._retries: dict[K, asyncio.TimerHandle] = {}
+        # Each pending wake-up: when it is due, and its handle. (The time is kept here:
+        # uvloop answers a time already past with a plain Handle, which has no `when()`.)
+        self._retries: dict[K, tuple[float, asyncio.Handle]] = {}
         self._failures: dict[K, int] = {}
         # Keys whose pending wake-up is a failure's retry (a success makes it moot), not a
         # wake-up the reconcile asked for (`add_after` from a sync: a deadline, a back-off).
@@ -67,10 +69,10 @@ class WorkQueue(Generic[K]):
         when = loop.time() + delay
         pending = self._retries.get(key)
         if pending is not None:
-            if pending.when() <= when:
+            if pending[0] <= when:
                 return
-            pending.cancel()
-        self._retries[key] = loop.call_at(when, self._wake, key)
+            pending[1].cancel()
+        self._retries[key] = (when, loop.call_at(when, self._wake, key))
         self._idle.clear()
 
     def start(self) -> None:
@@ -80,7 +82,7 @@ class WorkQueue(Generic[K]):
 
     async def stop(self) -> None:
         self._running = False
-        for handle in self._retries.values():
+        for _, handle in self._retries.values():
             handle.cancel()
         self._retries.clear()
         workers = list(self._workers.values())
@@ -136,4 +138,4 @@ class WorkQueue(Generic[K]):
             if key in self._retrying:
                 self._retrying.discard(key)
                 with contextlib.suppress(KeyError):
-                    self._retries.pop(key).cancel()
+                    self._retries.pop(key)[1].cancel()

@@ -88,3 +88,28 @@ async def test_stop_cancels_running_work_and_pending_retries() -> None:
     queue.add("failing")
     await started.wait()
     await asyncio.wait_for(queue.stop(), 5)
+
+
+def test_a_wake_up_already_due_on_uvloop_is_kept_and_an_earlier_one_wins() -> None:
+    """On uvloop (what the services run on) a time already past gives a plain Handle,
+    with no `when()`: a later `add_after` for the key crashed the key's worker."""
+    import uvloop
+
+    async def scenario() -> list[str]:
+        runs: list[str] = []
+        done = asyncio.Event()
+
+        async def reconcile(key: str) -> None:
+            runs.append(key)
+            done.set()
+
+        queue: WorkQueue[str] = WorkQueue("test", reconcile)
+        queue.start()
+        queue.add_after("a", -1.0)  # already due
+        queue.add_after("a", 5.0)  # a later one: the due one wins
+        await asyncio.wait_for(done.wait(), 5)
+        await asyncio.wait_for(queue.join(), 5)
+        await queue.stop()
+        return runs
+
+    assert uvloop.run(scenario()) == ["a"]
