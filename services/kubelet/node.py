@@ -422,10 +422,15 @@ class NodeAgent:
 
     async def _sync_pod(self, event_type: str, pod: core_v1.Pod) -> None:
         uid = pod.metadata.uid
-        if event_type == "DELETED" or pod.status.phase in TERMINAL_PHASES:
+        if event_type == "DELETED" or (
+            pod.status.phase in TERMINAL_PHASES and not pod.metadata.deletion_timestamp
+        ):
             await self._release(pod)
             return
         if pod.metadata.deletion_timestamp:
+            # Finished or not: once its resources are back, the kubelet removes the pod (as
+            # upstream's status manager deletes a terminal pod marked for deletion). A pod
+            # that finished as it was marked is seen both ways at once.
             await self._release(pod)
             # NotFound: already gone; Conflict: a new pod under the same name.
             with contextlib.suppress(errors.NotFound, errors.Conflict):

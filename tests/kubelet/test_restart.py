@@ -103,3 +103,24 @@ async def test_a_kubelet_process_killed_with_sigkill_takes_over_again(
         assert checkpoint.load().prepared == {}
     finally:
         await process.stop()
+
+
+async def test_a_pod_that_finished_as_it_was_deleted_is_removed(
+    api: ApiClient, start_kubelet: StartKubelet
+) -> None:
+    """A pod whose deletion (with a grace period) and finish cross: the kubelet sees it
+    Succeeded and marked for deletion at once, and must still remove it (it stayed
+    Terminating for ever at 10,000 nodes). The crossing is made by stopping the kubelet."""
+    first = await start_kubelet()
+    await api.create(make_pod("crossing").node(DP_NODE).obj())
+    pod = await wait_for(api, core_v1.Pod, "crossing", running, namespace="default")
+    assert pod is not None
+    await first.stop()
+    await api.delete(core_v1.Pod, "crossing", namespace="default", grace_period_seconds=30)
+    pod = await api.get(core_v1.Pod, "crossing", namespace="default")
+    assert pod.metadata.deletion_timestamp
+    pod.status.phase = "Succeeded"
+    await api.update_status(pod)
+
+    await start_kubelet()
+    await wait_for(api, core_v1.Pod, "crossing", lambda p: p is None, namespace="default")
