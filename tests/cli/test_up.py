@@ -23,6 +23,7 @@ from drasim.cli import cluster, supervisor
 from drasim.cli.main import main
 from drasim.cli.up import SERVICES
 from drasim.common import profiles
+from tests.http.whole_cluster import WITH_GPU_CLASS
 
 if TYPE_CHECKING:
     from tests.conftest import Fresh
@@ -303,16 +304,9 @@ def test_the_cluster_state_survives_a_second_up(run_up: Callable[..., Up], tmp_p
     assert again.finish() == 0, again.output
 
 
-CLUSTER_WITH_CLASSES = """\
-apiVersion: drasim.io/v1alpha1
-kind: Cluster
-deviceClasses:
-  - apiVersion: resource.k8s.io/v1
-    kind: DeviceClass
-    metadata: {name: gpu.example.com}
-    spec:
-      selectors: [{cel: {expression: "device.driver == 'gpu.example.com'"}}]
-      extendedResourceName: example.com/gpu
+CLUSTER_WITH_CLASSES = (
+    WITH_GPU_CLASS
+    + """\
   - apiVersion: resource.k8s.io/v1
     kind: DeviceClass
     metadata: {name: nic.example.com}
@@ -322,6 +316,7 @@ pools:
   - {name: dra-gpu, count: 2, profile: gpu-8,
      devices: {gpu: {exposure: dra, extendedResourceName: example.com/gpu}}}
 """
+)
 
 
 @pytest.mark.parametrize(
