@@ -13,7 +13,7 @@ Life of a pod bound here (the kubelet's `syncPod`, reduced to what KEP-5004 touc
 4. once the pod has ended (Succeeded or Failed), its claims are unprepared and its
    device-plugin devices released, so that other pods get them;
 5. on deletion the same, and the deletion confirmed (`grace_period_seconds=0`), which lets
-   the object go.
+   the object go, whether the pod had ended or not.
 
 A device group is exposed through exactly one of a DRA driver and a device plugin. The
 choice starts from the cluster file and is recorded in the Node's labels
