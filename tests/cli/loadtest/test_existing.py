@@ -77,7 +77,8 @@ def test_loadtest_runs_against_the_running_cluster_and_leaves_it_clean(
     measured = {s["name"] for s in found["slis"] if s["value_s"] is not None}
     assert {"fill pod start-up p99", "churn pod start-up p99"} <= measured
     verdicts = [s["pass"] for s in found["slis"]] + [r["pass"] for r in found["api_call_latency"]]
-    assert found["slo_pass"] == all(verdicts)
+    # An SLI with nothing to measure (None: say no claim was seen unallocated) fails nothing.
+    assert found["slo_pass"] == all(v for v in verdicts if v is not None)
     assert (run.returncode == 0) == found["slo_pass"]
     assert found["ceiling_reqreply_per_s"] is None  # --ceiling-seconds 0
 
