@@ -32,7 +32,7 @@ from collections.abc import AsyncIterator, Sequence
 from nats.aio.msg import Msg
 from nats.aio.subscription import Subscription
 
-from drasim.common import codec, errors, watch
+from drasim.common import codec, watch
 from drasim.common.bus import headers, messages
 from drasim.common.bus.client import Bus
 
@@ -46,8 +46,6 @@ CATCH_UP_BATCH = 64
 # taken again after the catch-up, and after this wait (doubled, up to a second) if the
 # catch-up found nothing.
 _STORED_WAIT_S = 0.01
-_BACKOFF_FIRST_S = 0.1
-_BACKOFF_MAX_S = 2.0
 _RECONNECTED = "reconnected"
 
 
@@ -56,22 +54,10 @@ async def follow_forever(
 ) -> AsyncIterator[watch.WatchEvent | watch.Bookmark]:
     """List, then follow every change of `scopes`, forever, as `watch.watch_forever` does
     but through plain subscriptions (see the module docstring)."""
-    positions: dict[str, int] = {}  # scope subject → resourceVersion; empty: list again
-    delay = _BACKOFF_FIRST_S
-    while True:
-        events = _follow(bus, type_, scopes, positions, name)
-        try:
-            async with contextlib.aclosing(events):
-                async for item in events:
-                    delay = _BACKOFF_FIRST_S
-                    yield item
-        except errors.Expired as exc:
-            log.info("%s: %s; listing again", name, exc)
-            positions.clear()
-        except Exception as exc:
-            log.warning("%s: %s; retrying in %.1fs", name, exc, delay)
-            await asyncio.sleep(delay)
-            delay = min(delay * 2, _BACKOFF_MAX_S)
+    async for item in watch.retry_forever(
+        lambda positions: _follow(bus, type_, scopes, positions, name), name=name
+    ):
+        yield item
 
 
 async def _follow(

@@ -50,6 +50,7 @@ __all__ = [
     "WatchEvent",
     "list_scopes",
     "list_then_watch",
+    "retry_forever",
     "watch_forever",
     "watch_once",
     "watch_raw",
@@ -101,12 +102,10 @@ async def watch_forever(
     *, bus: Bus, type_: type, scopes: Sequence[Scope], heartbeat: float, name: str
 ) -> AsyncIterator[WatchEvent | Bookmark]:
     """List, then follow every change of `scopes`, forever (`list_then_watch`, again each
-    time it returns). After an error (the bus or the apistore away) wait, doubling the wait
-    each time, and carry on from the last event given. `name` says whose watch it is."""
-    positions: dict[str, int] = {}  # scope subject → resourceVersion; empty: list again
-    delay = _BACKOFF_FIRST_S
-    while True:
-        events = list_then_watch(
+    time it returns), carrying on after errors as `retry_forever` does."""
+
+    def attempt(positions: dict[str, int]) -> AsyncIterator[WatchEvent | Bookmark]:
+        return list_then_watch(
             bus=bus,
             type_=type_,
             scopes=scopes,
@@ -114,11 +113,30 @@ async def watch_forever(
             heartbeat=heartbeat,
             name=name,
         )
+
+    async for item in retry_forever(attempt, name=name):
+        yield item
+
+
+async def retry_forever(
+    attempt: Callable[[dict[str, int]], AsyncIterator[WatchEvent | Bookmark]], *, name: str
+) -> AsyncIterator[WatchEvent | Bookmark]:
+    """What `attempt(positions)` yields, calling it again each time it ends: positions
+    (scope subject → resourceVersion) say where each scope was, and are empty when it must
+    list again. After `Expired` forget them; after another error wait, doubling the wait
+    each time, and carry on from the last event given. `name` says whose watch it is."""
+    positions: dict[str, int] = {}
+    delay = _BACKOFF_FIRST_S
+    while True:
+        events = attempt(positions)
         try:
             async with contextlib.aclosing(events):
                 async for item in events:
                     delay = _BACKOFF_FIRST_S
                     yield item
+        except errors.Expired as exc:
+            log.info("%s: %s; listing again", name, exc)
+            positions.clear()
         except Exception as exc:
             log.warning("%s: %s; retrying in %.1fs", name, exc, delay)
             await asyncio.sleep(delay)
