@@ -86,7 +86,11 @@ def make_class(i: int) -> resource_v1.DeviceClass:
     )
 
 
-def make_pod(i: int, resource: str) -> core_v1.Pod:
+def make_pod(i: int, resource: str, job: bool = False) -> core_v1.Pod:
+    """Pod `i` asking one `resource`; `job`: as `drasim loadtest`'s Job pods, whose specs
+    differ pod to pod (container named after the Job, hostname `<job>-<index>`)."""
+    container = f"job-{i}" if job else "pause"
+    hostname = f"job-{i}-0" if job else ""
     return codec.convert(
         {
             "metadata": {
@@ -96,13 +100,14 @@ def make_pod(i: int, resource: str) -> core_v1.Pod:
                 "resourceVersion": "1",
             },
             "spec": {
+                "hostname": hostname,
                 "containers": [
                     {
-                        "name": "pause",
+                        "name": container,
                         "image": "registry.k8s.io/pause:3.10",
                         "resources": {"requests": {resource: "1"}, "limits": {resource: "1"}},
                     }
-                ]
+                ],
             },
         },
         core_v1.Pod,
@@ -128,7 +133,7 @@ async def run(args: argparse.Namespace) -> dict[str, float]:
         if not args.device_plugin:
             dra.on_slice_add(make_slice(node))
     prefix = "foo.com/bar-" if args.device_plugin else "example.com/gpu-"
-    pods = [make_pod(i, f"{prefix}{i % args.classes}") for i in range(args.pods)]
+    pods = [make_pod(i, f"{prefix}{i % args.classes}", args.job_pods) for i in range(args.pods)]
     rng = random.Random(1)
     points: dict[str, float] = defaultdict(float)
     halves: list[float] = []
@@ -199,6 +204,11 @@ def main() -> None:
         action="store_true",
         help="cluster_soak.py's cluster: half the nodes with 8 DRA GPUs, half with 2 of a "
         "device plugin, all as example.com/gpu-0 (use with --classes 1)",
+    )
+    parser.add_argument(
+        "--job-pods",
+        action="store_true",
+        help="every pod's spec its own, as Job pods' are (container and hostname per Job)",
     )
     parser.add_argument("--profile", help="write a cProfile of the second half here")
     parser.add_argument("--json", help="write the figures here as JSON")

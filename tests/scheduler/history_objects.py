@@ -141,7 +141,9 @@ def random_pod_spec(rng: random.Random, features: Features) -> dict[str, Any]:
     """One of the specs the history's pods share: extended resources (DRA-served,
     device-plugin-served, unmapped or shared-pool), maybe cpu and memory, maybe an init
     container; or cpu alone. With user claims, some specs also have a claim of the pod's
-    own (`claim_dict`), most of them asking for admin access."""
+    own (`claim_dict`), most of them asking for admin access. Some tolerate the
+    `dedicated` taint or cordoned nodes, some select a zone (what nodes change, see
+    `Cluster.update_node`), so that pods differ in what each plugin signs."""
 
     def container(name: str) -> dict[str, Any]:
         requests: dict[str, str] = {}
@@ -167,6 +169,17 @@ def random_pod_spec(rng: random.Random, features: Features) -> dict[str, Any]:
     spec: dict[str, Any] = {"containers": [container("c")]}
     if rng.random() < 0.2:
         spec["containers"].append(container("d"))
+    if rng.random() < 0.3:
+        spec["tolerations"] = [
+            rng.choice(
+                [
+                    {"key": "dedicated", "operator": "Exists", "effect": "NoSchedule"},
+                    {"key": "node.kubernetes.io/unschedulable", "operator": "Exists"},
+                ]
+            )
+        ]
+    if rng.random() < 0.25:
+        spec["nodeSelector"] = {"zone": rng.choice("ab")}
     if rng.random() < 0.25:
         spec["initContainers"] = [container("init")]
     if features.user_claims and rng.random() < 0.25:

@@ -9,6 +9,7 @@ from typing import ClassVar
 
 import pytest
 
+from drasim.common import codec
 from drasim.common.api import core_v1
 from drasim.common.quantity import parse_quantity
 from drasim.scheduler import framework
@@ -854,8 +855,8 @@ class ReusableFilter(FakeFilter):
     ) -> tuple[PreFilterResult | None, Status | None]:
         return None, None
 
-    def sign_pod(self, state: CycleState, pod: core_v1.Pod) -> bool:
-        return not self.veto
+    def sign_pod(self, state: CycleState, pod: core_v1.Pod) -> bytes | None:
+        return None if self.veto else codec.encode(pod.spec)
 
     def watch_filter_inputs(self, sink: NodeChangeSink) -> None:
         self.sinks.append(sink)
@@ -972,8 +973,8 @@ class ReusableScore(FakeScore):
     name: ClassVar[str] = "ReusableScore"
     calls: list[str] = dataclasses.field(default_factory=list)
 
-    def sign_pod(self, state: CycleState, pod: core_v1.Pod) -> bool:
-        return True
+    def sign_pod(self, state: CycleState, pod: core_v1.Pod) -> str:
+        return ""
 
     def score(self, state: CycleState, pod: core_v1.Pod, node_info: NodeInfo) -> int:
         self.calls.append(node_info.name)

@@ -84,6 +84,7 @@ class Cluster:
         self.snapshot = Snapshot()
         self.nodes: dict[str, core_v1.Node] = {}
         self.slices: dict[str, resource_v1.ResourceSlice] = {}
+        self.deleted_generations: dict[str, int] = {}  # slice name -> its last generation
         self.classes: dict[str, resource_v1.DeviceClass] = {}
         self.rules: dict[str, resource_v1.DeviceTaintRule] = {}
         self.placed: list[Placed] = []
@@ -222,12 +223,18 @@ class Cluster:
         slice_name = f"{name}-slice"
         if name != DEVICE_PLUGIN_NODE and slice_name not in self.slices:
             found = self.devices(self.rng.randint(1, 4))
-            self.set_slice(objects.slice_dict(slice_name, DRIVER, name, found, nodeName=name))
+            raw = objects.slice_dict(slice_name, DRIVER, name, found, nodeName=name)
+            # A pool published again after its deletion starts past its last generation,
+            # as a driver's does: allocations made on the old devices are outdated.
+            raw["spec"]["pool"]["generation"] = self.deleted_generations.get(slice_name, 0) + 1
+            self.set_slice(raw)
             return
         if slice_name not in self.slices or self.rng.random() < 0.3:
             slice_name = self.rng.choice(["nic-all", "nic-zone"])
         elif self.rng.random() < 0.25:
-            self.dra.on_slice_delete(self.slices.pop(slice_name))
+            deleted = self.slices.pop(slice_name)
+            self.deleted_generations[slice_name] = deleted.spec.pool.generation
+            self.dra.on_slice_delete(deleted)
             return
         raw = codec.to_builtins(self.slices[slice_name])
         raw["spec"]["pool"]["generation"] += 1
@@ -265,8 +272,13 @@ class Cluster:
         self.dra.on_taint_rule_add(rule)
 
     def new_pod(self, spec: dict[str, Any]) -> core_v1.Pod:
-        """A pod of `spec`; for a spec with a user claim, the user creates the claim first."""
+        """A pod of `spec`; for a spec with a user claim, the user creates the claim first.
+        Each pod gets a hostname and container names of its own, as a Job's pods do: no
+        plugin reads them, so pods of one spec still share verdicts (by signature)."""
         n = self.next_serial()
+        spec["hostname"] = f"pod-{n}"
+        for container in [*spec.get("initContainers", ()), *spec["containers"]]:
+            container["name"] = f"{container['name']}-{n}"
         uid = f"pod-uid-{next(POD_UIDS)}"
         claim_name = f"pod-{n}-{objects.POD_CLAIM}"
         if objects.CLAIM_SPEC_KEY in spec:

@@ -13,7 +13,7 @@ from drasim.common.api import core_v1
 from drasim.scheduler.framework.status import FrameworkError, Status
 
 if TYPE_CHECKING:
-    from collections.abc import Sequence
+    from collections.abc import Hashable, Sequence
 
     from drasim.scheduler.framework.cycle_state import CycleState
     from drasim.scheduler.framework.events import ClusterEventWithHint
@@ -228,18 +228,22 @@ class NodeChangeSink(Protocol):
 
 @runtime_checkable
 class SignPlugin(Protocol):
-    """A Filter plugin whose verdict on a node, and its score if it scores, follow from the
-    pod's spec, the NodeInfo and what it reports to a `NodeChangeSink`: the framework may
-    then keep them for later pods of the same spec (`VerdictCache`; upstream `SignPlugin`,
-    KEP-5598). The cache is used only when every Filter plugin is one.
+    """A Filter plugin whose verdict on a node, and its score if it scores, follow from
+    what it reads of the pod, the NodeInfo and what it reports to a `NodeChangeSink`: the
+    framework may then keep them for later pods it signs alike (`VerdictCache`; upstream
+    `SignPlugin`, KEP-5598). The cache is used only when every Filter plugin is one.
 
-    `sign_pod` runs after PreFilter: False keeps this pod's verdicts from being kept or
-    reused (DynamicResources: the pod has claims of its own, whose state it reads).
+    `sign_pod` runs after PreFilter and returns the plugin's fragment of the pod's
+    signature: a hashable value holding all the plugin's Filter and Score read of the pod
+    (NodeResourcesFit: the requests; TaintToleration: the tolerations), so that pods that
+    differ elsewhere, as a Job's pods do in hostname and container names, share verdicts.
+    None keeps this pod's verdicts from being kept or reused (DynamicResources: the pod
+    has claims of its own, whose state it reads).
     """
 
     name: ClassVar[str]
 
-    def sign_pod(self, state: CycleState, pod: core_v1.Pod) -> bool: ...
+    def sign_pod(self, state: CycleState, pod: core_v1.Pod) -> Hashable | None: ...
 
 
 @runtime_checkable

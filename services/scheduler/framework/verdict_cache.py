@@ -1,25 +1,30 @@
-"""Filter verdicts and scores of earlier attempts, reused for pods whose specs are the same.
+"""Filter verdicts and scores of earlier attempts, reused for pods signed alike.
 
-Pods of one Deployment come one after another with the same spec, and most nodes did not
-change between their attempts: `VerdictCache` keeps, per pod spec, each node's Filter
-verdict (feasible, or the rejecting status) and score while the node's state holds, so an
-attempt pays only for the few nodes that changed. The framework reaches it through two
-hooks, as upstream's `OpportunisticBatch` (KEP-5598, `pkg/scheduler/framework/runtime/
-batch.go`): `find_feasible_nodes` in Filter and `pick_host` after PreScore. What one attempt
-learnt stays in its CycleState under `STATE_KEY`, like any plugin's data.
+Pods of one Deployment or of many Jobs of one template come one after another asking the
+same, and most nodes did not change between their attempts: `VerdictCache` keeps, per pod
+signature, each node's Filter verdict (feasible, or the rejecting status) and score while
+the node's state holds, so an attempt pays only for the few nodes that changed. The
+framework reaches it through two hooks, as upstream's `OpportunisticBatch` (KEP-5598,
+`pkg/scheduler/framework/runtime/batch.go`): `find_feasible_nodes` in Filter and
+`pick_host` after PreScore. What one attempt learnt stays in its CycleState under
+`STATE_KEY`, like any plugin's data.
 
-When: every Filter plugin is a `SignPlugin` whose `sign_pod` agrees after PreFilter, and no
-pod is nominated to a node (kept verdicts do not know such pods). Scores are reused when
-every Score plugin in use is a `SignPlugin` that does not normalize.
+The signature: each Filter plugin's `sign_pod` fragment, what it reads of the pod (the
+requests, tolerations, node affinity...), not the whole spec: a Job's pods differ in
+hostname and container names, which no plugin reads.
 
-What a verdict depends on: the pod's spec, the NodeInfo (its generation covers the node
-object and its pods) and what a plugin reports through `watch_filter_inputs(sink)`:
+When: every Filter plugin is a `SignPlugin` that signs the pod after PreFilter, and no pod
+is nominated to a node (kept verdicts do not know such pods). Scores are reused when every
+Score plugin in use is a `SignPlugin` that does not normalize.
+
+What a verdict depends on: the pod's signature, the NodeInfo (its generation covers the
+node object and its pods) and what a plugin reports through `watch_filter_inputs(sink)`:
 `node_changed(name)` (DynamicResources: a device of a pool reaching the node taken or
 freed) and `all_changed()` (a class or a slice). The snapshot's NodeInfoList names the
-nodes it replaced. Node changes go to a log; each spec's verdicts drop the nodes logged
-since they were last used. On a NodeInfoList an attempt finds the feasible nodes and the
-best of them by bisection over positions (`KeptPositions`); on any other sequence (a
-PreFilter's subset) it checks each node's verdict with one comparison.
+nodes it replaced. Node changes go to a log; each signature's verdicts drop the nodes
+logged since they were last used. On a NodeInfoList an attempt finds the feasible nodes
+and the best of them by bisection over positions (`KeptPositions`); on any other sequence
+(a PreFilter's subset) it checks each node's verdict with one comparison.
 
 A verdict is never trusted blindly: the chosen host's, if reused, is checked again with
 Filter before Reserve (plugins keep per-node results for Reserve, too). Like the
@@ -32,10 +37,9 @@ import bisect
 import dataclasses
 import itertools
 import random
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Hashable, Sequence
 from typing import TYPE_CHECKING
 
-from drasim.common import codec
 from drasim.common.api import core_v1
 from drasim.scheduler.framework.filter_walk import FilterWalk
 from drasim.scheduler.framework.interfaces import (
@@ -70,7 +74,7 @@ Verdict = tuple[int, "Status | None"]
 
 @dataclasses.dataclass(slots=True)
 class PodVerdicts:
-    """What earlier attempts found for one pod spec, per node, with the NodeInfo's
+    """What earlier attempts found for pods of one signature, per node, with the NodeInfo's
     generation they saw."""
 
     filter: dict[str, Verdict] = dataclasses.field(default_factory=dict)
@@ -115,7 +119,7 @@ def _count_between(positions: list[int], first: int, last: int) -> int:
 
 
 class KeptPositions:
-    """One pod spec's nodes by position in the snapshot's NodeInfoList, in sorted lists, so
+    """One signature's nodes by position in the snapshot's NodeInfoList, in sorted lists, so
     that an attempt finds the nodes Filter passes and the best of them by bisection rather
     than by visiting every node.
 
@@ -138,7 +142,7 @@ class KeptPositions:
 
     def score_with(self, plugins: tuple[tuple[str, int], ...]) -> None:
         """Keep totals of these Score plugins and weights; totals of others are dropped
-        (a spec's PreScore skips the same plugins every time, so this is a safeguard)."""
+        (a signature's PreScore skips the same plugins every time, so this is a safeguard)."""
         if plugins != self.scored_by:
             self.scored_by = plugins
             self.unscored = list(self.feasible)
@@ -258,13 +262,13 @@ def attempt_verdicts(state: CycleState) -> AttemptVerdicts | None:
 
 
 class VerdictCache:
-    """Filter verdicts and scores kept per pod spec across attempts (see the module).
+    """Filter verdicts and scores kept per pod signature across attempts (see the module).
 
     Built by the framework from its Filter and Score plugins; `run_filter_plugins` checks a
     reused verdict again. A `NodeChangeSink` for the plugins' reports.
     """
 
-    MAX_SPECS = 64  # distinct pod specs kept, the least recently used dropped first
+    MAX_SIGNATURES = 64  # distinct pod signatures kept, the least recently used dropped first
     MAX_LOG = 10_000  # node changes kept; verdicts older than the log are all dropped
 
     def __init__(
@@ -287,10 +291,10 @@ class VerdictCache:
             if isinstance(p, SignPlugin) and not isinstance(p, ScoreExtensions)
         }
         self._run_filter_plugins = run_filter_plugins
-        self._by_spec: dict[bytes, PodVerdicts] = {}
+        self._by_signature: dict[tuple[Hashable, ...], PodVerdicts] = {}
         self._log: list[str] = []
         self._log_start = 0  # position of `_log[0]` among all changes ever logged
-        self._read_to = 0  # the log's end when a spec's verdicts last caught up with it
+        self._read_to = 0  # the log's end when a signature's verdicts last caught up with it
         # The NodeInfoList that positions refer to.
         self._layout = NodeListReader()
         self._positions: dict[str, int] = {}
@@ -318,9 +322,10 @@ class VerdictCache:
         node per attempt."""
         if not self.enabled or state.nominated_pods:
             return None  # (kept verdicts do not know the pods nominated to a node)
-        if not all(p.sign_pod(state, pod) for p in self._signers):
+        signature = self._sign(state, pod)
+        if signature is None:
             return None
-        verdicts = self._for_pod(pod, nodes)
+        verdicts = self._for_signature(signature, nodes)
         attempt = attempt_verdicts(state)
         if attempt is None:
             attempt = AttemptVerdicts(verdicts)
@@ -378,29 +383,39 @@ class VerdictCache:
 
     def node_changed(self, node_name: str) -> None:
         end = self._log_start + len(self._log)
-        if not self._by_spec or (self._log and self._log[-1] == node_name and self._read_to < end):
-            return  # (logged last, and no spec has read past it since: it would drop it again)
+        logged_last = self._log and self._log[-1] == node_name and self._read_to < end
+        if not self._by_signature or logged_last:
+            return  # (logged last, and no signature has read past it since: it would drop it again)
         if len(self._log) >= self.MAX_LOG:
             self._log_start += len(self._log)
             self._log = []
         self._log.append(node_name)
 
     def all_changed(self) -> None:
-        self._by_spec.clear()
+        self._by_signature.clear()
 
     # -- Filter --
 
-    def _for_pod(self, pod: core_v1.Pod, nodes: Sequence[NodeInfo]) -> PodVerdicts:
-        """This spec's verdicts, without those of nodes changed since their last use; with
-        `positions` when `nodes` is a snapshot's NodeInfoList."""
+    def _sign(self, state: CycleState, pod: core_v1.Pod) -> tuple[Hashable, ...] | None:
+        """The pod's signature: every Filter plugin's fragment (None if one cannot sign)."""
+        fragments = []
+        for plugin in self._signers:
+            fragment = plugin.sign_pod(state, pod)
+            if fragment is None:
+                return None
+            fragments.append(fragment)
+        return tuple(fragments)
+
+    def _for_signature(self, key: tuple[Hashable, ...], nodes: Sequence[NodeInfo]) -> PodVerdicts:
+        """The verdicts of pods signed `key`, without those of nodes changed since their
+        last use; with `positions` when `nodes` is a snapshot's NodeInfoList."""
         on_layout = self._follow(nodes)
-        key = codec.encode(pod.spec)
         position = self._log_start + len(self._log)
-        verdicts = self._by_spec.pop(key, None)
+        verdicts = self._by_signature.pop(key, None)
         if verdicts is None:
             verdicts = PodVerdicts(position=position)
-            if len(self._by_spec) >= self.MAX_SPECS:
-                del self._by_spec[next(iter(self._by_spec))]
+            if len(self._by_signature) >= self.MAX_SIGNATURES:
+                del self._by_signature[next(iter(self._by_signature))]
         elif verdicts.position < self._log_start:
             verdicts.forget_all()
         else:
@@ -410,19 +425,19 @@ class VerdictCache:
         verdicts.position = self._read_to = position
         if on_layout and verdicts.positions is None:
             verdicts.positions = KeptPositions(len(nodes))
-        self._by_spec[key] = verdicts  # (re)inserted last: most recently used
+        self._by_signature[key] = verdicts  # (re)inserted last: most recently used
         return verdicts
 
     def _follow(self, nodes: Sequence[NodeInfo]) -> bool:
         """Log the nodes a NodeInfoList replaced since the last attempt; a new list moves
-        positions, so every spec's `positions` is rebuilt (its verdicts, kept by name,
+        positions, so every signature's `positions` is rebuilt (its verdicts, kept by name,
         stay). False for any other sequence (a PreFilter's subset, a test's list)."""
         if not isinstance(nodes, NodeInfoList):
             return False
         changed = self._layout.changed_since_last(nodes)
         if changed is None:
             self._positions = nodes.positions
-            for verdicts in self._by_spec.values():
+            for verdicts in self._by_signature.values():
                 verdicts.positions = None
         else:
             for node_name in changed:
@@ -457,7 +472,7 @@ class VerdictCache:
         diagnosis: Diagnosis,
         name_every_rejection: bool,
     ) -> tuple[list[NodeInfo], int]:
-        """`walk.every_node` by bisection over what this spec's attempts learnt per
+        """`walk.every_node` by bisection over what this signature's attempts learnt per
         position (`KeptPositions`): Filter runs only for the unknown positions on the way,
         in walk order, until `to_find` known feasible nodes lie between `start` and the
         next unknown one. The same nodes pass, in the same order, and as many are passed
@@ -522,7 +537,7 @@ class VerdictCache:
         scorers: Sequence[ScorePlugin] | None = None,
     ) -> str | None:
         """After PreScore: the host among the feasible nodes of a walk over kept positions,
-        from the spec's kept total scores, scoring only the nodes not scored yet: the
+        from the signature's kept total scores, scoring only the nodes not scored yet: the
         highest total, ties broken uniformly at random, as `runtime.select_host` does over
         every node. None without such a walk, or when a Score plugin in use does not keep
         its scores."""

@@ -12,6 +12,7 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import ClassVar
 
+from drasim.common import codec
 from drasim.common.api import core_v1
 from drasim.scheduler import framework
 from drasim.scheduler.plugins import names
@@ -133,9 +134,11 @@ class NodeAffinity:
 
     name: ClassVar[str] = names.NODE_AFFINITY
 
-    def sign_pod(self, state: framework.CycleState, pod: core_v1.Pod) -> bool:
-        """Filter reads only the pod's spec and the NodeInfo: its verdicts may be kept."""
-        return True
+    def sign_pod(self, state: framework.CycleState, pod: core_v1.Pod) -> bytes:
+        """Filter and Score read only the pod's node selector and node affinity (and the
+        plugin's own `addedAffinity`), and the NodeInfo."""
+        affinity = pod.spec.affinity
+        return codec.encode((pod.spec.node_selector, affinity and affinity.node_affinity))
 
     def pre_filter(
         self,

@@ -25,9 +25,9 @@ class NodeName:
 
     name: ClassVar[str] = names.NODE_NAME
 
-    def sign_pod(self, state: framework.CycleState, pod: core_v1.Pod) -> bool:
-        """Filter reads only the pod's spec and the NodeInfo: its verdicts may be kept."""
-        return True
+    def sign_pod(self, state: framework.CycleState, pod: core_v1.Pod) -> str:
+        """Filter reads only the pod's `nodeName` and the NodeInfo."""
+        return pod.spec.node_name
 
     def filter(
         self, state: framework.CycleState, pod: core_v1.Pod, node_info: framework.NodeInfo

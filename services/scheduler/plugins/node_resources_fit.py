@@ -21,7 +21,7 @@ least_allocated.go}`. Only the LeastAllocated strategy is implemented.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from typing import ClassVar
 
 from drasim.common.api import core_v1, resource_v1, resources
@@ -362,11 +362,17 @@ class NodeResourcesFit:
         assert isinstance(pre_filter_state, _PreFilterState)
         return pre_filter_state.candidate_nodes
 
-    def sign_pod(self, state: framework.CycleState, pod: core_v1.Pod) -> bool:
-        """Filter reads only the pod's spec, the NodeInfo and which extended resources DRA
-        serves; Score also the device counts of the node's pools for those. DynamicResources
-        reports their changes (`watch_filter_inputs`): verdicts and scores may be kept."""
-        return True
+    def sign_pod(self, state: framework.CycleState, pod: core_v1.Pod) -> Hashable:
+        """Filter and Score read only the pod's requests (Score counting request-less
+        containers with the defaults), the NodeInfo and which extended resources DRA
+        serves; Score also the device counts of the node's pools for those, whose changes
+        DynamicResources reports (`watch_filter_inputs`). Upstream turns signing off for
+        NodeResourcesFit with DRAExtendedResource; those reports make it safe here."""
+        request = framework.pod_resource_request(pod)
+        return (
+            tuple(sorted(request.requested.items())),
+            tuple(sorted(request.non_zero_requested.items())),
+        )
 
     def filter(
         self, state: framework.CycleState, pod: core_v1.Pod, node_info: framework.NodeInfo

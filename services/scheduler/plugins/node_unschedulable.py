@@ -31,8 +31,9 @@ class NodeUnschedulable:
     name: ClassVar[str] = names.NODE_UNSCHEDULABLE
 
     def sign_pod(self, state: framework.CycleState, pod: core_v1.Pod) -> bool:
-        """Filter reads only the pod's spec and the NodeInfo: its verdicts may be kept."""
-        return True
+        """Filter reads only whether the pod tolerates the unschedulable taint, and the
+        NodeInfo."""
+        return _tolerates_unschedulable(pod)
 
     def filter(
         self, state: framework.CycleState, pod: core_v1.Pod, node_info: framework.NodeInfo

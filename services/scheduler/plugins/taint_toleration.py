@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any, ClassVar
 
-from drasim.common import device_taints
+from drasim.common import codec, device_taints
 from drasim.common.api import core_v1, resource_v1
 from drasim.scheduler import framework
 from drasim.scheduler.plugins import names
@@ -84,9 +84,9 @@ class TaintToleration:
 
     name: ClassVar[str] = names.TAINT_TOLERATION
 
-    def sign_pod(self, state: framework.CycleState, pod: core_v1.Pod) -> bool:
-        """Filter reads only the pod's spec and the NodeInfo: its verdicts may be kept."""
-        return True
+    def sign_pod(self, state: framework.CycleState, pod: core_v1.Pod) -> bytes:
+        """Filter and Score read only the pod's tolerations and the NodeInfo."""
+        return codec.encode(pod.spec.tolerations)
 
     def filter(
         self, state: framework.CycleState, pod: core_v1.Pod, node_info: framework.NodeInfo

@@ -60,6 +60,7 @@ __all__ = [
     "is_special_claim_for",
     "new_special_claim",
     "pre_filter_extended_resources",
+    "requests_signature",
 ]
 
 log = logging.getLogger(__name__)
@@ -272,6 +273,17 @@ def device_requests_for_pod(
 
     requests.sort(key=lambda r: r.name)
     return requests, mappings
+
+
+def requests_signature(pod: core_v1.Pod) -> tuple[tuple[bool, bool, bytes], ...]:
+    """What `requests_and_mappings` reads of the pod but the containers' names: per
+    container in order, whether it is an init container, whether it restarts (a sidecar),
+    and its resources. Pods alike in this get the same special claim requests."""
+    init_count = len(pod.spec.init_containers)
+    return tuple(
+        (i < init_count, resources.is_restartable_init_container(c), codec.encode(c.resources))
+        for i, c in enumerate(pod.spec.all_containers())
+    )
 
 
 def _request_and_mappings(

@@ -28,7 +28,7 @@ from __future__ import annotations
 import collections
 import dataclasses
 import logging
-from collections.abc import Sequence
+from collections.abc import Hashable, Sequence
 from datetime import UTC, datetime
 from typing import ClassVar
 
@@ -139,23 +139,26 @@ class DynamicResources:
         (see `framework.VerdictCache`): the DraManager reports it."""
         self.dra_manager.watch(sink)
 
-    def sign_pod(self, state: framework.CycleState, pod: core_v1.Pod) -> bool:
+    def sign_pod(self, state: framework.CycleState, pod: core_v1.Pod) -> Hashable | None:
         """After PreFilter: for a pod without claims, or whose only claim is its in-memory
-        special claim, Filter's verdict depends on the pod's spec, the node, the classes
-        and slices and the allocations of the node's pools, all reported by
-        `watch_filter_inputs`; not for user claims or a leftover special claim."""
+        special claim, Filter's verdict depends on the containers' requests (the special
+        claim's requests are made from them, per container, in their order), the node, the
+        classes and slices and the allocations of the node's pools, all reported by
+        `watch_filter_inputs`. None for user claims or a leftover special claim."""
         try:
             s = read_state(state)
         except KeyError:
-            return False
+            return None
         if s.claims.empty():
-            return True
+            return ()
         claim = s.claims.extended_resource_claim()
-        return (
+        if (
             s.only_extended_resource_claim
             and claim is not None
             and claim.metadata.name == extended.SPECIAL_CLAIM_IN_MEMORY_NAME
-        )
+        ):
+            return extended.requests_signature(pod)
+        return None
 
     # -- PreEnqueue --
 
