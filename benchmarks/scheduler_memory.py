@@ -255,9 +255,12 @@ def template() -> resource_v1.ResourceClaimTemplate:
 
 
 def pod(i: int, mode: str) -> core_v1.Pod:
+    """Pod `i`, as a loadtest Job's: its hostname and container named after its Job."""
     resources: dict[str, Any] = {"requests": {"cpu": "10m", "memory": "10Mi"}}
+    container = {"name": f"job-{i:05d}", "image": "registry.k8s.io/pause:3.10"}
     spec: dict[str, Any] = {
-        "containers": [{"name": "c", "image": "registry.k8s.io/pause:3.10", "resources": resources}]
+        "hostname": f"job-{i:05d}-0",
+        "containers": [{**container, "resources": resources}],
     }
     if mode == "claims":
         resources["claims"] = [{"name": "gpu"}]
