@@ -99,10 +99,10 @@ async def apply_one(api: ApiClient, info: registry.ResourceInfo, obj: Any, names
         obj.metadata.namespace = namespace or "default"
     if not obj.metadata.name:
         created = await api.create(obj)
-        return f"{info.singular}/{created.metadata.name} created"
+        return f"{info.kind_and_group}/{created.metadata.name} created"
     try:
         await api.create(obj)
-        return f"{info.singular}/{obj.metadata.name} created"
+        return f"{info.kind_and_group}/{obj.metadata.name} created"
     except errors.AlreadyExists:
         pass
     for _ in range(5):
@@ -113,8 +113,9 @@ async def apply_one(api: ApiClient, info: registry.ResourceInfo, obj: Any, names
         except errors.Conflict:
             continue
         same = updated.metadata.resource_version == current.metadata.resource_version
-        return f"{info.singular}/{obj.metadata.name} {'unchanged' if same else 'configured'}"
-    raise errors.Conflict(f"{info.singular}/{obj.metadata.name}: kept changing while applying")
+        return f"{info.kind_and_group}/{obj.metadata.name} {'unchanged' if same else 'configured'}"
+    what = f"{info.kind_and_group}/{obj.metadata.name}"
+    raise errors.Conflict(f"{what}: kept changing while applying")
 
 
 async def apply_documents(api: ApiClient, docs: list[Document], namespace: str) -> list[str]:

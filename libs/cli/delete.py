@@ -35,7 +35,7 @@ def run(args: argparse.Namespace) -> int:
                     grace_period_seconds=args.grace_period,
                     propagation_policy=_CASCADE[args.cascade],
                 )
-                print(f'{info.singular} "{name}" deleted')
+                print(f'{info.kind_and_group} "{name}" deleted')
 
     asyncio.run(go())
     return 0

@@ -62,7 +62,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 async def apply_demo(api: ApiClient) -> list[str]:
-    """Apply the demo manifests; kubectl-style lines (`deployment/demo created`)."""
+    """Apply the demo manifests; kubectl-style lines (`deployment.apps/demo created`)."""
     documents = apply.read_documents([str(profiles.DEMO_MANIFESTS)])
     return await apply.apply_documents(api, documents, "default")
 

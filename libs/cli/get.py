@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import sys
 from typing import Any
 
 import yaml
@@ -38,7 +39,7 @@ def format_objects(
     info: registry.ResourceInfo, objs: list[Any], output: str, *, all_namespaces: bool, single: bool
 ) -> str:
     if output == "name":
-        return "\n".join(f"{info.singular}/{o.metadata.name}" for o in objs)
+        return "\n".join(f"{info.kind_and_group}/{o.metadata.name}" for o in objs)
     if output in ("yaml", "json"):
         if single:
             body = codec.to_builtins(objs[0])
@@ -60,6 +61,14 @@ def format_objects(
         [o.metadata.namespace for o in objs] if all_namespaces and info.namespaced else None
     )
     return tables.render(header, body_rows, namespace_column=namespaces)
+
+
+def no_resources_found(info: registry.ResourceInfo, args: argparse.Namespace) -> str:
+    """kubectl's note on an empty table, for stderr: the namespace named only when one was
+    listed in."""
+    if args.all_namespaces or not info.namespaced:
+        return "No resources found"
+    return f"No resources found in {args.namespace or 'default'} namespace."
 
 
 def namespace_for(info: registry.ResourceInfo, args: argparse.Namespace) -> str:
@@ -91,11 +100,6 @@ def run(args: argparse.Namespace) -> int:
     )
     if text:
         print(text.rstrip("\n"))
-    elif not args.name:
-        ns = (
-            ""
-            if args.all_namespaces or not info.namespaced
-            else f" in {args.namespace or 'default'} namespace"
-        )
-        print(f"No resources found{ns}.")
+    elif not args.name and args.output in ("", "wide"):
+        print(no_resources_found(info, args), file=sys.stderr)
     return 0

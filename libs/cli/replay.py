@@ -201,12 +201,9 @@ async def _show(args: argparse.Namespace, view: replay.ClusterView) -> str:
             label_selector=inner.selector,
             field_selector=inner.field_selector,
         )
-    return (
-        get.format_objects(
-            info, objs, inner.output, all_namespaces=inner.all_namespaces, single=bool(inner.name)
-        )
-        or "No resources found."
-    )
+    return get.format_objects(
+        info, objs, inner.output, all_namespaces=inner.all_namespaces, single=bool(inner.name)
+    ) or get.no_resources_found(info, inner)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -42,9 +42,10 @@ async def test_apply_get_describe_delete(fresh, api, tmp_path, capsys):
     manifest.write_text(DEVICE_CLASS + "---\n" + POD)
     code, out, _ = await drasim(fresh, capsys, "apply", "-f", str(manifest))
     assert code == 0
-    assert out.splitlines() == ["deviceclass/gpu.example.com created", "pod/web created"]
+    gpu_class = "deviceclass.resource.k8s.io/gpu.example.com"
+    assert out.splitlines() == [f"{gpu_class} created", "pod/web created"]
     code, out, _ = await drasim(fresh, capsys, "apply", "-f", str(manifest))
-    assert out.splitlines() == ["deviceclass/gpu.example.com unchanged", "pod/web unchanged"]
+    assert out.splitlines() == [f"{gpu_class} unchanged", "pod/web unchanged"]
 
     code, out, _ = await drasim(fresh, capsys, "get", "pods", "-o", "wide")
     header, row = out.splitlines()
@@ -70,8 +71,15 @@ async def test_apply_get_describe_delete(fresh, api, tmp_path, capsys):
 
     code, out, _ = await drasim(fresh, capsys, "delete", "pod", "web")
     assert out.strip() == 'pod "web" deleted'
-    code, out, _ = await drasim(fresh, capsys, "get", "pods")
-    assert out.strip() == "No resources found in default namespace."
+    code, out, err = await drasim(fresh, capsys, "get", "pods")
+    assert out == "" and err.strip() == "No resources found in default namespace."
+    # As kubectl: the note goes to stderr, and only beside a table.
+    code, out, err = await drasim(fresh, capsys, "get", "pods", "-o", "name")
+    assert (code, out, err) == (0, "", "")
+    code, out, err = await drasim(fresh, capsys, "get", "deviceclasses", "-o", "name")
+    assert out.split() == ["deviceclass.resource.k8s.io/gpu.example.com"]
+    code, out, err = await drasim(fresh, capsys, "get", "resourceslices", "-l", "x=y")
+    assert err.strip() == "No resources found"
 
 
 async def test_bad_manifests_name_file_document_and_field(fresh, api, tmp_path, capsys):
@@ -159,5 +167,5 @@ async def test_replay_verify_reports_a_difference(fresh, server, api, capsys):
 
 @pytest.mark.parametrize("kind", ["po", "pods", "Pod", "resourceclaims.resource.k8s.io"])
 async def test_kind_names_resolve_like_kubectl(fresh, api, capsys, kind):
-    code, out, _ = await drasim(fresh, capsys, "get", kind)
-    assert code == 0 and out.startswith("No resources found")
+    code, _, err = await drasim(fresh, capsys, "get", kind)
+    assert code == 0 and err.startswith("No resources found")

@@ -333,8 +333,8 @@ def test_up_without_kubelets_creates_the_cluster_files_device_classes(
     up.wait_for_ready()
     classes = drasim_cli(tmp_path, "get", "deviceclasses", "-o", "name")
     assert classes.stdout.split() == [
-        "deviceclass/gpu.example.com",
-        "deviceclass/nic.example.com",
+        "deviceclass.resource.k8s.io/gpu.example.com",
+        "deviceclass.resource.k8s.io/nic.example.com",
     ], classes.stderr
     shown = drasim_cli(tmp_path, "get", "deviceclass", "gpu.example.com", "-o", "json")
     assert json.loads(shown.stdout)["spec"]["extendedResourceName"] == "example.com/gpu"

@@ -55,8 +55,8 @@ async def test_the_kep_example_runs_on_both_kinds_of_node(
     api: ApiClient, kep_cluster: KubeletProcess
 ) -> None:
     assert await demo.apply_demo(api) == [
-        "deviceclass/gpu.example.com created",
-        "deployment/demo created",
+        "deviceclass.resource.k8s.io/gpu.example.com created",
+        "deployment.apps/demo created",
     ]
     pods = await wait_for_all(api, core_v1.Pod, all_running(10), namespace="default")
 

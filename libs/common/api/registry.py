@@ -109,6 +109,14 @@ class ResourceInfo:
         """`v1` for the core group, else `group/version`."""
         return f"{self.group}/{self.version}" if self.group else self.version
 
+    @property
+    def kind_and_group(self) -> str:
+        """How kubectl names the kind in `-o name` and its apply and delete messages: the
+        lowercased kind and the group (`deviceclass.resource.k8s.io`, `job.batch`), the kind
+        alone in the core group (`pod`)."""
+        kind = self.kind.lower()
+        return f"{kind}.{self.group}" if self.group else kind
+
     def served(self, version: str) -> ServedVersion | None:
         """The other version `version` names, None for the stored one or one not served."""
         return next((v for v in self.versions if v.version == version), None)
