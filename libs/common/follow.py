@@ -12,8 +12,10 @@ But a plain subscription loses what is published while the connection is away. S
   subscription (or is lost, and then noticed);
 - each event names the one before it on its scope (the apistore's `event_chain`): an event
   naming one after the scope's position says events were lost, and the scope catches up
-  from the stream from its position (`watch.watch_once(until_caught_up=True)`), which
-  also answers `Expired` (relist) when the stream no longer holds them;
+  from the stream from its position (`watch.watch_once(until_caught_up=True)`); when the
+  stream no longer holds them (`Expired`), the scopes of that catch-up are listed again,
+  alone, each ending with a `Bookmark` naming it: a node whose events were compacted
+  away costs one node's list, not every node's;
 - after a reconnection every scope catches up, since the last events before it may have
   been lost with nothing after them to tell.
 
@@ -29,10 +31,11 @@ import contextlib
 import logging
 from collections.abc import AsyncIterator, Sequence
 
+import msgspec
 from nats.aio.msg import Msg
 from nats.aio.subscription import Subscription
 
-from drasim.common import codec, watch
+from drasim.common import codec, errors, watch
 from drasim.common.bus import headers, messages
 from drasim.common.bus.client import Bus
 
@@ -80,12 +83,12 @@ async def _follow(
             behind.update(s.subject for s in scopes)
         else:
             listed = await watch.list_scopes(scopes)
-            for objects, resource_version in listed:
+            for scope, (objects, resource_version) in zip(scopes, listed, strict=True):
                 for obj in objects:
-                    yield watch.WatchEvent(None, obj, resource_version)
-            for scope, (_, resource_version) in zip(scopes, listed, strict=True):
+                    yield watch.WatchEvent(None, obj, resource_version, scope=scope.subject)
                 positions[scope.subject] = resource_version
             yield watch.Bookmark(max((rv for _, rv in listed), default=0))
+        by_subject = {s.subject: s for s in scopes}
         decode = messages.watch_event_decoder.decode
         link_headers = {s.subject: watch.link_header(bus.prefix, s.subject) for s in scopes}
         again: tuple[str, Msg] | None = None  # the event that called for a catch-up
@@ -93,7 +96,7 @@ async def _follow(
         while True:
             if behind:
                 caught = 0
-                async for event in _catch_up(bus, type_, positions, behind):
+                async for event in _catch_up(bus, type_, by_subject, positions, behind):
                     caught += 1
                     yield event
                 behind.clear()
@@ -130,6 +133,7 @@ async def _follow(
                 codec.decode(event.object, type_),
                 seq,
                 hdrs.get(headers.TRACEPARENT, ""),
+                subject,
             )
     finally:
         stop()
@@ -139,15 +143,30 @@ async def _follow(
 
 
 async def _catch_up(
-    bus: Bus, type_: type, positions: dict[str, int], behind: set[str]
-) -> AsyncIterator[watch.WatchEvent]:
+    bus: Bus,
+    type_: type,
+    scopes: dict[str, watch.Scope],
+    positions: dict[str, int],
+    behind: set[str],
+) -> AsyncIterator[watch.WatchEvent | watch.Bookmark]:
     """Every event the stream holds of the scopes `behind` after their positions,
-    `CATCH_UP_BATCH` scopes at a time; raises `Expired` when it no longer holds them."""
+    `CATCH_UP_BATCH` scopes at a time. A batch the stream no longer holds the events of
+    (`Expired`) is listed again, scope by scope, each list ending with its `Bookmark`."""
     pending = sorted(behind)
     for i in range(0, len(pending), CATCH_UP_BATCH):
-        starts = {s: positions[s] for s in pending[i : i + CATCH_UP_BATCH]}
+        batch = pending[i : i + CATCH_UP_BATCH]
+        starts = {s: positions[s] for s in batch}
         events = watch.watch_once(bus=bus, starts=starts, type_=type_, until_caught_up=True)
-        async with contextlib.aclosing(events):
-            async for subject, event in events:
-                positions[subject] = event.resource_version
-                yield event
+        try:
+            async with contextlib.aclosing(events):
+                async for subject, event in events:
+                    positions[subject] = event.resource_version
+                    yield msgspec.structs.replace(event, scope=subject)
+        except errors.Expired as exc:
+            log.info("catching up %d scopes: %s; listing them again", len(batch), exc)
+            listed = await watch.list_scopes([scopes[s] for s in batch])
+            for subject, (objects, resource_version) in zip(batch, listed, strict=True):
+                for obj in objects:
+                    yield watch.WatchEvent(None, obj, resource_version, scope=subject)
+                positions[subject] = resource_version
+                yield watch.Bookmark(resource_version, scope=subject)

@@ -53,7 +53,9 @@ class Informer(Generic[T]):
     watches every object of its type (in `namespace`); `scopes` watch parts of it instead
     (`watch.Scope`), each with its own list and consumer; with `follow`, each followed
     by plain subscription instead of a consumer (`drasim.common.follow`). After a list,
-    handlers hear of the listed objects in `list_order` (a sort key), or as listed.
+    handlers hear of the listed objects in `list_order` (a sort key), or as listed. When
+    one scope alone is listed again (`follow`, its events lost to compaction), only the
+    objects that came through that scope are replaced.
     """
 
     def __init__(
@@ -78,6 +80,8 @@ class Informer(Generic[T]):
         self.list_order = list_order
         self.follow = follow
         self.cache: dict[Key, T] = {}
+        # The scope each cached object came through, where the watch says (`follow`).
+        self._scope_of: dict[Key, str] = {}
         # Of the last event or list seen.
         self.resource_version = 0
         self.synced = asyncio.Event()
@@ -131,14 +135,14 @@ class Informer(Generic[T]):
             events = watch.watch_forever(
                 bus=bus, type_=self.type, scopes=scopes, heartbeat=self.heartbeat, name=name
             )
-        listed: list[T] = []
+        listed: list[watch.WatchEvent] = []
         async with contextlib.aclosing(events):
             async for item in events:
                 if isinstance(item, watch.Bookmark):
-                    self._replace(listed, item.resource_version)
+                    self._replace(listed, item.resource_version, item.scope)
                     listed = []
                 elif item.type is None:
-                    listed.append(item.object)
+                    listed.append(item)
                 else:
                     self._on_event(item)
 
@@ -150,19 +154,29 @@ class Informer(Generic[T]):
             functools.partial(self.client.list, self.type, namespace=self.namespace),
         )
 
-    def _replace(self, listed: list[T], resource_version: int) -> None:
-        """A list's objects become the cache: handlers hear what changed since the last."""
-        fresh = {key_of(o): o for o in listed}
-        old_cache, self.cache = self.cache, fresh
+    def _replace(self, listed: list[watch.WatchEvent], resource_version: int, scope: str) -> None:
+        """A list's objects become the cache (with `scope`: the objects of that scope):
+        handlers hear what changed since the last."""
+        fresh = {key_of(e.object): e.object for e in listed}
+        scope_of = {key_of(e.object): e.scope for e in listed if e.scope}
+        if scope:
+            replaced = {k: o for k, o in self.cache.items() if self._scope_of.get(k) == scope}
+            for key in replaced:
+                del self.cache[key]
+                self._scope_of.pop(key, None)
+            self.cache.update(fresh)
+            self._scope_of.update(scope_of)
+        else:
+            replaced, self.cache, self._scope_of = self.cache, fresh, scope_of
         self.resource_version = resource_version
         objects = sorted(fresh.values(), key=self.list_order) if self.list_order else fresh.values()
         for obj in objects:
-            old = old_cache.get(key_of(obj))
+            old = replaced.get(key_of(obj))
             if old is None:
                 self._call(self._handlers_add, obj)
             elif old.metadata.resource_version != obj.metadata.resource_version:
                 self._call(self._handlers_update, old, obj)
-        for key, obj in old_cache.items():
+        for key, obj in replaced.items():
             if key not in fresh:
                 self._call(self._handlers_delete, obj)
         self.synced.set()
@@ -180,9 +194,12 @@ class Informer(Generic[T]):
         try:
             if event.type == "DELETED":
                 self.cache.pop(key, None)
+                self._scope_of.pop(key, None)
                 self._call(self._handlers_delete, obj)
                 return
             self.cache[key] = obj
+            if event.scope:
+                self._scope_of[key] = event.scope
             if cached is None:
                 self._call(self._handlers_add, obj)
             else:

@@ -73,20 +73,25 @@ class WatchEvent(msgspec.Struct, frozen=True):
     """One change of one object: `type` is ADDED, MODIFIED or DELETED, or None for an
     object a list delivered (as kopf's); `object` is decoded, or its JSON (`msgspec.Raw`)
     in a watch without a type; `traceparent` is the trace of the write that made the
-    change ('' if none, and for listed objects), for the consumer to continue."""
+    change ('' if none, and for listed objects), for the consumer to continue; `scope` is
+    the subject of the scope it came through, where the watch says (`follow`)."""
 
     type: str | None
     object: Any
     resource_version: int
     traceparent: str = ""
+    scope: str = ""
 
 
 class Bookmark(msgspec.Struct, frozen=True):
     """The end of a list (kopf's `Bookmark.LISTED`; Kubernetes' BOOKMARK event marking the
     end of the initial events, KEP-3157): the objects before it are everything the list
-    showed as of `resource_version`, and changes after it follow."""
+    showed as of `resource_version`, and changes after it follow. With `scope`, the end of
+    one scope's list, made again alone when its events were lost (`follow`): the objects
+    since the last bookmark are everything that scope holds, the other scopes' stand."""
 
     resource_version: int
+    scope: str = ""
 
 
 @dataclass(frozen=True)

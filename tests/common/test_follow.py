@@ -122,3 +122,47 @@ async def _on_stream(api: ApiClient, pod: core_v1.Pod) -> None:
     async with contextlib.aclosing(events), asyncio.timeout(10):
         seq, _ = await anext(events)
     assert seq == rv
+
+
+async def test_a_node_whose_events_were_compacted_away_is_listed_again_alone(api, monkeypatch):
+    """A node's lost event that the stream no longer holds: that node alone is listed
+    again (not every node the kubelet hosts), and what it no longer has is deleted."""
+    await api.create(make_pod("a-old").node("node-a").obj())
+    await api.create(make_pod("b-pod").node("node-b").obj())
+    lists: list[str] = []
+    list_pods = ApiClient.list
+
+    async def counting_list(self, type_, **kw):  # noqa: ANN001, ANN202
+        lists.append(kw.get("field_selector", ""))
+        return await list_pods(self, type_, **kw)
+
+    monkeypatch.setattr(ApiClient, "list", counting_list)
+    _losing(api.bus, monkeypatch, {"a-old"})
+    heard = _Heard()
+    informer = pod_informer(api, NODES, heard)
+    informer.start()
+    try:
+        await informer.wait_synced(10)
+        assert sorted(lists) == ["spec.nodeName=node-a", "spec.nodeName=node-b"]
+        lists.clear()
+        _, rv = await api.list(core_v1.Pod)
+        lists.clear()
+        await api.delete(core_v1.Pod, "a-old", namespace="default", grace_period_seconds=0)
+        # The deletion's event is lost to the subscription and compacted out of the stream.
+        events = watch.watch_raw(api.bus, "pods", resource_version=rv)
+        async with contextlib.aclosing(events), asyncio.timeout(10):
+            deleted, _ = await anext(events)
+        await api.bus.js.delete_msg(subjects.stream(api.bus.prefix), deleted)
+
+        await api.create(make_pod("next").node("node-a").obj())
+        await heard.until(("ADDED", "next"))
+        assert heard.events == [
+            ("ADDED", "a-old"),
+            ("ADDED", "b-pod"),
+            ("ADDED", "next"),  # (a list's handlers: what it has, then what went)
+            ("DELETED", "a-old"),
+        ]
+        assert lists == ["spec.nodeName=node-a"]
+        assert sorted(name for _, name in informer.cache) == ["b-pod", "next"]
+    finally:
+        await informer.stop()
