@@ -17,7 +17,10 @@ But a plain subscription loses what is published while the connection is away. S
   alone, each ending with a `Bookmark` naming it: a node whose events were compacted
   away costs one node's list, not every node's;
 - after a reconnection every scope catches up, since the last events before it may have
-  been lost with nothing after them to tell.
+  been lost with nothing after them to tell;
+- a scope with `heads` hears its last event announced now and then by the apistore
+  (`subjects.heads_of`): one after its position was lost with nothing after it, though
+  the connection stayed (a route between NATS servers lost and back), and is caught up.
 
 Events come in order per scope, once each; a catch-up's events and the subscription's
 overlap and are told apart by resourceVersion. What NATS permissions allow is the same as
@@ -30,6 +33,7 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import AsyncIterator, Sequence
+from typing import NamedTuple
 
 import msgspec
 from nats.aio.msg import Msg
@@ -52,6 +56,16 @@ _STORED_WAIT_S = 0.01
 _RECONNECTED = "reconnected"
 
 
+class _Head(NamedTuple):
+    """An announced last event of a scope (`subjects.heads_of`)."""
+
+    subject: str
+    seq: int
+
+
+_Item = tuple[str, Msg] | _Head | str  # an event (scope, message), a head, or _RECONNECTED
+
+
 async def follow_forever(
     *, bus: Bus, type_: type, scopes: Sequence[watch.Scope], name: str
 ) -> AsyncIterator[watch.WatchEvent | watch.Bookmark]:
@@ -67,7 +81,7 @@ async def _follow(
     bus: Bus, type_: type, scopes: Sequence[watch.Scope], positions: dict[str, int], name: str
 ) -> AsyncIterator[watch.WatchEvent | watch.Bookmark]:
     """Subscribe, list (or catch up from `positions`), then follow, keeping `positions`."""
-    queue: asyncio.Queue[tuple[str, Msg] | str] = asyncio.Queue()
+    queue: asyncio.Queue[_Item] = asyncio.Queue()
     subs: list[Subscription] = []
     stop = bus.on_reconnect(lambda: queue.put_nowait(_RECONNECTED))
     try:
@@ -77,6 +91,12 @@ async def _follow(
                     scope.subject, lambda msg, s=scope.subject: queue.put_nowait((s, msg))
                 )
             )
+            if scope.heads:
+                subs.append(
+                    await bus.subscribe_direct(
+                        scope.heads, lambda msg, s=scope.subject: _heard_head(queue, s, msg)
+                    )
+                )
         await bus.nc.flush()  # the server has every subscription before anything is listed
         behind: set[str] = set()
         if positions:
@@ -113,6 +133,11 @@ async def _follow(
                 log.info("%s: reconnected; catching up %d scopes", name, len(scopes))
                 behind.update(s.subject for s in scopes)
                 continue
+            if isinstance(item, _Head):
+                if item.seq > positions[item.subject]:
+                    log.info("%s: %s announced at %d; catching up", name, *item)
+                    behind.add(item.subject)
+                continue
             subject, msg = item
             hdrs = msg.headers or {}
             seq = int(hdrs.get(headers.RESOURCE_VERSION, 0))
@@ -140,6 +165,13 @@ async def _follow(
         for sub in subs:
             with contextlib.suppress(Exception):
                 await sub.unsubscribe()
+
+
+def _heard_head(
+    queue: asyncio.Queue[tuple[str, Msg] | _Head | str], subject: str, msg: Msg
+) -> None:
+    with contextlib.suppress(ValueError):
+        queue.put_nowait(_Head(subject, int(msg.data)))
 
 
 async def _catch_up(

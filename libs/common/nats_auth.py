@@ -201,13 +201,14 @@ def cluster_users(prefix: str, kubelet_shards: Sequence[Iterable[str]] = ()) -> 
         tokens = [subjects.token(node) for node in nodes]
         driver_subjects = tuple(f"{prefix}.dra.{node}.*" for node in tokens)
         control_subjects = tuple(f"{prefix}.ctl.kubelet.{node}" for node in tokens)
+        heads = tuple(subjects.heads_of(prefix, "pods", node) for node in nodes)
         users.append(
             NatsUser(
                 f"kubelet-{i}",
                 # As each node it hosts, which NodeRestriction then holds to its own.
                 actors=tuple(node_identity(node) for node in nodes),
                 publish=driver_subjects,
-                subscribe=driver_subjects + control_subjects,
+                subscribe=driver_subjects + control_subjects + heads,
                 watches=tuple(subjects.events_of(prefix, "pods", node=node) for node in nodes),
             )
         )

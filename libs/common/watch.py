@@ -97,10 +97,13 @@ class Bookmark(msgspec.Struct, frozen=True):
 @dataclass(frozen=True)
 class Scope:
     """A part of what a watch follows: the event stream's filter `subject`, and `list`,
-    which answers the objects it covers and the resourceVersion that list is current at."""
+    which answers the objects it covers and the resourceVersion that list is current at;
+    `heads`, if any, the subject on which the apistore announces the scope's last event
+    now and then (`subjects.heads_of`), which `follow` checks its position against."""
 
     subject: str
     list: Callable[[], Awaitable[tuple[list[Any], int]]]
+    heads: str = ""
 
 
 async def watch_forever(

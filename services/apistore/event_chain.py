@@ -54,6 +54,10 @@ class EventChain:
             on_node[node_key] = ev.seq
         return result
 
+    def node_heads(self) -> list[tuple[str, str, int]]:
+        """(resource, node, last event's seq) of every resource on every node."""
+        return [(resource, node, seq) for (resource, node), seq in self._on_node.items() if node]
+
     def advance(self, keys: Iterable[tuple[int, str, str]]) -> None:
         """Fold in events (seq, resource, node) that the stream now holds, in order."""
         for seq, resource, node in keys:

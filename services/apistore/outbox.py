@@ -63,6 +63,10 @@ MAX_PENDING = 10_000
 # also written whenever the outbox catches up). It only decides where a stream that lost
 # its messages restarts (`_realign`); a position behind the truth republishes a few more.
 TRACK_INTERVAL = 1.0
+# How often each node's last event is announced (`subjects.heads_of`): the longest a
+# follower takes to notice an event lost with none after it and no reconnection (a route
+# between NATS servers lost and back), at one small message per node and resource.
+HEADS_INTERVAL = 30.0
 
 
 def event_payload(ev: EventRow) -> bytes:
@@ -230,6 +234,7 @@ class Outbox:
         self.oversized = 0
         self._last_oversized = 0
         self._chain = EventChain()
+        self._heads_at = 0.0  # when the heads are announced next (monotonic)
 
     def add(self, events: list[EventRow]) -> None:
         """Events just committed, in seq order: published from memory, not read back."""
@@ -328,6 +333,7 @@ class Outbox:
                 self.published = published
                 # Idle since the last timeout: a good moment to record the position.
                 await self._track(published, force=poll_idle)
+                await self._announce_heads()
                 return
             if rows[0].seq != published + 1:
                 published = self._stream_last = await self._realign(published, rows[0].seq)
@@ -336,6 +342,20 @@ class Outbox:
             published = self._stream_last = rows[-1].seq
             self.published = published
             await self._track(published)
+            await self._announce_heads()
+
+    async def _announce_heads(self) -> None:
+        """Every `HEADS_INTERVAL`, publish each node's last event of each resource that the
+        stream holds (plain messages, the seq as payload): what a follower checks its
+        position against (`drasim.common.follow`). Never names an event the stream has not
+        taken: the chain advances only on the stream's ack."""
+        now = time.monotonic()
+        if now < self._heads_at:
+            return
+        self._heads_at = now + HEADS_INTERVAL
+        prefix, publish = self._bus.prefix, self._bus.nc.publish
+        for resource, node, seq in self._chain.node_heads():
+            await publish(subjects.heads_of(prefix, resource, node), str(seq).encode())
 
     async def _track(self, published: int, *, force: bool = False) -> None:
         """Record the published position in Postgres (at most every TRACK_INTERVAL)."""

@@ -71,6 +71,7 @@ def _node_scope(api: ApiClient, node: str) -> watch.Scope:
     return watch.Scope(
         subjects.events_of(api.bus.prefix, "pods", node=node),
         functools.partial(as_node.list, core_v1.Pod, field_selector=f"spec.nodeName={node}"),
+        heads=subjects.heads_of(api.bus.prefix, "pods", node),
     )
 
 

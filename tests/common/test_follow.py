@@ -11,6 +11,7 @@ from collections.abc import Callable
 import pytest
 from nats.aio.msg import Msg
 
+from drasim.apistore import outbox
 from drasim.common import watch
 from drasim.common.api import core_v1
 from drasim.common.bus import subjects
@@ -166,3 +167,29 @@ async def test_a_node_whose_events_were_compacted_away_is_listed_again_alone(api
         assert sorted(name for _, name in informer.cache) == ["b-pod", "next"]
     finally:
         await informer.stop()
+
+
+async def test_an_event_lost_with_none_after_it_is_caught_up_when_its_head_is_announced(
+    server, api, monkeypatch
+):
+    """No reconnection (a route between NATS servers lost and back): the apistore's
+    announcement of the node's last event tells the kubelet what it missed."""
+    monkeypatch.setattr(outbox, "HEADS_INTERVAL", 0.05)
+    server.outbox._heads_at = 0.0  # (announced at its start, next in HEADS_INTERVAL as was)
+    _losing(api.bus, monkeypatch, {"last"})
+    heads: list[bytes] = []
+    sub = await api.bus.subscribe_direct(
+        subjects.heads_of(api.bus.prefix, "pods", "node-b"), lambda msg: heads.append(msg.data)
+    )
+    heard = _Heard()
+    informer = pod_informer(api, NODES, heard)
+    informer.start()
+    try:
+        await informer.wait_synced(10)
+        last = await api.create(make_pod("last").node("node-b").obj())
+        await heard.until(("ADDED", "last"))
+        assert heard.events == [("ADDED", "last")]
+        assert str(last.metadata.resource_version).encode() in heads
+    finally:
+        await informer.stop()
+        await sub.unsubscribe()

@@ -357,4 +357,7 @@ def test_cluster_users_name_every_service() -> None:
     )
     assert not any(s.endswith(".api.kubelet") for s in kubelet["publish"]["allow"])
     assert "drasim.ctl.kubelet.n2" in kubelet["subscribe"]["allow"]
+    # Its own nodes' announced last pod events (`drasim.common.follow`), no other node's.
+    heads = [s for s in kubelet["subscribe"]["allow"] if ".heads." in s]
+    assert heads == ["drasim.heads.pods.n1", "drasim.heads.pods.n2"]
     assert not any(s.startswith("drasim.ev") for s in kubelet["publish"]["allow"])

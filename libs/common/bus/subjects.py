@@ -72,6 +72,13 @@ def events_of(prefix: str, resource: str | None = None, *, node: str | None = No
     return f"{prefix}.ev.{resource}.{token(node)}.>"
 
 
+def heads_of(prefix: str, resource: str, node: str) -> str:
+    """Where the apistore announces, now and then, the last event of `resource` on `node`
+    the stream holds (`drasim.apistore.outbox`): a follower that lost that event with none
+    after it learns of the loss there (`drasim.common.follow`)."""
+    return f"{prefix}.heads.{resource}.{token(node)}"
+
+
 def stream(prefix: str) -> str:
     """Name of the JetStream stream holding the published event log."""
     return re.sub(r"[^A-Za-z0-9_-]", "_", prefix).upper() + "_EVENTS"
