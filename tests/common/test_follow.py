@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 
 import pytest
 from nats.aio.msg import Msg
@@ -17,6 +17,7 @@ from drasim.common.api import core_v1
 from drasim.common.bus import subjects
 from drasim.common.bus.client import Bus
 from drasim.common.client import ApiClient
+from drasim.common.informer import Informer
 from drasim.kubelet.watch import pod_informer
 from tests.builders import make_pod
 
@@ -58,6 +59,18 @@ def _losing(bus: Bus, monkeypatch: pytest.MonkeyPatch, lost: set[str]) -> None:
     monkeypatch.setattr(bus, "subscribe_direct", subscribe_direct)
 
 
+@contextlib.asynccontextmanager
+async def _following(api: ApiClient, heard: _Heard) -> AsyncIterator[Informer[core_v1.Pod]]:
+    """The kubelet's pod informer of `NODES`, synced, telling `heard`; stopped after."""
+    informer = pod_informer(api, NODES, heard)
+    informer.start()
+    try:
+        await informer.wait_synced(10)
+        yield informer
+    finally:
+        await informer.stop()
+
+
 async def _consumers(bus: Bus) -> int:
     return (await bus.js.stream_info(subjects.stream(bus.prefix))).state.consumer_count
 
@@ -66,10 +79,7 @@ async def test_the_pod_watch_follows_its_nodes_without_a_consumer(api: ApiClient
     await api.create(make_pod("listed").node("node-a").obj())
     heard = _Heard()
     before = await _consumers(api.bus)
-    informer = pod_informer(api, NODES, heard)
-    informer.start()
-    try:
-        await informer.wait_synced(10)
+    async with _following(api, heard):
         await api.create(make_pod("on-b").node("node-b").obj())
         await api.create(make_pod("elsewhere").node("node-c").obj())
         await api.create(make_pod("on-a").node("node-a").obj())
@@ -77,32 +87,22 @@ async def test_the_pod_watch_follows_its_nodes_without_a_consumer(api: ApiClient
         await heard.until(("ADDED", "on-b"))
         assert await _consumers(api.bus) == before
         assert sorted(heard.events) == [("ADDED", "listed"), ("ADDED", "on-a"), ("ADDED", "on-b")]
-    finally:
-        await informer.stop()
 
 
 async def test_a_lost_event_is_caught_up_before_the_next(api, monkeypatch):
     _losing(api.bus, monkeypatch, {"lost"})
     heard = _Heard()
-    informer = pod_informer(api, NODES, heard)
-    informer.start()
-    try:
-        await informer.wait_synced(10)
+    async with _following(api, heard):
         await api.create(make_pod("lost").node("node-a").obj())
         await api.create(make_pod("next").node("node-a").obj())
         await heard.until(("ADDED", "next"))
         assert heard.events == [("ADDED", "lost"), ("ADDED", "next")]
-    finally:
-        await informer.stop()
 
 
 async def test_an_event_lost_with_none_after_it_is_caught_up_on_reconnection(api, monkeypatch):
     _losing(api.bus, monkeypatch, {"last"})
     heard = _Heard()
-    informer = pod_informer(api, NODES, heard)
-    informer.start()
-    try:
-        await informer.wait_synced(10)
+    async with _following(api, heard) as informer:
         await api.create(make_pod("first").node("node-b").obj())
         await heard.until(("ADDED", "first"))
         last = await api.create(make_pod("last").node("node-b").obj())
@@ -112,8 +112,6 @@ async def test_an_event_lost_with_none_after_it_is_caught_up_on_reconnection(api
         await api.bus._reconnected()
         await heard.until(("ADDED", "last"))
         assert heard.events == [("ADDED", "first"), ("ADDED", "last")]
-    finally:
-        await informer.stop()
 
 
 async def _on_stream(api: ApiClient, pod: core_v1.Pod) -> None:
@@ -140,10 +138,7 @@ async def test_a_node_whose_events_were_compacted_away_is_listed_again_alone(api
     monkeypatch.setattr(ApiClient, "list", counting_list)
     _losing(api.bus, monkeypatch, {"a-old"})
     heard = _Heard()
-    informer = pod_informer(api, NODES, heard)
-    informer.start()
-    try:
-        await informer.wait_synced(10)
+    async with _following(api, heard) as informer:
         assert sorted(lists) == ["spec.nodeName=node-a", "spec.nodeName=node-b"]
         lists.clear()
         _, rv = await api.list(core_v1.Pod)
@@ -165,8 +160,6 @@ async def test_a_node_whose_events_were_compacted_away_is_listed_again_alone(api
         ]
         assert lists == ["spec.nodeName=node-a"]
         assert sorted(name for _, name in informer.cache) == ["b-pod", "next"]
-    finally:
-        await informer.stop()
 
 
 async def test_an_event_lost_with_none_after_it_is_caught_up_when_its_head_is_announced(
@@ -182,14 +175,11 @@ async def test_an_event_lost_with_none_after_it_is_caught_up_when_its_head_is_an
         subjects.heads_of(api.bus.prefix, "pods", "node-b"), lambda msg: heads.append(msg.data)
     )
     heard = _Heard()
-    informer = pod_informer(api, NODES, heard)
-    informer.start()
     try:
-        await informer.wait_synced(10)
-        last = await api.create(make_pod("last").node("node-b").obj())
-        await heard.until(("ADDED", "last"))
-        assert heard.events == [("ADDED", "last")]
-        assert str(last.metadata.resource_version).encode() in heads
+        async with _following(api, heard):
+            last = await api.create(make_pod("last").node("node-b").obj())
+            await heard.until(("ADDED", "last"))
+            assert heard.events == [("ADDED", "last")]
+            assert str(last.metadata.resource_version).encode() in heads
     finally:
-        await informer.stop()
         await sub.unsubscribe()
