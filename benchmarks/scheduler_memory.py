@@ -2,7 +2,7 @@
 
     python benchmarks/scheduler_memory.py [--nodes 1000,4000] [--pods 2000,8000]
         [--mode claims,extended-resources,device-plugin] [--frames 1] [--top 0]
-        [--write-latency 0] [--json FILE]
+        [--write-latency 0] [--prefill 0] [--json FILE]
 
 Runs the real `Scheduler` (queue, cache, DraManager, default profile, binding cycle, event
 recorder) in this process on an in-memory API (`MemoryApi`): the writes it makes are kept
@@ -17,6 +17,10 @@ advertised as node capacity `example.com/gpu: 8`. The P pods ask one GPU each:
 - `extended-resources`: `example.com/gpu: 1` in limits, the class mapping the name, so the
   scheduler makes each pod's special claim;
 - `device-plugin`: `example.com/gpu: 1` against node capacity (no DRA).
+
+With `--prefill F` (claims mode) the cluster starts with F of its GPUs held by running
+pods and their allocated claims, spread over the nodes, as a loadtest's fill leaves it:
+the scheduler's cost per pod near full, where most nodes it filters have one free GPU.
 
 It measures the process' RSS and tracemalloc's bytes (`--frames 0`: RSS only, tracing
 slows the cycle and its own tables inflate RSS) at three points: the nodes in the cache,
@@ -296,8 +300,63 @@ def settle() -> tuple[int, int]:
     return traced, rss_bytes()
 
 
+def _prefill(
+    api: MemoryApi, tmpl: resource_v1.ResourceClaimTemplate, nodes: int, count: int
+) -> None:
+    """`count` pods already running (claims mode), spread as LeastAllocated spreads them:
+    pod i on node i % nodes, holding its GPU i // nodes through its allocated claim, as a
+    loadtest's fill leaves the cluster for its churn."""
+    for i in range(count):
+        node_name, device = f"node-{i % nodes:05d}", f"gpu-{i // nodes}"
+        p = pod(1_000_000 + i, "claims")
+        pod_claim = p.spec.resource_claims[0]
+        claim = claim_from_template(p, pod_claim, tmpl)
+        claim.status = codec.convert(
+            {
+                "allocation": {
+                    "devices": {
+                        "results": [
+                            {
+                                "request": "gpu",
+                                "driver": DRIVER,
+                                "pool": node_name,
+                                "device": device,
+                            }
+                        ]
+                    },
+                    "nodeSelector": {
+                        "nodeSelectorTerms": [
+                            {
+                                "matchFields": [
+                                    {
+                                        "key": "metadata.name",
+                                        "operator": "In",
+                                        "values": [node_name],
+                                    }
+                                ]
+                            }
+                        ]
+                    },
+                },
+                "reservedFor": [
+                    {"resource": "pods", "name": p.metadata.name, "uid": p.metadata.uid}
+                ],
+            },
+            resource_v1.ResourceClaimStatus,
+        )
+        claim = api.add(claim)
+        status = core_v1.PodResourceClaimStatus(
+            name=pod_claim.name, resource_claim_name=claim.metadata.name
+        )
+        p.spec.node_name = node_name
+        p.status = msgspec.structs.replace(
+            p.status, phase="Running", resource_claim_statuses=[status]
+        )
+        api.add(p)
+
+
 async def run_shape(
-    nodes: int, pods: int, mode: str, top: int, latency: float = 0.0
+    nodes: int, pods: int, mode: str, top: int, latency: float = 0.0, prefill: float = 0.0
 ) -> dict[str, Any]:
     api = MemoryApi(latency)
     sched = Scheduler(api, rng=random.Random(1))  # type: ignore[arg-type]  # the verbs it uses
@@ -310,6 +369,10 @@ async def run_shape(
         if mode != "device-plugin":
             api.add(resource_slice(n.metadata.name))
     tmpl = template()
+    if prefill:
+        if mode != "claims":
+            raise SystemExit("--prefill: claims mode only")
+        _prefill(api, tmpl, nodes, int(prefill * nodes * GPUS_PER_NODE))
     sched.cache.update_snapshot(sched.snapshot)
     nodes_up, rss_nodes_up = settle()
     snap_nodes_up = tracemalloc.take_snapshot() if top else None
@@ -432,7 +495,14 @@ def child(args: argparse.Namespace) -> None:
     if args.frames:
         tracemalloc.start(args.frames)
     figures = asyncio.run(
-        run_shape(args.nodes_one, args.pods_one, args.mode_one, args.top, args.write_latency)
+        run_shape(
+            args.nodes_one,
+            args.pods_one,
+            args.mode_one,
+            args.top,
+            args.write_latency,
+            args.prefill,
+        )
     )
     print(json.dumps(figures))
 
@@ -457,6 +527,12 @@ def main() -> None:
         type=float,
         default=0.0,
         help="seconds each of the scheduler's writes waits (bindings then overlap)",
+    )
+    parser.add_argument(
+        "--prefill",
+        type=float,
+        default=0.0,
+        help="claims mode: this fraction of the GPUs already held by running pods",
     )
     parser.add_argument("--top", type=int, default=0, help="print the top K allocations")
     parser.add_argument("--json", help="write the figures here as JSON")
@@ -486,6 +562,7 @@ def main() -> None:
             f"--frames={args.frames}",
             f"--top={args.top}",
             f"--write-latency={args.write_latency}",
+            f"--prefill={args.prefill}",
         ]
         out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
         figures = json.loads(out.strip().splitlines()[-1])
