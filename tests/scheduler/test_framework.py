@@ -1000,3 +1000,40 @@ def test_scores_are_reused_with_the_filter_verdicts() -> None:
     assert attempt() == [("a", 10), ("b", 20)] and scorer.calls == ["a", "b"]
     all_nodes[0].add_pod(make_pod("p").obj())  # node a changed: scored again
     assert attempt() == [("a", 99), ("b", 20)] and scorer.calls == ["a", "b", "a"]
+
+
+@dataclasses.dataclass
+class LabelScore(ReusableScore):
+    """Scores by the pod's `tier` label, which no Filter plugin reads: signs it."""
+
+    name: ClassVar[str] = "LabelScore"
+
+    def sign_pod(self, state: CycleState, pod: core_v1.Pod) -> str:
+        return pod.metadata.labels.get("tier", "")
+
+    def score(self, state: CycleState, pod: core_v1.Pod, node_info: NodeInfo) -> int:
+        self.calls.append(node_info.name)
+        return self.scores[node_info.name] * (2 if pod.metadata.labels.get("tier") else 1)
+
+
+def test_a_score_plugin_that_keeps_scores_signs_the_pod_too() -> None:
+    """Pods alike for every Filter plugin but not for a Score plugin whose scores are
+    kept do not share those scores."""
+    scorer = LabelScore({"a": 10, "b": 20})
+    fwk = Framework([ReusableFilter(Recorder()), scorer])
+    all_nodes = nodes("a", "b")
+    tiered = make_pod("tiered").obj()
+    tiered.spec = POD.spec
+    tiered.metadata.labels = {"tier": "gold"}
+
+    def totals(pod: core_v1.Pod) -> list[tuple[str, int]]:
+        state = CycleState()
+        feasible, _ = fwk.find_nodes_that_fit(state, pod, all_nodes)
+        fwk.pick_host(state, pod, feasible, random.Random(0))
+        kept = verdict_cache.attempt_verdicts(state)
+        assert kept is not None
+        return [(node, total) for node, (_, total) in sorted(kept.verdicts.totals.items())]
+
+    assert totals(POD) == [("a", 10), ("b", 20)]
+    assert totals(tiered) == [("a", 20), ("b", 40)] and scorer.calls == ["a", "b"] * 2
+    assert totals(POD) == [("a", 10), ("b", 20)] and scorer.calls == ["a", "b"] * 2

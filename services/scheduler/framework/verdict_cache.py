@@ -281,15 +281,19 @@ class VerdictCache:
         self.enabled = bool(filter_plugins) and all(
             isinstance(p, SignPlugin) for p in filter_plugins
         )
-        self._signers = [p for p in filter_plugins if isinstance(p, SignPlugin)]
         self._score_plugins = list(score_plugins)
         self._score_weights = score_weights
         # Score plugins whose scores may be kept: they sign pods and do not normalize.
-        self._keeping_scores = {
-            p.name
+        keeping = [
+            p
             for p in score_plugins
             if isinstance(p, SignPlugin) and not isinstance(p, ScoreExtensions)
-        }
+        ]
+        self._keeping_scores = {p.name for p in keeping}
+        # What a kept verdict or score depends on of the pod: every Filter plugin's
+        # fragment, and that of each Score plugin whose scores are kept.
+        self._signers = [p for p in filter_plugins if isinstance(p, SignPlugin)]
+        self._signers += [p for p in keeping if p not in self._signers]
         self._run_filter_plugins = run_filter_plugins
         self._by_signature: dict[tuple[Hashable, ...], PodVerdicts] = {}
         self._log: list[str] = []
@@ -397,7 +401,7 @@ class VerdictCache:
     # -- Filter --
 
     def _sign(self, state: CycleState, pod: core_v1.Pod) -> tuple[Hashable, ...] | None:
-        """The pod's signature: every Filter plugin's fragment (None if one cannot sign)."""
+        """The pod's signature: every signer's fragment (None if one cannot sign)."""
         fragments = []
         for plugin in self._signers:
             fragment = plugin.sign_pod(state, pod)
