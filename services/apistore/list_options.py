@@ -35,6 +35,7 @@ __all__ = [
     "EXACT",
     "NOT_OLDER_THAN",
     "ListRead",
+    "check_watch_options",
     "encode_continue",
     "expired",
     "parse_resource_version",
@@ -166,12 +167,56 @@ def too_large_resource_version(minimum: int, current: int) -> errors.Timeout:
     )
 
 
+def check_watch_options(
+    resource_version_match: str, send_initial_events: bool | None, continue_token: str
+) -> None:
+    """Upstream's `ValidateListOptions` for a watch (`validateWatchOptions`, the WatchList
+    feature on, as it is by default): `resourceVersionMatch` only with `sendInitialEvents`,
+    and then `NotOlderThan`; 422 `ListOptions.meta.k8s.io` otherwise."""
+    errs: list[errors.FieldError] = []
+    match = resource_version_match
+    if send_initial_events is not None and match != NOT_OLDER_THAN:
+        errs.append(
+            errors.field_forbidden(
+                "resourceVersionMatch",
+                f"sendInitialEvents requires setting resourceVersionMatch to {NOT_OLDER_THAN}",
+            )
+        )
+    if match:
+        if send_initial_events is None:
+            errs.append(
+                errors.field_forbidden(
+                    "resourceVersionMatch",
+                    "resourceVersionMatch is forbidden for watch unless sendInitialEvents is "
+                    "provided",
+                )
+            )
+        if match != NOT_OLDER_THAN:
+            errs.append(errors.field_not_supported("resourceVersionMatch", match, [NOT_OLDER_THAN]))
+        if continue_token:
+            errs.append(
+                errors.field_forbidden(
+                    "resourceVersionMatch",
+                    "resourceVersionMatch is forbidden when continue is provided",
+                )
+            )
+    if errs:
+        raise _invalid("ListOptions", "meta.k8s.io", errs)
+
+
 def _check_options(req: messages.List) -> list[errors.FieldError]:
     """Upstream's `ValidateListOptions` for a list (not a watch)."""
+    errs = _check_match(req) if req.resource_version_match else []
+    if req.send_initial_events is not None:
+        errs.append(
+            errors.field_forbidden("sendInitialEvents", "sendInitialEvents is forbidden for list")
+        )
+    return errs
+
+
+def _check_match(req: messages.List) -> list[errors.FieldError]:
     errs: list[errors.FieldError] = []
     match = req.resource_version_match
-    if not match:
-        return errs
     if not req.resource_version:
         errs.append(
             errors.field_forbidden(

@@ -4,6 +4,7 @@ bookmark interval so that no test waits long for one."""
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import json
 from collections.abc import AsyncIterator
@@ -246,3 +247,100 @@ async def test_a_watch_not_accepting_json_is_refused(client):
     response = await http.get(PODS, params={"watch": "true"}, headers={"Accept": "text/xml"})
     assert response.status == 406
     assert (await response.json())["reason"] == "NotAcceptable"
+
+
+WATCH_LIST = {"sendInitialEvents": "true", "resourceVersionMatch": "NotOlderThan"}
+
+
+@pytest.mark.parametrize("since", ["", "0", "listed"])
+async def test_a_watch_list_ends_its_initial_events_with_the_annotated_bookmark(client, since: str):
+    """client-go's watch-list (KEP-3157): the current objects as ADDED, then one BOOKMARK
+    at their resourceVersion annotated `k8s.io/initial-events-end` with the empty list to
+    build from; later changes follow. From "" (consistent), "0" (any) or a resourceVersion
+    (not older than it) alike."""
+    http, api = client
+    await api.create(make_pod("a").obj())
+    await api.create(make_pod("b").obj())
+    _, listed_at = await api.list(core_v1.Pod)
+    rv = str(listed_at) if since == "listed" else since
+    params = {**WATCH_LIST, "resourceVersion": rv, "allowWatchBookmarks": "true"}
+    async with await open_watch(http, **params) as response:
+        watch = Watch(response)
+        assert await watch.names(2) == [("ADDED", "a"), ("ADDED", "b")]
+        bookmark = await watch.next()
+        await api.create(make_pod("c").obj())
+        after = await watch.next()
+    assert bookmark["type"] == "BOOKMARK"
+    assert bookmark["object"]["kind"] == "Pod"
+    metadata = bookmark["object"]["metadata"]
+    assert int(metadata["resourceVersion"]) >= listed_at
+    annotations = metadata["annotations"]
+    assert annotations["k8s.io/initial-events-end"] == "true"
+    blueprint = json.loads(base64.b64decode(annotations["k8s.io/initial-events-list-blueprint"]))
+    assert blueprint == {"kind": "PodList", "apiVersion": "v1", "metadata": {}, "items": []}
+    assert (after["type"], after["object"]["metadata"]["name"]) == ("ADDED", "c")
+    assert int(after["object"]["metadata"]["resourceVersion"]) > int(metadata["resourceVersion"])
+
+
+async def test_a_watch_list_without_bookmarks_allowed_sends_no_end_marker(client):
+    http, api = client
+    await api.create(make_pod("a").obj())
+    async with await open_watch(http, **WATCH_LIST) as response:
+        watch = Watch(response)
+        assert await watch.names(1) == [("ADDED", "a")]
+        await api.create(make_pod("b").obj())
+        assert await watch.names(1) == [("ADDED", "b")]
+
+
+async def test_send_initial_events_false_watches_from_now_without_the_objects(client):
+    http, api = client
+    await api.create(make_pod("a").obj())
+    params = {**WATCH_LIST, "sendInitialEvents": "false"}
+    async with await open_watch(http, **params) as response:
+        watch = Watch(response)
+        await api.create(make_pod("b").obj())
+        assert await watch.names(1) == [("ADDED", "b")]
+
+
+@pytest.mark.parametrize(
+    ("params", "causes"),
+    [
+        (
+            {"sendInitialEvents": "true"},
+            ["resourceVersionMatch: Forbidden: sendInitialEvents requires setting "
+             "resourceVersionMatch to NotOlderThan"],
+        ),
+        (
+            {"resourceVersionMatch": "NotOlderThan", "resourceVersion": "1"},
+            ["resourceVersionMatch: Forbidden: resourceVersionMatch is forbidden for watch "
+             "unless sendInitialEvents is provided"],
+        ),
+        (
+            {"sendInitialEvents": "true", "resourceVersionMatch": "Exact"},
+            ["resourceVersionMatch: Forbidden: sendInitialEvents requires setting "
+             "resourceVersionMatch to NotOlderThan",
+             'resourceVersionMatch: Unsupported value: "Exact": supported values: '
+             '"NotOlderThan"'],
+        ),
+    ],
+)  # fmt: skip
+async def test_watch_options_are_checked_as_upstream_checks_them(
+    client, params: dict[str, str], causes: list[str]
+):
+    http, _ = client
+    response = await http.get(PODS, params={"watch": "true", **params})
+    status = await response.json()
+    assert (response.status, status["reason"]) == (422, "Invalid")
+    joined = causes[0] if len(causes) == 1 else f"[{', '.join(causes)}]"
+    assert status["message"] == f'ListOptions.meta.k8s.io "" is invalid: {joined}'
+
+
+async def test_a_list_refuses_send_initial_events(client):
+    http, _ = client
+    response = await http.get(PODS, params={"sendInitialEvents": "true"})
+    status = await response.json()
+    assert response.status == 422
+    assert status["message"] == (
+        'ListOptions.meta.k8s.io "" is invalid: sendInitialEvents: Forbidden: '
+        "sendInitialEvents is forbidden for list"
+    )

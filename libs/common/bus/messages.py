@@ -37,6 +37,8 @@ class List(_Request, tag="list"):
     # them ("": the most recent; see `drasim.apistore.list_options`).
     resource_version: str = ""
     resource_version_match: str = ""
+    # `sendInitialEvents` as the request gave it (None: not given); a list refuses it.
+    send_initial_events: bool | None = None
 
 
 class Update(_Request, tag="update"):

@@ -150,6 +150,7 @@ async def list_objects(
             continue_token=opts.continue_token,
             resource_version=opts.resource_version,
             resource_version_match=opts.resource_version_match,
+            send_initial_events=opts.send_initial_events,
         ),
     )
     return responses.list_response(request, target, messages.list_result_decoder.decode(data))

@@ -221,6 +221,7 @@ class ListOptions:
     resource_version_match: str = ""
     timeout_seconds: int | None = None
     allow_watch_bookmarks: bool = False
+    send_initial_events: bool | None = None  # None: not given
 
     @classmethod
     def from_query(cls, query: MultiMapping[str]) -> ListOptions:
@@ -233,6 +234,9 @@ class ListOptions:
             resource_version_match=query.get("resourceVersionMatch", ""),
             timeout_seconds=integer(query, "timeoutSeconds"),
             allow_watch_bookmarks=flag(query, "allowWatchBookmarks"),
+            send_initial_events=(
+                flag(query, "sendInitialEvents") if "sendInitialEvents" in query else None
+            ),
         )
 
 

@@ -3,14 +3,18 @@
 The events come from the apistore's event stream (`watch.watch_raw`), whose sequence is
 the resourceVersion, so a watch from resourceVersion R sees every later change once, in
 order. Without R (or with "0") the watch first sends every current object as ADDED, as
-Kubernetes does. A selector filters the stream; an object that stops matching leaves with a
-DELETED event, as in Kubernetes. History the stream no longer holds ends the watch with an
-ERROR event carrying a 410 Expired Status, on which clients relist.
+Kubernetes does. A watch-list (`sendInitialEvents` with `resourceVersionMatch=NotOlderThan`,
+KEP-3157, what client-go's reflectors send) says itself whether the current objects come
+first, and with bookmarks allowed ends them with a BOOKMARK annotated
+`k8s.io/initial-events-end`. A selector filters the stream; an object that stops matching
+leaves with a DELETED event, as in Kubernetes. History the stream no longer holds ends the
+watch with an ERROR event carrying a 410 Expired Status, on which clients relist.
 """
 
 from __future__ import annotations
 
 import asyncio
+import base64
 import contextlib
 import logging
 from collections.abc import AsyncIterator
@@ -27,6 +31,11 @@ from drasim.common.api import registry
 from drasim.common.bus import messages
 
 log = logging.getLogger(__name__)
+
+# The annotations of the BOOKMARK that ends a watch-list's initial events (upstream's
+# `metav1.InitialEventsAnnotationKey`, `InitialEventsListBlueprintAnnotationKey`).
+INITIAL_EVENTS_END = "k8s.io/initial-events-end"
+INITIAL_EVENTS_LIST_BLUEPRINT = "k8s.io/initial-events-list-blueprint"
 
 # Events buffered between the stream and a slow client before the stream waits.
 _BUFFER = 1024
@@ -62,12 +71,27 @@ class _Encoder:
             data = served.from_storage(data)
         return messages.encoder.encode(messages.WatchEvent(type=type_, object=msgspec.Raw(data)))
 
-    def bookmark(self, resource_version: int) -> bytes:
-        marker = {
-            "kind": self.info.kind,
-            "apiVersion": self.target.api_version,
-            "metadata": {"resourceVersion": str(resource_version)},
-        }
+    def bookmark(self, resource_version: int, *, initial_events_end: bool = False) -> bytes:
+        """A BOOKMARK; at the end of a watch-list's initial events it carries upstream's
+        `k8s.io/initial-events-end` annotation and, base64, the empty list a client builds
+        its list from (`k8s.io/initial-events-list-blueprint`): client-go's watch-list
+        waits for exactly this event."""
+        metadata: dict[str, object] = {"resourceVersion": str(resource_version)}
+        if initial_events_end:
+            blueprint = {
+                "kind": f"{self.info.kind}List",
+                "apiVersion": self.target.api_version,
+                "metadata": {},
+                "items": [],
+            }
+            metadata["annotations"] = {
+                INITIAL_EVENTS_END: "true",
+                INITIAL_EVENTS_LIST_BLUEPRINT: base64.b64encode(
+                    msgspec.json.encode(blueprint)
+                ).decode(),
+            }
+        kind, api_version = self.info.kind, self.target.api_version
+        marker = {"kind": kind, "apiVersion": api_version, "metadata": metadata}
         return msgspec.json.encode({"type": "BOOKMARK", "object": marker})
 
     @staticmethod
@@ -84,23 +108,20 @@ async def serve(
     namespace_term = f"metadata.namespace={target.namespace}" if target.namespace else ""
     fields = ",".join(term for term in (opts.field_selector, namespace_term) if term)
     chosen = selection.Selection(info.plural, opts.label_selector, fields)
+    list_options.check_watch_options(
+        opts.resource_version_match, opts.send_initial_events, opts.continue_token
+    )
     start = _resource_version(opts.resource_version, info)
     encoder = _Encoder(request, target)
-    core = request.app[keys.CORE]
+    # Without sendInitialEvents, a watch from "" or "0" begins with the objects as ADDED
+    # events (the legacy behaviour); with it, the request says (a watch-list).
+    send_initial = start is None if opts.send_initial_events is None else opts.send_initial_events
     initial: list[msgspec.Raw] = []
-    if start is None:
-        listing = messages.list_result_decoder.decode(
-            await core.handle(
-                messages.List(
-                    resource=info.plural,
-                    namespace=target.namespace,
-                    label_selector=opts.label_selector,
-                    field_selector=opts.field_selector,
-                ),
-                options.context(request),
-            )
-        )
-        initial, start = listing.items, listing.resource_version
+    if send_initial or start is None:
+        listing = await _list(request, target, opts, send_initial)
+        start = listing.resource_version
+        if send_initial:
+            initial = listing.items
 
     response = web.StreamResponse(headers={"Content-Type": negotiation.JSON})
     responses.add_warnings(response, target, ())
@@ -138,6 +159,8 @@ async def _stream(
     for existing in initial:
         shown.add(uid_of(existing))
         await response.write(encoder.event("ADDED", bytes(existing)) + b"\n")
+    if opts.send_initial_events and opts.allow_watch_bookmarks:
+        await response.write(encoder.bookmark(start, initial_events_end=True) + b"\n")
     # Kinds whose event subjects carry a node's name: a node's watch reads only its events.
     node_field = strategies.for_resource(info.plural).node_field
     node = chosen.equals(node_field) if node_field else None
@@ -166,6 +189,33 @@ async def _stream(
         pump.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await pump
+
+
+async def _list(
+    request: web.Request,
+    target: options.Target,
+    opts: options.ListOptions,
+    items: bool,
+) -> messages.ListResult:
+    """The state a watch starts from: its objects (`items`) or, for a watch from now on,
+    only the resourceVersion (a list of one). A watch-list's resourceVersion is "not older
+    than" (one past the log's end waits, then 504, as a list's)."""
+    # ("" is a consistent read of the most recent state, and a list refuses a match
+    # without a resourceVersion.)
+    watch_list = opts.send_initial_events is not None and opts.resource_version != ""
+    answer = await request.app[keys.CORE].handle(
+        messages.List(
+            resource=target.info.plural,
+            namespace=target.namespace,
+            label_selector=opts.label_selector,
+            field_selector=opts.field_selector,
+            limit=0 if items else 1,
+            resource_version=opts.resource_version if watch_list else "",
+            resource_version_match=list_options.NOT_OLDER_THAN if watch_list else "",
+        ),
+        options.context(request),
+    )
+    return messages.list_result_decoder.decode(answer)
 
 
 async def _pump(
