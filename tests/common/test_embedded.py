@@ -18,6 +18,7 @@ import pytest
 
 from drasim.common.config import database_name
 from drasim.common.embedded import EmbeddedNats, EmbeddedPostgres, EmbeddedServerError
+from drasim.common.embedded.postgres import SERVER_SETTINGS
 
 
 def alive(pids: Iterable[int]) -> list[int]:
@@ -87,6 +88,16 @@ def test_start_stops_servers_orphaned_by_a_killed_run(tmp_path: Path) -> None:
         assert alive(orphans) == []
         pids = process_tree(bus.pid) + process_tree(db.pid)
     assert alive(pids) == []
+
+
+async def test_postgres_runs_with_the_event_logs_settings(tmp_path: Path) -> None:
+    with EmbeddedPostgres(tmp_path) as db:
+        conn = await asyncpg.connect(db.url)
+        try:
+            shown = {name: await conn.fetchval(f"SHOW {name}") for name in SERVER_SETTINGS}
+        finally:
+            await conn.close()
+    assert shown == {"shared_buffers": "1GB", "max_wal_size": "4GB", "checkpoint_timeout": "15min"}
 
 
 async def test_postgres_starts_over_a_stale_postmaster_pid(tmp_path: Path) -> None:

