@@ -201,7 +201,8 @@ def feature_specs(features: Features) -> list[dict[str, Any]]:
     """Specs every history of these features has besides its random ones, so that each
     feature is reached whatever the seed: a pod asking for a NIC (the perDeviceNodeSelection
     pool), pods with a user claim asking for admin access to all of a class's devices or
-    to one NIC, beside extended resources, and one with a plain user claim."""
+    to one NIC, beside extended resources, and two with a plain user claim, one of them
+    with nothing else."""
 
     def pod(limits: dict[str, str], claim: dict[str, Any] | None = None) -> dict[str, Any]:
         resources: dict[str, Any] = {"requests": limits, "limits": limits}
@@ -225,6 +226,7 @@ def feature_specs(features: Features) -> list[dict[str, Any]]:
             ),
             pod({"example.com/gpu-2": "2"}, {"deviceClassName": "nic-class", **admin}),
             pod({"example.com/gpu-0": "1"}, {"deviceClassName": "class-1"}),
+            pod({}, {"deviceClassName": "class-0"}),  # as a claims-mode Job's pods
         ]
     return specs
 

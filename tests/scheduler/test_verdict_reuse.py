@@ -49,7 +49,8 @@ async def run_history(seed: int, features: Features) -> Cluster:
     print(
         f"seed {seed}: {cluster.attempts} attempts ({cluster.feasible} feasible, "
         f"{cluster.scored} scored), {cluster.reserved} reserved, "
-        f"{cluster.reused_feasible} feasible verdicts reused, "
+        f"{cluster.reused_feasible} feasible verdicts reused "
+        f"({cluster.reused_for_claims_alone} verdicts for pods with only a claim), "
         f"{cluster.binding_failures} bindings failed; Filter runs "
         f"{cluster.reusing_calls['filter']} vs {cluster.reference_calls['filter']}, "
         f"Score runs {cluster.reusing_calls['score']} vs {cluster.reference_calls['score']}"

@@ -92,6 +92,7 @@ class Cluster:
         self.specs += objects.feature_specs(features)
         self.serial = 0
         self.attempts = self.feasible = self.scored = self.reserved = self.reused_feasible = 0
+        self.reused_for_claims_alone = 0
         # Every device result Reserve gave out, and how many bindings failed.
         self.reserved_results: list[resource_v1.DeviceRequestAllocationResult] = []
         self.binding_failures = 0
@@ -327,7 +328,13 @@ class Cluster:
         self.scored += bool(got.scores)
         kept = verdict_cache.attempt_verdicts(state)
         if kept is not None:
-            self.reused_feasible += sum(kept.reused_verdict(name) for name in got.feasible)
+            reused = sum(kept.reused_verdict(name) for name in got.feasible)
+            self.reused_feasible += reused
+            if pod.spec.resource_claims and not any(
+                c.resources.limits for c in pod.spec.containers
+            ):  # signed by their claims' specs: any verdict kept, feasible or not
+                names = (n.node.metadata.name for n in nodes)
+                self.reused_for_claims_alone += sum(map(kept.reused_verdict, names))
         return got, feasible
 
     async def schedule(self) -> None:

@@ -144,7 +144,11 @@ class DynamicResources:
         special claim, Filter's verdict depends on the containers' requests (the special
         claim's requests are made from them, per container, in their order), the node, the
         classes and slices and the allocations of the node's pools, all reported by
-        `watch_filter_inputs`. None for user claims or a leftover special claim."""
+        `watch_filter_inputs`. For a pod whose claims (no special claim) are all still
+        unallocated and unused, as a Job's claims from one template are, it depends on the
+        claims' specs in their order and the same node state: nothing of a claim's
+        identity reaches the allocator. None otherwise (an allocated or reserved claim,
+        a leftover special claim, user claims beside a special claim)."""
         try:
             s = read_state(state)
         except KeyError:
@@ -158,6 +162,8 @@ class DynamicResources:
             and claim.metadata.name == extended.SPECIAL_CLAIM_IN_MEMORY_NAME
         ):
             return extended.requests_signature(pod)
+        if claim is None:
+            return _unused_claims_signature(s.claims)
         return None
 
     # -- PreEnqueue --
@@ -630,3 +636,15 @@ class DynamicResources:
         self, pod: core_v1.Pod, old: core_v1.Pod | None, new: core_v1.Pod
     ) -> framework.QueueingHint:
         return queueing_hints.is_schedulable_after_pod_change(self.dra_manager, pod, old, new)
+
+
+def _unused_claims_signature(store: claims.ClaimStore) -> Hashable | None:
+    """The specs of the pod's claims in order, if none is allocated, reserved or has device
+    status; None otherwise (then Filter reads more of each claim than its spec)."""
+    specs: list[bytes] = []
+    for _, claim in store.all():
+        status = claim.status
+        if status.allocation is not None or status.reserved_for or status.devices:
+            return None
+        specs.append(codec.encode(claim.spec))
+    return ("claims", *specs)

@@ -1500,3 +1500,41 @@ async def test_user_claim_pre_bind_and_unreserve(cluster: Cluster) -> None:
     written = await cluster.api.get(resource_v1.ResourceClaim, "my-claim", namespace="default")
     assert written.status.reserved_for == []
     assert written.status.allocation is not None
+
+
+def _signature(
+    plugin: DynamicResources, pod: core_v1.Pod, nodes: list[framework.NodeInfo]
+) -> object:
+    state = framework.CycleState()
+    _, status = plugin.pre_filter(state, pod, nodes)
+    assert status is None
+    return plugin.sign_pod(state, pod)
+
+
+def test_pods_with_unused_claims_of_one_spec_are_signed_alike() -> None:
+    """A claims-mode Job's pods each have a claim of their own, made from one template:
+    Filter reads nothing of a claim but its spec while it is unallocated and unused, so
+    such pods share verdicts; an allocated or reserved claim, or another spec, does not."""
+    two_gpus = [{"name": "gpu", "exactly": {"deviceClassName": "class", "count": 2}}]
+    claims = {
+        "a": make_claim("a"),
+        "b": make_claim("b"),
+        "c": make_claim("c", requests=two_gpus),
+        "d": make_claim("d", allocated_on=WORKER),
+        "e": make_claim("e", allocated_on=WORKER, reserved_for=["other"]),
+    }
+    plugin, _, _ = make_plugin(devices=2, objects=tuple(claims.values()))
+    nodes = [framework.NodeInfo(DRA_NODE)]
+
+    def signature(claim: str) -> object:
+        pod = with_claims(
+            make_pod(f"pod-{claim}").uid(f"uid-pod-{claim}").obj(),
+            {"name": "gpu", "resourceClaimName": claim},
+        )
+        return _signature(plugin, pod, nodes)
+
+    assert signature("a") is not None
+    assert signature("a") == signature("b")
+    assert signature("c") not in (None, signature("a"))
+    assert signature("d") is None
+    assert signature("e") is None
