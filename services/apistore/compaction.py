@@ -40,12 +40,7 @@ log = logging.getLogger(__name__)
 
 DEFAULT_COMPACTION_INTERVAL = 300.0  # seconds, kube-apiserver's --etcd-compaction-interval
 # Events of the log one step (one transaction) of a compaction goes through.
-STEP_EVENTS = 2_000
-# A round's steps are spread over this share of the interval. A round at 10,000 nodes
-# deletes ~400,000 events (5 minutes of Lease renewals); run back to back its steps took
-# Postgres from 20 % to 70-80 % of a core for two minutes, and every write and watch on
-# the busy machine waited meanwhile (pod start-up p99 1.3 -> 1.7 s in the claims loadtest).
-SPREAD_SHARE = 0.5
+STEP_EVENTS = 10_000
 
 
 class Compactor:
@@ -80,23 +75,19 @@ class Compactor:
         self._rounds += 1
         if revision == 0:  # the first round: nothing recorded before it
             return None
-        return await self.compact(revision, spread=self.interval * SPREAD_SHARE)
+        return await self.compact(revision)
 
-    async def compact(self, revision: int, *, spread: float = 0.0) -> int:
+    async def compact(self, revision: int) -> int:
         """Compact the log and the stream up to `revision`, bounded by what the stream
         holds (the outbox may be behind) and by the log's last event; answers the revision
-        the log is compacted to. Its steps start evenly over `spread` seconds (0: one
-        after another)."""
+        the log is compacted to."""
         name = subjects.stream(self.bus.prefix)
         stream = (await self.bus.js.stream_info(name)).state
         target = min(revision, stream.last_seq, await self.store.max_seq() - 1)
         done = (await self.store.select_compaction()).revision
         if target > done:
             started, removed, after = time.monotonic(), 0, done
-            steps = -(-(target - done) // STEP_EVENTS)
-            for step in range(steps):
-                if spread and step:
-                    await asyncio.sleep(started + spread * step / steps - time.monotonic())
+            while after < target:
                 upto = min(after + STEP_EVENTS, target)
                 removed += await self.store.compact_events(after, upto)
                 after = upto

@@ -113,35 +113,6 @@ async def test_compaction_keeps_the_logs_last_event_and_what_the_stream_lacks(se
     assert int(created.metadata.resource_version) == end + 1
 
 
-async def test_a_rounds_steps_are_spread_over_part_of_the_interval(server, api, monkeypatch):
-    """A round's steps start evenly over `SPREAD_SHARE` of the interval rather than back to
-    back, so a large round does not take Postgres from every other write at once."""
-    monkeypatch.setattr(compaction, "STEP_EVENTS", 3)
-    for _ in range(6):
-        pod = await api.create(make_pod("p").obj())
-        await api.delete(core_v1.Pod, "p", namespace="default", grace_period_seconds=0)
-    end = await server.store.max_seq()
-    await _on_stream(api, end)
-    starts: list[float] = []
-    step = server.store.compact_events
-
-    async def timed(after: int, upto: int) -> int:
-        starts.append(asyncio.get_running_loop().time())
-        return await step(after, upto)
-
-    monkeypatch.setattr(server.store, "compact_events", timed)
-    compactor = Compactor(server.store, server.bus, 1.0)
-    assert await compactor.round() is None  # records the log's end
-    assert await compactor.round() == end - 1
-    steps = len(starts)
-    assert steps == -(-(end - 1) // 3)
-    spread = 1.0 * compaction.SPREAD_SHARE
-    for i, start in enumerate(starts):
-        assert start - starts[0] >= spread * i / steps - 0.01
-    pods = [(e.type, e.name, e.uid) for e in await _logged(server) if e.resource == "pods"]
-    assert pods == [("ADDED", "p", pod.metadata.uid), ("DELETED", "p", pod.metadata.uid)]
-
-
 async def test_compaction_goes_in_steps(server, api, monkeypatch):
     monkeypatch.setattr(compaction, "STEP_EVENTS", 3)
     for _ in range(10):
