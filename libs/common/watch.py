@@ -162,7 +162,7 @@ async def list_then_watch(
 ) -> AsyncIterator[WatchEvent | Bookmark]:
     """Without `positions`, list every scope and yield what it holds, then a `Bookmark`;
     then every change of each scope after its position (`watch_once`), keeping
-    `positions` at the last one given.
+    `positions` at where each scope is (`watch_once`'s `positions`).
 
     Returns when the stream no longer holds the events after a position (`Expired`, 410),
     having forgotten the positions: the caller calls again, which lists again. Raises when
@@ -174,11 +174,12 @@ async def list_then_watch(
                 yield WatchEvent(None, obj, resource_version)
         positions.update((s.subject, rv) for s, (_, rv) in zip(scopes, listed, strict=True))
         yield Bookmark(max((rv for _, rv in listed), default=0))
-    events = watch_once(bus=bus, starts=dict(positions), type_=type_, heartbeat=heartbeat)
+    events = watch_once(
+        bus=bus, starts=dict(positions), type_=type_, heartbeat=heartbeat, positions=positions
+    )
     try:
         async with contextlib.aclosing(events):
-            async for subject, event in events:
-                positions[subject] = event.resource_version
+            async for _, event in events:
                 yield event
     except errors.Expired as exc:
         log.info("%s: %s; listing again", name, exc)
@@ -192,18 +193,24 @@ async def watch_once(
     type_: type | None = None,
     heartbeat: float = HEARTBEAT_S,
     until_caught_up: bool = False,
+    positions: dict[str, int] | None = None,
 ) -> AsyncIterator[tuple[str, WatchEvent]]:
     """One watch: every event on each filter subject of `starts` after the resourceVersion
     it maps to, in order per subject, as (subject, event); objects decoded into `type_`,
     or left as JSON without one. With `until_caught_up` it ends once it gave what the
-    stream held.
+    stream held. `positions`, if given, is kept at where each subject is: its last event
+    given, or a later resourceVersion the stream went past with nothing on it (a quiet
+    subject's position keeps up with the stream, and a later watch from it is not from
+    before a compaction).
 
     An event the outbox published as a stand-in (`headers.STAND_IN`: too large for NATS)
     is read back from the event log. Ends only by raising: `Expired` when the stream no
     longer holds the event after a start, `ServiceUnavailable` when no consumer can be
     made, the error of a stand-in that cannot be read back."""
     decode = messages.watch_event_decoder.decode
-    positions = dict(starts)
+    if positions is None:
+        positions = {}
+    positions.update(starts)
     link_headers = {s: link_header(bus.prefix, s) for s in starts}
     msgs = consumer.ordered_messages(
         bus,
@@ -213,11 +220,13 @@ async def watch_once(
     )
     async with contextlib.aclosing(msgs):
         async for subject, msg in msgs:
+            if isinstance(msg, consumer.Passed):
+                positions[subject] = msg.seq
+                continue
             seq = consumer.ack_sequences(msg.reply)[0]
             previous = previous_event(msg, seq, link_headers[subject])
             if previous > positions[subject]:
                 raise errors.Expired(f"too old resource version: {positions[subject]} ({previous})")
-            positions[subject] = seq
             data, traceparent = msg.data, ""
             if msg.headers:
                 traceparent = msg.headers.get(headers.TRACEPARENT, "")
@@ -225,6 +234,7 @@ async def watch_once(
                     data = await _logged_event(bus, seq)
             event = decode(data)
             obj = event.object if type_ is None else codec.decode(event.object, type_)
+            positions[subject] = seq
             yield subject, WatchEvent(event.type, obj, seq, traceparent)
 
 

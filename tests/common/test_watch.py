@@ -5,6 +5,7 @@ lists answer what a test says."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import uuid
 from collections.abc import AsyncIterator
 from typing import Any
@@ -176,3 +177,87 @@ async def test_a_watch_of_many_nodes_makes_consumers_a_few_at_a_time_and_tries_a
         await events.aclose()
     assert got == {f"{node}-pod" for node in nodes}
     assert unanswered == 0 and most == 4
+
+
+class Positions(dict[str, int]):
+    """A watch's positions that say when one moves."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.moved = asyncio.Event()
+
+    def __setitem__(self, subject: str, seq: int) -> None:
+        super().__setitem__(subject, seq)
+        self.moved.set()
+
+    async def reach(self, subject: str, seq: int) -> None:
+        """Until `subject`'s position reaches `seq` (heartbeats move a quiet one on)."""
+        async with asyncio.timeout(10):
+            while self.get(subject, 0) < seq:
+                self.moved.clear()
+                await self.moved.wait()
+
+
+def quiet_scope_watch(
+    bus: Bus, positions: dict[str, int], lists: list[str]
+) -> AsyncIterator[watch.WatchEvent | watch.Bookmark]:
+    """A watch of node a's pods (whose list is empty at 0), noting each list in `lists`."""
+
+    async def list_pods() -> tuple[list[Any], int]:
+        lists.append("a")
+        return [], 0
+
+    return watch.list_then_watch(
+        bus=bus,
+        type_=core_v1.Pod,
+        scopes=[watch.Scope(subjects.events_of(bus.prefix, "pods", node="a"), list_pods)],
+        positions=positions,
+        heartbeat=0.2,
+        name="test",
+    )
+
+
+async def test_a_quiet_scope_keeps_up_with_the_stream_and_outlives_a_compaction(
+    bus: Bus,
+) -> None:
+    """Node a has no event while node b has many, then the stream drops them (as
+    compaction does). Neither a consumer of a made again (here: the server lost it) nor a
+    new watch from the positions (after a failed one) lists again: heartbeats moved a's
+    position past b's events."""
+    await ensure_stream(bus)
+    stream = subjects.stream(bus.prefix)
+    a = subjects.events_of(bus.prefix, "pods", node="a")
+    positions = Positions()
+    lists: list[str] = []
+    events = quiet_scope_watch(bus, positions, lists)
+    try:
+        assert await take(events, 1) == [("BOOKMARK", 0)]
+        for i in range(20):
+            await publish(bus, "b", f"b{i}")
+        following = asyncio.create_task(anext(events))
+        await positions.reach(a, 20)
+        await bus.js.purge_stream(stream, seq=21)
+        for info in await bus.js.consumers_info(stream):
+            await bus.js.delete_consumer(stream, info.name)
+        assert await publish(bus, "a", "a1") == 21
+        assert summary(await asyncio.wait_for(following, 10)) == ("ADDED", "a1", 21)
+        for i in range(20, 40):
+            await publish(bus, "b", f"b{i}")
+        following = asyncio.create_task(anext(events))
+        await positions.reach(a, 41)
+        following.cancel()  # the watch fails
+        with contextlib.suppress(asyncio.CancelledError):
+            await following
+    finally:
+        await events.aclose()
+    assert positions == {a: 41}
+
+    await bus.js.purge_stream(stream, seq=42)
+    events = quiet_scope_watch(bus, positions, lists)
+    try:
+        following = asyncio.create_task(anext(events))
+        assert await publish(bus, "a", "a2") == 42
+        assert summary(await asyncio.wait_for(following, 10)) == ("ADDED", "a2", 42)
+    finally:
+        await events.aclose()
+    assert lists == ["a"]

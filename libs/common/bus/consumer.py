@@ -16,6 +16,13 @@ order per filter, interleaved between them. Unlike nats-py's, no task per consum
 watchdog per watch checks every consumer's heartbeats. `drasim.common.watch` builds the
 watches of drasim on them.
 
+An idle heartbeat names the last stream sequence its consumer has gone past
+(`Nats-Last-Stream`), matching or not: a quiet filter's consumer moves on with the stream,
+and is made again from there, not from its last message. A filter quiet for longer than
+the stream keeps its messages (compaction) would otherwise be made again from a sequence
+the stream no longer holds, and its watch would list everything again for nothing. The
+watch hears how far each filter has got (`Passed`), to carry on from there the next time.
+
 A watch may also end once it has given everything the stream held when it started
 (`until_caught_up`): a catch-up of what a plain subscription missed.
 """
@@ -30,6 +37,7 @@ import time
 import uuid
 from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 import nats.errors
 from nats.aio.msg import Msg
@@ -39,7 +47,7 @@ from drasim.common import errors
 from drasim.common.bus import subjects
 from drasim.common.bus.client import Bus
 
-__all__ = ["create_subject", "ordered_messages"]
+__all__ = ["Passed", "create_subject", "ordered_messages"]
 
 # How long the server keeps a consumer nobody listens to any more (one replaced by a new
 # one, or left by a client that went away).
@@ -64,6 +72,13 @@ def create_subject(prefix: str, filter_subject: str, consumer: str = "*") -> str
     return f"$JS.API.CONSUMER.CREATE.{stream}.{consumer}.{filter_subject}"
 
 
+class Passed(NamedTuple):
+    """A filter's consumer went past every stream sequence up to `seq` and gave all it had
+    of them: the filter has nothing more up to there."""
+
+    seq: int
+
+
 @dataclass(eq=False)
 class _Consumer:
     filter: str
@@ -86,7 +101,7 @@ class _Watch:
         # Messages to give, errors that end the watch, and the reply subjects of flow
         # control requests (answered once the reader got that far, which is what flow
         # control asks: the server holds back what the reader has not caught up with).
-        self.queue: asyncio.Queue[tuple[str, Msg] | str | BaseException] = asyncio.Queue()
+        self.queue: asyncio.Queue[tuple[str, Msg | Passed] | str | BaseException] = asyncio.Queue()
         self._inbox = bus.nc.new_inbox()
         self._ids = itertools.count()
         self._tasks: set[asyncio.Task[None]] = set()
@@ -227,8 +242,15 @@ class _Watch:
             if stalled:
                 self._publish(stalled)
             last = hdrs.get("Nats-Last-Consumer")
-            if last is not None and int(last) != consumer.delivered:
+            if last is None:
+                return
+            if int(last) != consumer.delivered:
                 self.renew(consumer)  # the heartbeat says messages were sent we never got
+                return
+            passed = int(hdrs.get("Nats-Last-Stream") or 0)
+            if passed >= consumer.next_seq:
+                consumer.next_seq = passed + 1
+                self.queue.put_nowait((consumer.filter, Passed(passed)))
             return
         if hdrs and "Status" in hdrs:
             return  # another status (e.g. 409 consumer deleted): heartbeats end, renewed
@@ -282,11 +304,12 @@ def ack_pending(reply: str) -> int:
 
 async def ordered_messages(
     bus: Bus, starts: Mapping[str, int], *, idle_heartbeat: float, until_caught_up: bool = False
-) -> AsyncIterator[tuple[str, Msg]]:
+) -> AsyncIterator[tuple[str, Msg | Passed]]:
     """The event stream's messages on each filter subject of `starts` from the stream
     sequence it maps to, each filter's in order, through one ordered consumer per filter,
-    as (filter, message); with `until_caught_up`, only until every filter's consumer has
-    delivered what the stream held for it.
+    as (filter, message), and now and then how far a quiet filter has got, as (filter,
+    `Passed`); with `until_caught_up`, only until every filter's consumer has delivered
+    what the stream held for it.
 
     Raises `Expired` when the stream no longer holds a sequence asked for (the caller
     relists), `ServiceUnavailable` when it cannot make a consumer (the caller retries from
