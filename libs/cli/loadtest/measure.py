@@ -131,6 +131,10 @@ class PodStartups:
         """clusterloader2's `pod_startup`: first seen → first seen running."""
         return self.times.metric(CREATE, RUN, keys=self.in_phase(phase))
 
+    def startup_by_window(self, phase: str, window: float) -> list[slis.LatencyMetric]:
+        """`startup` of the pods first seen in each `window` seconds of `phase`."""
+        return self.times.metric_by_window(CREATE, RUN, window, keys=self.in_phase(phase))
+
     def scheduling(self, phase: str) -> slis.LatencyMetric:
         """clusterloader2's `create_to_schedule`."""
         return self.times.metric(CREATE, SCHEDULE, keys=self.in_phase(phase))

@@ -21,6 +21,8 @@ __all__ = ["format_table", "phase_slis", "summarize"]
 NODE_PREPARE = "/k8s.io.kubelet.pkg.apis.dra.v1.DRAPlugin/NodePrepareResources"
 NODE_UNPREPARE = "/k8s.io.kubelet.pkg.apis.dra.v1.DRAPlugin/NodeUnprepareResources"
 API_ROWS_SHOWN = 8
+# The JSON's `pod_startup_by_minute`: each phase's start-up per minute of pod creations.
+STARTUP_WINDOW_S = 60.0
 
 
 def _p99(histograms: scrape.Histograms | None, name: str, **labels: str) -> float | None:
@@ -44,6 +46,9 @@ def _phase(run: LoadTestRun, phase: str, measured: Mapping[str, Any]) -> dict[st
             "pods_created": run.pods.created(phase),
             "pods_started": startup.count,
             "pod_startup": startup.as_dict(),
+            "pod_startup_by_minute": [
+                m.as_dict() for m in run.pods.startup_by_window(phase, STARTUP_WINDOW_S)
+            ],
             "scheduling": run.pods.scheduling(phase).as_dict(),
             "claim_allocation": run.claims.allocation(phase).as_dict(),
             "pod_create_to_claim_create": run.claims.pod_create_to_claim_create(phase).as_dict(),

@@ -104,6 +104,30 @@ class TransitionTimes:
     ) -> LatencyMetric:
         return LatencyMetric.of(self.latencies(start, end, keys=keys))
 
+    def metric_by_window(
+        self,
+        start: str,
+        end: str,
+        window: float,
+        *,
+        keys: Callable[[str], bool] = lambda _: True,
+    ) -> list[LatencyMetric]:
+        """`metric` of the objects that reached `start` in each `window` seconds from the
+        first one that did: where in a phase its slow ones were (a compaction round, a
+        relist), which one figure for the whole phase hides."""
+        spans = [
+            (phases[start], max(0.0, phases[end] - phases[start]))
+            for key, phases in self.times.items()
+            if start in phases and end in phases and keys(key)
+        ]
+        if not spans:
+            return []
+        first = min(at for at, _ in spans)
+        windows: dict[int, list[float]] = {}
+        for at, latency in spans:
+            windows.setdefault(int((at - first) // window), []).append(latency)
+        return [LatencyMetric.of(windows.get(i, ())) for i in range(max(windows) + 1)]
+
 
 def histogram_quantile(q: float, buckets: Sequence[tuple[float, float]]) -> float | None:
     """Prometheus' `histogram_quantile(q, ...)` of one histogram: `buckets` are its

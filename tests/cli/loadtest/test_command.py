@@ -66,6 +66,10 @@ def test_loadtest_runs_every_phase_and_reports_consistent_figures(
             latency = figures[sli]
             assert latency["count"] == figures["pods_created"], (phase, sli, latency)
             assert 0 < latency["p50_s"] <= latency["p90_s"] <= latency["p99_s"], (phase, sli)
+        by_minute = figures["pod_startup_by_minute"]
+        assert sum(m["count"] for m in by_minute) == figures["pods_started"]
+        # Some minute is at least as slow as the phase at its p99.
+        assert max(m["p99_s"] for m in by_minute) >= figures["pod_startup"]["p99_s"]
         # A claim per pod on a DRA node: every pod's without a device plugin; the special
         # claim in extended-resources mode (a device-plugin node's pods have none).
         claims = figures["claim_allocation"]

@@ -41,6 +41,19 @@ def test_transitions_need_both_phases_and_clamp_negative_latencies() -> None:
     assert times.latencies("create", "run", keys=lambda k: k == "a") == [2.5]
 
 
+def test_transitions_by_window_count_each_object_where_it_started() -> None:
+    times = slis.TransitionTimes()
+    for key, created, ran in (("a", 100.0, 100.5), ("b", 159.0, 162.0), ("c", 160.0, 160.25)):
+        times.set_once(key, "create", created)
+        times.set_once(key, "run", ran)
+    times.set_once("d", "create", 250.0)  # never ran: left out, as from the whole
+    times.set_once("e", "create", 230.0)
+    times.set_once("e", "run", 231.0)
+    windows = times.metric_by_window("create", "run", 60.0)
+    assert [(m.count, m.p99) for m in windows] == [(2, 3.0), (1, 0.25), (1, 1.0)]
+    assert times.metric_by_window("create", "run", 60.0, keys=lambda k: k == "z") == []
+
+
 @pytest.mark.parametrize(
     ("q", "buckets", "want"),
     [
