@@ -91,6 +91,14 @@ def _decoder(type_: Any) -> msgspec.json.Decoder[Any]:
     return msgspec.json.Decoder(type_, dec_hook=_dec_hook)
 
 
+@functools.cache
+def field_names(type_: type) -> tuple[tuple[str, str], ...]:
+    """(attribute, wire name) of each field of the struct type `type_`. Cached:
+    `msgspec.structs.fields` resolves every annotation of the class on each call, and a
+    controller writing hundreds of statuses a second spent an eighth of its time there."""
+    return tuple((f.name, f.encode_name) for f in msgspec.structs.fields(type_))
+
+
 def encode(obj: Any) -> bytes:
     """JSON bytes for an API object (or any structure of them)."""
     return _ENCODER.encode(obj)

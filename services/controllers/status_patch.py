@@ -9,8 +9,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import msgspec
-
 from drasim.common import codec
 from drasim.common.api.meta_v1 import KubeStruct
 
@@ -19,7 +17,7 @@ def merge_patch(status: KubeStruct) -> dict[str, Any]:
     """`{"status": {...}}` with every field of `status` (a `None` pointer deletes it)."""
     return {
         "status": {
-            field.encode_name: codec.to_builtins(getattr(status, field.name))
-            for field in msgspec.structs.fields(status)
+            wire: codec.to_builtins(getattr(status, name))
+            for name, wire in codec.field_names(type(status))
         }
     }

@@ -3,8 +3,6 @@ pod template is checked as a pod's spec is."""
 
 from __future__ import annotations
 
-import msgspec
-
 from drasim.common import codec, labels
 from drasim.common.api import apps_v1, core_v1
 from drasim.common.api.meta_v1 import KubeObject, LabelSelector
@@ -27,12 +25,12 @@ def _validate_replica_counts(
     | apps_v1.StatefulSetStatus,
 ) -> list[FieldError]:
     errs = []
-    for field in msgspec.structs.fields(status):
-        value = getattr(status, field.name)
+    for name, wire in codec.field_names(type(status)):
+        value = getattr(status, name)
         if type(value) is int:  # the replica counts (int32) and observedGeneration (int64)
-            errs += meta.nonnegative(f"status.{field.encode_name}", value)
-            if field.name != "observed_generation":
-                errs += meta.int32(f"status.{field.encode_name}", value)
+            errs += meta.nonnegative(f"status.{wire}", value)
+            if name != "observed_generation":
+                errs += meta.int32(f"status.{wire}", value)
     return errs
 
 
