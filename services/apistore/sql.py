@@ -167,7 +167,10 @@ SELECT_COMPACTION = "SELECT rounds, revision, compacted_at FROM compaction WHERE
 # state at $2. The mark moves in the same transaction, so it never claims more than is
 # done. The step's rows are read once, by seq (a max(created_at) of its own would walk the
 # time index back from the newest event, past every event written since the step's); the
-# events' index on (resource, namespace, name, seq) finds each object's earlier events.
+# events' index on (resource, namespace, name, seq) finds each object's earlier events, the
+# scan bounded by `e.seq <= l.seq` (as one OR the bound was a mere filter: each lookup also
+# read every later event of the object, a Lease renewed 140 times since, and a step of a
+# 10,000-node churn took 7 s where it takes 0.5 s).
 COMPACT_EVENTS = """
 WITH step AS MATERIALIZED (
     SELECT resource, namespace, name, seq, type, created_at FROM events
@@ -180,7 +183,7 @@ WITH step AS MATERIALIZED (
 ), removed AS (
     DELETE FROM events e USING last l
     WHERE e.resource = l.resource AND e.namespace = l.namespace AND e.name = l.name
-      AND (e.seq < l.seq OR (e.seq = l.seq AND l.type = 'DELETED'))
+      AND e.seq <= l.seq AND (e.seq < l.seq OR l.type = 'DELETED')
     RETURNING 1
 ), marked AS (
     UPDATE compaction SET revision = $2,
