@@ -43,9 +43,8 @@ DEFAULT_COMPACTION_INTERVAL = 300.0  # seconds, kube-apiserver's --etcd-compacti
 STEP_EVENTS = 10_000
 # The share of its time a round spends in its steps: after a step of d seconds it waits
 # d * (1 - ROUND_DUTY) / ROUND_DUTY. At 10,000 nodes a round deletes ~450,000 events (five
-# minutes of Lease renewals); back to back its steps kept a Postgres backend at 40-50 % of
-# a core for a minute on a machine already near its two cores, and every write waited.
-# A round then takes about four times as long, well inside the interval.
+# minutes of Lease renewals); back to back its steps hold a Postgres backend for as long,
+# on a machine already near its cores, and every write waits meanwhile.
 ROUND_DUTY = 0.25
 
 
