@@ -93,11 +93,18 @@ class TransitionTimes:
         self, start: str, end: str, *, keys: Callable[[str], bool] = lambda _: True
     ) -> list[float]:
         """`end - start` of every object with both phases that `keys` selects (≥ 0)."""
-        found = []
-        for key, phases in self.times.items():
-            if start in phases and end in phases and keys(key):
-                found.append(max(0.0, phases[end] - phases[start]))
-        return found
+        return [latency for _, latency in self._spans(start, end, keys)]
+
+    def _spans(
+        self, start: str, end: str, keys: Callable[[str], bool]
+    ) -> list[tuple[float, float]]:
+        """(time of `start`, `end - start` ≥ 0) of every object with both that `keys`
+        selects."""
+        return [
+            (phases[start], max(0.0, phases[end] - phases[start]))
+            for key, phases in self.times.items()
+            if start in phases and end in phases and keys(key)
+        ]
 
     def metric(
         self, start: str, end: str, *, keys: Callable[[str], bool] = lambda _: True
@@ -115,11 +122,7 @@ class TransitionTimes:
         """`metric` of the objects that reached `start` in each `window` seconds from the
         first one that did: where in a phase its slow ones were (a compaction round, a
         relist), which one figure for the whole phase hides."""
-        spans = [
-            (phases[start], max(0.0, phases[end] - phases[start]))
-            for key, phases in self.times.items()
-            if start in phases and end in phases and keys(key)
-        ]
+        spans = self._spans(start, end, keys)
         if not spans:
             return []
         first = min(at for at, _ in spans)
