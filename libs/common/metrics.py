@@ -18,7 +18,9 @@ from __future__ import annotations
 
 import bisect
 import contextlib
+import gc
 import logging
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass
 
@@ -43,6 +45,7 @@ __all__ = [
     "LATENCY_BUCKETS",
     "Callback",
     "CounterVec",
+    "GC_PAUSES",
     "Endpoint",
     "HistogramVec",
     "Labels",
@@ -220,13 +223,47 @@ def counter(
     return family
 
 
+class _GCPauses:
+    """`python_gc_duration_seconds{generation}`: how long each run of the cycle collector
+    held the process, as a Go component's `go_gc_duration_seconds`. A collection stops the
+    event loop, so every request in flight waits it out: at the scale of a load test a full
+    collection of a service's caches is one of the things a latency's tail is made of, and
+    prometheus_client only counts collections."""
+
+    def __init__(self) -> None:
+        self.histogram = HistogramVec(
+            "python_gc_duration_seconds",
+            "Time a run of the cycle collector held the process, by generation.",
+            ["generation"],
+            buckets=LATENCY_BUCKETS,
+        )
+        self._started = 0.0
+        gc.callbacks.append(self._time)
+
+    def _time(self, phase: str, info: dict[str, int]) -> None:
+        if phase == "start":
+            self._started = time.perf_counter()
+        else:
+            elapsed = time.perf_counter() - self._started
+            self.histogram.observe((str(info["generation"]),), elapsed)
+
+    def describe(self) -> list[Metric]:
+        return self.histogram.describe()
+
+    def collect(self) -> list[Metric]:
+        return self.histogram.collect()
+
+
+GC_PAUSES = _GCPauses()
+
+
 def new_registry(*, process: bool = True) -> CollectorRegistry:
     """A service's registry; with `process`, the process, Python and GC collectors too
-    (`process_cpu_seconds_total`, `python_info`, ...), as a Go component exposes its
-    process and runtime figures."""
+    (`process_cpu_seconds_total`, `python_info`, `python_gc_duration_seconds`, ...), as a
+    Go component exposes its process and runtime figures."""
     registry = CollectorRegistry()
     if process:
-        for collector in (PROCESS_COLLECTOR, PLATFORM_COLLECTOR, GC_COLLECTOR):
+        for collector in (PROCESS_COLLECTOR, PLATFORM_COLLECTOR, GC_COLLECTOR, GC_PAUSES):
             registry.register(collector)
     return registry
 

@@ -36,7 +36,6 @@ def main(argv: list[str] | None = None) -> int:
             plugin_args=plugin_args,
         ),
         f"scheduler nats={config.nats_url} prefix={config.prefix}",
-        freeze=True,  # the synced caches stay: the collector need not scan them
     )
 
 

@@ -3,6 +3,8 @@ parses them, with `le` buckets and scrape-time label expansion."""
 
 from __future__ import annotations
 
+import gc
+
 from drasim.common import metrics
 from tests.metrics.scraping import Scrape
 
@@ -40,3 +42,18 @@ def test_series_keys_expand_into_labels_at_scrape_time() -> None:
 def test_exponential_buckets_match_component_base() -> None:
     assert metrics.exponential_buckets(1, 2, 5) == (1.0, 2.0, 4.0, 8.0, 16.0)
     assert metrics.exponential_buckets(0.001, 2, 3) == (0.001, 0.002, 0.004)
+
+
+def test_a_process_registry_times_each_collection_by_generation() -> None:
+    registry = metrics.new_registry()
+    before = Scrape(metrics.render(registry).decode())
+    full_before = before.value("python_gc_duration_seconds_count", generation="2") or 0
+    young_before = before.value("python_gc_duration_seconds_count", generation="0") or 0
+
+    gc.collect(2)
+    gc.collect(0)
+
+    got = Scrape(metrics.render(registry).decode())
+    assert got.value("python_gc_duration_seconds_count", generation="2") >= full_before + 1
+    assert got.value("python_gc_duration_seconds_count", generation="0") >= young_before + 1
+    assert got.value("python_gc_duration_seconds_sum", generation="2") > 0

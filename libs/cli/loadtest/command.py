@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import gc
 import json
 import shutil
 import sys
@@ -29,7 +30,7 @@ import msgspec
 from drasim.cli import cluster, launch, roundtrips
 from drasim.cli.loadtest import results, workload
 from drasim.cli.loadtest.runner import Options, run_load_test
-from drasim.common import codec, errors
+from drasim.common import codec, errors, service
 from drasim.common.api import core_v1
 from drasim.common.bus import messages
 from drasim.common.bus.client import Bus
@@ -94,6 +95,10 @@ def run(args: argparse.Namespace) -> int:
         churn_completions=args.churn_completions,
         timeout=args.timeout,
     )
+    # The run's watches hold every pod it made: collect as the services do, so that a full
+    # collection does not stall the watch whose arrival times are the measurement.
+    gc.set_threshold(*service.GC_THRESHOLDS)
+    service.freeze_survivors()
     try:
         found = asyncio.run(_run(args, options))
     except (TimeoutError, launch.LaunchError) as exc:
