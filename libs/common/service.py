@@ -192,8 +192,8 @@ def run_on_bus(
     (`serve_until_signal`, READY line `detail`), then stop it and close the connection.
 
     These components hold the cluster in their informers' caches: once started, what they
-    loaded is kept out of the collector's sight (`freeze_gc`), and so is what survives
-    each full collection after it (`freeze_survivors`)."""
+    loaded is kept out of the collector's sight (`freeze_gc`), and so is what lives long
+    enough afterwards (`freeze_survivors`)."""
 
     async def serve() -> None:
         bus = await Bus.connect(
@@ -240,7 +240,6 @@ def event_loop_name() -> str:
 # service holding many thousands of cached objects then spends much of its time in the
 # collector, which rarer collections of the younger generations spare it.
 GC_THRESHOLDS = (10_000, 10, 10)
-OLDEST_GENERATION = len(GC_THRESHOLDS) - 1
 
 
 def freeze_gc() -> None:
@@ -251,26 +250,31 @@ def freeze_gc() -> None:
 
 
 def freeze_survivors() -> None:
-    """From now on, freeze what each full collection leaves alive.
+    """From now on, freeze what survives each collection of the middle or oldest
+    generation, so that no collection walks the cache again.
 
-    A full collection walks every container object the collector tracks and holds the
-    event loop until it is done. A process that caches the cluster (the scheduler, the
+    A collection walks every object of the generations it collects and holds the event
+    loop until it is done. A process that caches the cluster (the scheduler, the
     controllers, a kubelet process, the load test's watches) tracks a few dozen objects
-    per pod, so with tens of thousands of pods each full collection is a pause of the
-    better part of a second, and every pod start in flight waits it out. What survives a
-    full collection there is mostly cache, which reference counting frees when its
-    object goes; with it frozen, the next full collection walks only what is newer.
+    per pod; what lives through two young collections there is almost always cache. Left
+    to pile up in the oldest generation, it is walked whole by each full collection: with
+    tens of thousands of pods a pause of seconds, which every pod start in flight waits
+    out. Freezing only after full collections is not enough: the oldest generation is
+    looked at once per million or so objects allocated, and walking those is still most
+    of a second. Frozen, cache is freed by reference counting as before when its object
+    is replaced or goes.
 
     The price is that a reference cycle through a frozen object is never collected.
-    These processes make almost no cyclic garbage (`python_gc_objects_collected_total`
-    at generation 2 stays near zero); the apistore, which holds no cache but makes
-    cyclic garbage per request, does not do this. Idempotent."""
-    if _freeze_after_full_collection not in gc.callbacks:
-        gc.callbacks.append(_freeze_after_full_collection)
+    These processes make almost no cyclic garbage that old
+    (`python_gc_objects_collected_total` at generation 2 stays in the tens); the
+    apistore, which holds no cache but makes cyclic garbage per request, does not do
+    this. Idempotent."""
+    if _freeze_after_older_collection not in gc.callbacks:
+        gc.callbacks.append(_freeze_after_older_collection)
 
 
-def _freeze_after_full_collection(phase: str, info: dict[str, int]) -> None:
-    if phase == "stop" and info["generation"] == OLDEST_GENERATION:
+def _freeze_after_older_collection(phase: str, info: dict[str, int]) -> None:
+    if phase == "stop" and info["generation"] >= 1:
         gc.freeze()
 
 

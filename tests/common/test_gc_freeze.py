@@ -1,6 +1,6 @@
-"""`service.freeze_survivors`: what a full collection leaves alive is frozen, so the next
-one walks only newer objects, while reference counting still frees frozen objects and
-cycles made later are still collected."""
+"""`service.freeze_survivors`: what a collection of the middle or oldest generation leaves
+alive is frozen, so no later collection walks it, while reference counting still frees
+frozen objects and cycles made later are still collected."""
 
 from __future__ import annotations
 
@@ -24,7 +24,7 @@ def freezing() -> Iterator[None]:
     try:
         yield
     finally:
-        gc.callbacks.remove(service._freeze_after_full_collection)
+        gc.callbacks.remove(service._freeze_after_older_collection)
         gc.unfreeze()
 
 
@@ -33,16 +33,16 @@ def _tracked_ids() -> set[int]:
 
 
 @pytest.mark.usefixtures("freezing")
-def test_survivors_of_a_full_collection_leave_the_collectors_sight() -> None:
-    assert gc.callbacks.count(service._freeze_after_full_collection) == 1
+@pytest.mark.parametrize("generation", [1, 2])
+def test_survivors_of_an_older_collection_leave_the_collectors_sight(generation: int) -> None:
+    assert gc.callbacks.count(service._freeze_after_older_collection) == 1
     cache = [_Cached() for _ in range(1000)]
     ids = {id(o) for o in cache}
 
     gc.collect(0)
-    gc.collect(1)
     assert ids <= _tracked_ids(), "a young collection froze its survivors"
 
-    gc.collect(2)
+    gc.collect(generation)
     assert not ids & _tracked_ids()
     assert gc.get_freeze_count() >= len(cache)
 
