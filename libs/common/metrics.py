@@ -42,10 +42,10 @@ from prometheus_client.core import (
 
 __all__ = [
     "DEFAULT_BUCKETS",
+    "GC_PAUSES",
     "LATENCY_BUCKETS",
     "Callback",
     "CounterVec",
-    "GC_PAUSES",
     "Endpoint",
     "HistogramVec",
     "Labels",
